@@ -1,0 +1,260 @@
+"""`context-editor`: a thin shell over the Python API (every command maps to one call).
+
+Exit codes: 0 success, 1 a check failed (lint problems), 2 bad input or usage (the message says
+what to fix). Errors go to stderr; data (state, XML, JSON) to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime, timezone
+
+from .conversation import read_conversation
+from .domain import domain_from_source, lint_domain, load_domain
+from .domain.model import DOMAINS_DIR
+from .errors import ContextEditorError, SessionNotFoundError
+from .inject import format_value
+from .model import State
+from .pipeline import ContextEditor
+from .store import DEFAULT_STORE, open_store
+
+SAMPLE = DOMAINS_DIR / "samples" / "ecommerce_headphones.jsonl"
+
+EPILOG = """\
+examples:
+  context-editor demo
+  context-editor run ecommerce conversation.jsonl --action place_order --budget 300
+  context-editor ingest travel chat.json --session alice-1
+  context-editor state --session alice-1 --as-of-round 3 --json
+  context-editor render --session alice-1 --action book_flight
+  context-editor why --session alice-1 budget_max
+  context-editor lint my_domain.yaml
+
+Conversations are JSONL (one {"role", "content", "timestamp"?, "id"?, "name"?, "tool_call_id"?}
+per line) or a JSON array in the OpenAI chat format; `-` reads stdin.
+The store is $CONTEXT_EDITOR_STORE or ./context_editor.db unless --store URL is given
+(memory://, sqlite:///path.db, a path, postgresql://user@host/db).
+"""
+
+
+def _parse_now(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ContextEditorError(f"--now {value!r} is not ISO 8601", fix="write it like 2024-05-01T10:00:00+08:00",
+                                 code="CE001") from None
+    return dt
+
+
+def _state_table(state: State, editor: ContextEditor) -> str:
+    """A plain-text table: field, value, round, source, extractor."""
+    rows = [("field", "value", "round", "source", "extractor")]
+    for name in editor.domain.fields:
+        fs = state.fields.get(name)
+        if fs is None or not fs.present:
+            continue
+        p = fs.provenance
+        rows.append((name, format_value(editor.domain.fields[name], fs.value), str(fs.set_round), fs.source or "",
+                     p.extractor if p else fs.source or ""))
+    widths = [max(_width(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c + " " * (w - _width(c)) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    head = f"session {state.session}  domain {state.domain} ({state.domain_version})  round {state.round}  phase {state.phase}"
+    alerts = [f"alert {a.code} (round {a.round}): {a.message}" for a in state.alerts]
+    return "\n".join([head, *lines, *alerts])
+
+
+def _width(text: str) -> int:
+    """Display width: CJK characters take two columns."""
+    return sum(2 if "\u2e80" <= ch <= "\ufaff" or "\uff00" <= ch <= "\uffef" else 1 for ch in text)
+
+
+def _editor_for_session(session: str, store_url: str | None, model: str | None = None) -> ContextEditor:
+    """The editor of an existing session, with the domain version it was processed with."""
+    store = open_store(store_url)
+    info = store.session(session)
+    if info is None:
+        known = ", ".join(store.sessions()[:10]) or "none yet"
+        raise SessionNotFoundError(f"no session {session!r} in {store.url}",
+                                   fix=f"run `context-editor ingest DOMAIN FILE --session {session}` first; known sessions: {known}")
+    source = store.get_domain(info.domain_version)
+    domain = domain_from_source(source, f"<stored {info.domain} {info.domain_version}>")
+    return ContextEditor(domain, store, model=model)
+
+
+def cmd_demo(args) -> int:
+    store = open_store(args.store)
+    editor = ContextEditor("ecommerce", store)
+    taken = set(store.sessions())
+    n = 1
+    while f"demo-{n}" in taken:
+        n += 1
+    session = f"demo-{n}"
+    state = editor.ingest(session, read_conversation(str(SAMPLE)))
+    print(f"Ingested {SAMPLE.name} ({state.message_index + 1} messages) into {store.url} as session {session}\n")
+    print(_state_table(state, editor))
+    for action in editor.domain.actions:
+        ctx = editor.render(session, action)
+        print(f"\n# action {action}: {ctx.tokens} tokens (budget {ctx.budget})")
+        print(ctx.xml)
+    print(f"\nNext: context-editor why --session {session} budget_max --store {store.url}")
+    return 0
+
+
+def _print_result(editor: ContextEditor, session: str, args) -> None:
+    if args.action:
+        print(editor.render(session, args.action, budget=args.budget, as_of_round=args.as_of_round).xml)
+        return
+    state = editor.state(session, as_of_round=args.as_of_round)
+    if args.json:
+        print(json.dumps(state.to_json(), ensure_ascii=False, indent=2))
+    else:
+        print(_state_table(state, editor))
+
+
+def cmd_run(args) -> int:
+    editor = ContextEditor(args.domain, "memory://", model=args.model)
+    if args.action:
+        editor.renderer.action(args.action)
+    messages = read_conversation(args.conversation)
+    editor.ingest("run", messages, now=_parse_now(args.now) or datetime.now(timezone.utc))
+    _print_result(editor, "run", args)
+    return 0
+
+
+def cmd_ingest(args) -> int:
+    messages = read_conversation(args.conversation)  # all checked before anything is stored
+    editor = ContextEditor(args.domain, args.store)
+    before = editor.state(args.session).message_index + 1
+    state = editor.ingest(args.session, messages, now=_parse_now(args.now) or datetime.now(timezone.utc))
+    print(f"session {args.session}: {state.message_index + 1 - before} messages ingested "
+          f"({state.message_index + 1} in total, round {state.round}) into {editor.store.url}", file=sys.stderr)
+    return 0
+
+
+def cmd_state(args) -> int:
+    editor = _editor_for_session(args.session, args.store)
+    args.action = None
+    _print_result(editor, args.session, args)
+    return 0
+
+
+def cmd_render(args) -> int:
+    editor = _editor_for_session(args.session, args.store, model=args.model)
+    print(editor.render(args.session, args.action, budget=args.budget, as_of_round=args.as_of_round).xml)
+    return 0
+
+
+def cmd_why(args) -> int:
+    editor = _editor_for_session(args.session, args.store)
+    info = editor.why(args.session, args.field)
+    if args.json:
+        print(json.dumps(info, ensure_ascii=False, indent=2))
+        return 0
+    print(f"{info['field']} = {json.dumps(info['value'], ensure_ascii=False)}")
+    if info["provenance"]:
+        p = info["provenance"]
+        print(f"  from round {p['round']}, message {p['message_index']} ({p['role']}), chars {p['span'][0]}-{p['span'][1]}: "
+              f"{p['text']!r} via {p['extractor']} (confidence {p['confidence']}, domain {p['domain_version']})")
+    if info["note"]:
+        print(f"  {info['note']}")
+    for h in info["history"]:
+        prov = h.get("provenance")
+        where = f" <- {prov['text']!r} via {prov['extractor']}" if prov else ""
+        reason = f" [{h['reason']}]" if h["reason"] else ""
+        print(f"  round {h['round']:>3}  {h['status']:<8} {h['source']:<10} {json.dumps(h['value'], ensure_ascii=False)}{reason}{where}")
+    return 0
+
+
+def cmd_lint(args) -> int:
+    path, problems = lint_domain(args.domain)
+    for p in problems:
+        print(p.format(str(path)))
+    if problems:
+        print(f"{len(problems)} problem(s) in {path}", file=sys.stderr)
+        return 1
+    domain = load_domain(path)
+    print(f"{path}: ok (domain {domain.name} version {domain.version}, hash {domain.version_hash}, "
+          f"{len(domain.fields)} fields, {len(domain.actions)} actions)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="context-editor", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+        description="Turn a conversation into provenance-tagged state and render the minimal XML context an action needs.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, func, help_: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_, description=help_, formatter_class=argparse.RawDescriptionHelpFormatter,
+                           epilog=EPILOG)
+        p.set_defaults(func=func)
+        return p
+
+    def store_opt(p):
+        p.add_argument("--store", metavar="URL", help=f"store URL (default $CONTEXT_EDITOR_STORE or {DEFAULT_STORE})")
+
+    def view_opts(p, action: bool):
+        p.add_argument("--json", action="store_true", help="print the state as JSON")
+        p.add_argument("--as-of-round", type=int, metavar="N", help="the state as it stood at the end of round N")
+        if action:
+            p.add_argument("--action", metavar="NAME", help="print the XML context of this action instead of the state")
+            p.add_argument("--budget", type=int, metavar="TOKENS", help="token budget (default: the action's budget_tokens)")
+            p.add_argument("--model", metavar="MODEL", help="model whose tokenizer counts (default gpt-4o, o200k_base)")
+
+    p = add("demo", cmd_demo, "Run the bundled headphone conversation through the ecommerce domain into the store and show state and contexts.")
+    store_opt(p)
+
+    p = add("run", cmd_run, "One shot, in memory: process a conversation and print its final state or an action's context.")
+    p.add_argument("domain", help="domain file path or bundled domain name (ecommerce, …)")
+    p.add_argument("conversation", help="JSONL or OpenAI-format JSON file, or - for stdin")
+    p.add_argument("--now", metavar="ISO8601", help="clock for messages without a timestamp (relative dates)")
+    view_opts(p, action=True)
+
+    p = add("ingest", cmd_ingest, "Append a conversation to a session in the store.")
+    p.add_argument("domain")
+    p.add_argument("conversation")
+    p.add_argument("--session", required=True, metavar="ID")
+    p.add_argument("--now", metavar="ISO8601")
+    store_opt(p)
+
+    p = add("state", cmd_state, "Print a stored session's state (as a table, or --json).")
+    p.add_argument("--session", required=True, metavar="ID")
+    view_opts(p, action=False)
+    store_opt(p)
+
+    p = add("render", cmd_render, "Print the XML context of an action for a stored session.")
+    p.add_argument("--session", required=True, metavar="ID")
+    p.add_argument("--action", required=True, metavar="NAME")
+    p.add_argument("--budget", type=int, metavar="TOKENS")
+    p.add_argument("--as-of-round", type=int, metavar="N")
+    p.add_argument("--model", metavar="MODEL")
+    store_opt(p)
+
+    p = add("why", cmd_why, "Explain one field: where its value came from and its full history.")
+    p.add_argument("field")
+    p.add_argument("--session", required=True, metavar="ID")
+    p.add_argument("--json", action="store_true")
+    store_opt(p)
+
+    p = add("lint", cmd_lint, "Check a domain file and report every problem with its line and a fix.")
+    p.add_argument("domain")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ContextEditorError as exc:
+        print(f"context-editor: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+__all__ = ["main", "build_parser"]

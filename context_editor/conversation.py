@@ -1,0 +1,115 @@
+"""Reading conversations: JSONL (one message per line) or a JSON array in OpenAI chat format.
+
+The whole input is checked before anything is ingested, so a bad line costs nothing: the error
+names the file, the line (or array item) and what to fix, and the store is untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .errors import ConversationError
+from .model import ROLES
+
+MAX_MESSAGE_BYTES = 1_000_000  # user/assistant/system text: beyond this it is not a chat message
+MAX_TOOL_MESSAGE_BYTES = 16_000_000  # tool results may be large; Inject trims them
+ROLE_ALIASES = {"developer": "system", "function": "tool", "human": "user", "ai": "assistant"}
+KEYS = ("role", "content", "timestamp", "id", "name", "tool_call_id", "tool_calls")
+
+
+def _content_text(content: Any, where: str, file: str, line: int | None) -> str:
+    """OpenAI content may be a string, null (tool calls only) or a list of typed parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif isinstance(part, str):
+                parts.append(part)
+        return "\n".join(parts)
+    if isinstance(content, (dict, int, float, bool)):
+        return json.dumps(content, ensure_ascii=False)  # structured tool output given as JSON
+    raise ConversationError(f"{where}: `content` must be a string, got {type(content).__name__}",
+                            file=file, line=line, fix="put the message text in a JSON string")
+
+
+def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = None, where: str = "message") -> dict:
+    """Check one raw message and return it with only the known keys."""
+    if not isinstance(raw, dict):
+        raise ConversationError(f"{where}: expected a JSON object, got {type(raw).__name__}", file=file, line=line,
+                                fix='write each message as {"role": "user", "content": "..."}')
+    role = ROLE_ALIASES.get(raw.get("role"), raw.get("role"))
+    if role not in ROLES:
+        raise ConversationError(f"{where}: unknown role {raw.get('role')!r}", file=file, line=line,
+                                fix=f"use one of: {', '.join(ROLES)}")
+    content = _content_text(raw.get("content"), where, file, line)
+    limit = MAX_TOOL_MESSAGE_BYTES if role == "tool" else MAX_MESSAGE_BYTES
+    size = len(content.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise ConversationError(f"{where}: message is {size:,} bytes, the limit for {role} messages is {limit:,}",
+                                file=file, line=line, fix="split the message or store the payload elsewhere and pass a reference")
+    msg = {"role": role, "content": content}
+    ts = raw.get("timestamp")
+    if ts is not None:
+        try:
+            datetime.fromisoformat(str(ts).replace("Z", "+00:00"))
+        except ValueError:
+            raise ConversationError(f"{where}: timestamp {ts!r} is not ISO 8601", file=file, line=line,
+                                    fix="write it like 2024-05-01T10:00:00+08:00") from None
+        msg["timestamp"] = str(ts).replace("Z", "+00:00")
+    for key in ("id", "name", "tool_call_id"):
+        if raw.get(key) is not None:
+            msg[key] = str(raw[key])
+    if raw.get("tool_calls"):
+        if not isinstance(raw["tool_calls"], list):
+            raise ConversationError(f"{where}: `tool_calls` must be a list", file=file, line=line,
+                                    fix="use the OpenAI format: a list of {id, type, function: {name, arguments}}")
+        msg["tool_calls"] = raw["tool_calls"]
+    return msg
+
+
+def parse_conversation(data: bytes, file: str = "<input>") -> list[dict]:
+    """Parse a whole conversation (JSONL or a JSON array); raise on the first bad line."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise ConversationError(f"invalid UTF-8 at byte {exc.start}", file=file, line=line,
+                                fix="save the file as UTF-8") from None
+    stripped = text.lstrip("\ufeff \t\r\n")
+    if stripped.startswith("["):
+        try:
+            items = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise ConversationError(f"invalid JSON: {exc.msg}", file=file, line=exc.lineno,
+                                    fix="fix the JSON syntax (or write one message per line as JSONL)") from None
+        return [normalise_message(m, file=file, where=f"message {i}") for i, m in enumerate(items)]
+    out = []
+    for n, line in enumerate(text.lstrip("\ufeff").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConversationError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, line=n,
+                                    fix='each line must be one JSON object like {"role": "user", "content": "..."}') from None
+        out.append(normalise_message(raw, file=file, line=n, where=f"line {n}"))
+    return out
+
+
+def read_conversation(path: str) -> list[dict]:
+    """A conversation from a file path, or stdin for `-`."""
+    if path == "-":
+        return parse_conversation(sys.stdin.buffer.read(), "<stdin>")
+    p = Path(path)
+    if not p.exists():
+        raise ConversationError("file not found", file=path, fix="check the path of the conversation file")
+    return parse_conversation(p.read_bytes(), path)

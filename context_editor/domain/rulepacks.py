@@ -1,0 +1,108 @@
+"""Reusable extraction rule packs (`rules/<lang>/<pack>.yaml`).
+
+A pack is a list of regular expressions, each with an id, a named group `value` (or the whole
+match) and a parser that turns the matched text into a typed value. Domains refer to rules by
+id or by prefix: `money.budget` selects `money.budget.zh` and `money.budget.en`. Patterns may
+use `<<MACRO>>` placeholders defined in `rules/common/macros.yaml`, so a number or currency
+pattern is written once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import DomainError, DomainProblem
+from .yamlines import load_lined_yaml
+
+RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
+PARSERS = ("money", "number", "int", "percent", "date", "duration", "count", "enum", "text", "upper")
+_MACRO = re.compile(r"<<([A-Z_][A-Z0-9_]*)>>")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    language: str
+    pattern: re.Pattern
+    parse: str | None  # None: parse by the field's type
+    confidence: float
+    source: str  # pack file and line, for error messages and `why`
+    groups: tuple  # regex groups that may hold the value (`value`, `value2`, …), else the match
+
+
+def _expand(pattern: str, macros: dict[str, str], seen: tuple = ()) -> str:
+    def sub(m: re.Match) -> str:
+        name = m.group(1)
+        if name not in macros:
+            raise KeyError(name)
+        if name in seen:
+            raise RecursionError(name)
+        return "(?:" + _expand(macros[name], macros, seen + (name,)) + ")"
+
+    return _MACRO.sub(sub, pattern)
+
+
+def _load_pack(path: Path, macros: dict[str, str], problems: list[tuple[Path, DomainProblem]]) -> list[Rule]:
+    doc = load_lined_yaml(path.read_text(encoding="utf-8"), str(path))
+    for p in doc.problems:
+        problems.append((path, p))
+    data = doc.data or {}
+    lang = data.get("language", path.parent.name)
+    rules = []
+    for i, r in enumerate(data.get("rules") or []):
+        line = doc.line(f"rules/{i}")
+        def bad(msg: str, fix: str) -> None:
+            problems.append((path, DomainProblem(msg, line=line, path=f"rules/{i}", fix=fix, code="CE110")))
+        if not isinstance(r, dict) or not r.get("id") or not r.get("pattern"):
+            bad("a rule needs an `id` and a `pattern`", "add both keys to this rule")
+            continue
+        try:
+            flags = re.IGNORECASE if r.get("ignore_case", True) else 0
+            compiled = re.compile(_expand(str(r["pattern"]), macros), flags)
+        except KeyError as exc:
+            bad(f"unknown macro <<{exc.args[0]}>>", "define it in rules/common/macros.yaml or fix its name")
+            continue
+        except (re.error, RecursionError) as exc:
+            bad(f"invalid regular expression: {exc}", "fix the pattern (test it with Python's `re`)")
+            continue
+        parse = r.get("parse")
+        if parse is not None and parse not in PARSERS:
+            bad(f"unknown parser '{parse}'", f"use one of: {', '.join(PARSERS)}")
+            continue
+        groups = tuple(sorted(g for g in compiled.groupindex if g.startswith("value"))) or (0,)
+        rules.append(Rule(str(r["id"]), lang, compiled, parse, float(r.get("confidence", 0.9)),
+                          f"{path.parent.name}/{path.name}:{line}", groups))
+    return rules
+
+
+@lru_cache(maxsize=4)
+def load_rule_library(rules_dir: Path = RULES_DIR) -> dict[str, Rule]:
+    """All rules of all packs by id. Broken packs are a DomainError naming the pack file."""
+    macros: dict[str, str] = {}
+    macro_file = rules_dir / "common" / "macros.yaml"
+    if macro_file.exists():
+        macros = {k: str(v) for k, v in (load_lined_yaml(macro_file.read_text("utf-8"), str(macro_file)).data or {}).items()}
+    problems: list[tuple[Path, DomainProblem]] = []
+    library: dict[str, Rule] = {}
+    for path in sorted(rules_dir.glob("*/*.yaml")):
+        if path == macro_file:
+            continue
+        for rule in _load_pack(path, macros, problems):
+            if rule.id in library:
+                problems.append((path, DomainProblem(f"rule id '{rule.id}' is defined twice (also in {library[rule.id].source})",
+                                                     line=None, fix="give each rule a unique id", code="CE111")))
+            library[rule.id] = rule
+    if problems:
+        path, _ = problems[0]
+        raise DomainError([p for _, p in problems], file=str(path))
+    return library
+
+
+def select_rules(library: dict[str, Rule], ref: str) -> list[Rule]:
+    """Rules named by `ref`: the exact id, or every id that starts with `ref.`."""
+    if ref in library:
+        return [library[ref]]
+    return [r for rid, r in sorted(library.items()) if rid.startswith(ref + ".")]

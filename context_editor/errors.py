@@ -1,0 +1,82 @@
+"""Errors with a code, a location and a fix, in the spirit of spaCy's `E###` errors.
+
+Every error a user can cause says what is wrong, where (file and line when there is one) and
+how to fix it. The CLI prints `str(error)` and exits non-zero; nothing is half-written.
+"""
+
+from __future__ import annotations
+
+
+class ContextEditorError(Exception):
+    """Base class: `code` is stable and documented, the message is for humans."""
+
+    code = "CE000"
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 fix: str | None = None, code: str | None = None):
+        self.message, self.file, self.line, self.fix = message, file, line, fix
+        if code:
+            self.code = code
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file:
+            where = f"{self.file}:{self.line}: " if self.line else f"{self.file}: "
+        text = f"{where}[{self.code}] {self.message}"
+        return f"{text}\n  fix: {self.fix}" if self.fix else text
+
+
+class DomainError(ContextEditorError):
+    """The domain file is invalid (lint finds these; loading refuses them)."""
+
+    code = "CE100"
+
+    def __init__(self, problems: list["DomainProblem"], file: str | None):
+        self.problems = problems
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more problem(s); run `context-editor lint`)" if len(problems) > 1 else ""
+        super().__init__(first.message + more, file=file, line=first.line, fix=first.fix, code=first.code)
+
+
+class DomainProblem:
+    """One lint finding: where, what, how to fix."""
+
+    __slots__ = ("line", "path", "message", "fix", "code")
+
+    def __init__(self, message: str, *, line: int | None, path: str = "", fix: str = "", code: str = "CE100"):
+        self.message, self.line, self.path, self.fix, self.code = message, line, path, fix, code
+
+    def format(self, file: str) -> str:
+        loc = f"{file}:{self.line}" if self.line else file
+        where = f" (at {self.path})" if self.path else ""
+        fix = f"\n  fix: {self.fix}" if self.fix else ""
+        return f"{loc}: [{self.code}] {self.message}{where}{fix}"
+
+
+class ConversationError(ContextEditorError):
+    """A conversation file or message is malformed."""
+
+    code = "CE200"
+
+
+class UnknownActionError(ContextEditorError):
+    code = "CE300"
+
+
+class UnknownFieldError(ContextEditorError):
+    code = "CE301"
+
+
+class BudgetError(ContextEditorError):
+    """The required part of a context does not fit in the token budget."""
+
+    code = "CE400"
+
+
+class StoreError(ContextEditorError):
+    code = "CE500"
+
+
+class SessionNotFoundError(StoreError):
+    code = "CE501"

@@ -1,0 +1,120 @@
+"""Extract: one message in, candidates out. Pure: no state, no store, no clock.
+
+Three sources of candidates, each tagged with an extractor id for provenance:
+- `rule:<id>`: regex rules from the packs a field's `extract` selects;
+- `enum:<field>`: the synonyms an enum (or list-of-enum) field declares;
+- `tool:json`: keys of a JSON tool result.
+Negation is decided here (it is a property of the text); what a negated mention means for
+state is Transform's business.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import cached_property
+
+from ..domain import Domain, FieldSpec
+from ..model import Candidate, Message, Provenance
+from .enums import EnumMatcher
+from .negation import is_negated
+from .tools import key_index, parse_json, walk
+from .values import default_parser, parse_value
+
+MAX_SCAN_CHARS = 20_000  # prose beyond this is kept in the log but not scanned (bounded cost)
+
+
+def detect_language(text: str) -> str:
+    """'zh' when the text contains CJK ideographs, else 'en'."""
+    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text[:2000]) else "en"
+
+
+class Extractor:
+    """Compiled extraction for one domain."""
+
+    def __init__(self, domain: Domain):
+        self.domain = domain
+
+    @cached_property
+    def enum_matchers(self) -> dict[str, EnumMatcher]:
+        return {name: EnumMatcher(spec) for name, spec in self.domain.fields.items() if spec.synonyms}
+
+    @cached_property
+    def tool_keys(self) -> dict[str, FieldSpec]:
+        return key_index(self.domain)
+
+    def _prov(self, msg: Message, start: int, end: int, text: str, extractor: str, confidence: float) -> Provenance:
+        return Provenance(message_index=msg.index, round=msg.round, role=msg.role, span=(start, end), text=text,
+                          extractor=extractor, confidence=confidence, domain_version=self.domain.version_hash,
+                          message_id=msg.id)
+
+    def extract(self, msg: Message, now: datetime) -> list[Candidate]:
+        """All candidates in `msg`, in field order then text order (deterministic)."""
+        if msg.role == "tool":
+            data = parse_json(msg.content)
+            if data is not None:
+                return self._from_tool(msg, data, now)
+        text = msg.content[:MAX_SCAN_CHARS]
+        out: list[Candidate] = []
+        for name, spec in self.domain.fields.items():
+            if msg.role not in spec.sources:
+                continue  # role policy: this role cannot speak for this field
+            out.extend(self._from_rules(msg, text, spec, now))
+            if name in self.enum_matchers:
+                out.extend(self._from_enum(msg, text, spec))
+        return out
+
+    def _from_rules(self, msg: Message, text: str, spec: FieldSpec, now: datetime) -> list[Candidate]:
+        out = []
+        for rule in self.domain.field_rules[spec.name]:
+            for m in rule.pattern.finditer(text):
+                group = next((g for g in rule.groups if m.group(g) is not None), None)
+                if group is None:
+                    continue
+                start, end = m.span(group)
+                raw = m.group(group)
+                value = parse_value(rule.parse or default_parser(spec), raw, spec, now, self.domain.default_currency)
+                if value is None:
+                    continue
+                if spec.synonyms:  # a rule feeding an enum field must land on a canonical value
+                    value = next((c for _, _, _, c in self.enum_matchers[spec.name].finditer(str(value))), None)
+                    if value is None:
+                        continue
+                out.append(Candidate(spec.name, value, self._prov(msg, start, end, raw, f"rule:{rule.id}", rule.confidence),
+                                     negated=is_negated(text, start)))
+        return out
+
+    def _from_enum(self, msg: Message, text: str, spec: FieldSpec) -> list[Candidate]:
+        return [Candidate(spec.name, canonical, self._prov(msg, s, e, raw, f"enum:{spec.name}", 0.9),
+                          negated=is_negated(text, s))
+                for s, e, raw, canonical in self.enum_matchers[spec.name].finditer(text)]
+
+    def _from_tool(self, msg: Message, data, now: datetime) -> list[Candidate]:
+        out = []
+        for key, value in walk(data):
+            spec = self.tool_keys.get(key.lower())
+            if spec is None or isinstance(value, (dict, list)) and spec.type not in ("money", "list"):
+                continue
+            pos = msg.content.find(f'"{key}"')
+            start, end = (pos, pos + len(key) + 2) if pos >= 0 else (0, 0)
+            normalised = self._tool_value(spec, value, now)
+            if normalised is None:
+                continue
+            out.append(Candidate(spec.name, normalised, self._prov(msg, start, end, msg.content[start:end], "tool:json", 1.0)))
+        return out
+
+    def _tool_value(self, spec: FieldSpec, value, now: datetime):
+        if spec.type == "money":
+            if isinstance(value, dict) and "amount" in value:
+                return {"amount": value["amount"], "currency": value.get("currency") or self.domain.default_currency}
+            return parse_value("money", str(value), spec, now, self.domain.default_currency)
+        if spec.synonyms:
+            items = value if isinstance(value, list) else [value]
+            found = [c for item in items for _, _, _, c in self.enum_matchers[spec.name].finditer(str(item))]
+            if spec.is_list:
+                return sorted(set(found)) or None
+            return found[0] if found else None
+        if spec.is_list:
+            return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+        if isinstance(value, bool) or spec.type in ("text",):
+            return str(value) if spec.type == "text" else value
+        return parse_value(default_parser(spec), str(value), spec, now, self.domain.default_currency)

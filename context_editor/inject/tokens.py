@@ -1,0 +1,77 @@
+"""Exact token counts, offline.
+
+tiktoken normally downloads its BPE files on first use, which fails on an offline machine.
+The `bpe-openai` package ships the same files (gzipped); we hand them to tiktoken's own
+constructors, which pin the expected SHA-256 of each file, so the ranks, the split pattern and
+the special tokens are tiktoken's, byte for byte, and a wrong file is refused.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import threading
+from functools import lru_cache
+from importlib import resources
+
+import tiktoken
+import tiktoken_ext.openai_public as openai_public
+
+from ..errors import ContextEditorError
+
+DEFAULT_MODEL = "gpt-4o"
+ENCODINGS = {"o200k_base": openai_public.o200k_base, "cl100k_base": openai_public.cl100k_base}
+_lock = threading.Lock()
+
+
+def _packaged_bpe(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+    """Stand-in for tiktoken's downloader: read the packaged file and check tiktoken's hash."""
+    name = url.rsplit("/", 1)[-1]
+    data = gzip.decompress(resources.files("bpe_openai.data").joinpath(f"{name}.gz").read_bytes())
+    actual = hashlib.sha256(data).hexdigest()
+    if expected_hash and actual != expected_hash:
+        raise ContextEditorError(f"packaged BPE file {name} has sha256 {actual}, tiktoken expects {expected_hash}",
+                                 fix="reinstall bpe-openai at the version pinned in pyproject.toml", code="CE401")
+    ranks = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+@lru_cache(maxsize=4)
+def get_encoding(name: str) -> tiktoken.Encoding:
+    """The tiktoken Encoding `name`, built from packaged files (no network)."""
+    if name not in ENCODINGS:
+        raise ContextEditorError(f"unknown encoding {name!r}", fix=f"use one of: {', '.join(ENCODINGS)}", code="CE402")
+    with _lock:  # swap the loader only while tiktoken's constructor runs
+        original = openai_public.load_tiktoken_bpe
+        openai_public.load_tiktoken_bpe = _packaged_bpe
+        try:
+            params = ENCODINGS[name]()
+        finally:
+            openai_public.load_tiktoken_bpe = original
+    return tiktoken.Encoding(**params)
+
+
+def encoding_for_model(model: str | None) -> tiktoken.Encoding:
+    """The encoding a model uses (gpt-4o, o1, gpt-4.1 … -> o200k_base; gpt-4, gpt-3.5 -> cl100k_base)."""
+    model = model or DEFAULT_MODEL
+    if model in ENCODINGS:
+        return get_encoding(model)
+    try:
+        name = tiktoken.encoding_name_for_model(model)
+    except KeyError:
+        raise ContextEditorError(f"unknown model {model!r}", code="CE403",
+                                 fix="pass a model tiktoken knows (gpt-4o, gpt-4, …) or an encoding (o200k_base, cl100k_base)") from None
+    return get_encoding(name)
+
+
+def count_tokens(text: str, model: str | None = None) -> int:
+    """Exact number of tokens of `text` for `model` (special-token text counts as plain text)."""
+    return len(encoding_for_model(model).encode(text, disallowed_special=()))
+
+
+__all__ = ["count_tokens", "encoding_for_model", "get_encoding", "DEFAULT_MODEL"]

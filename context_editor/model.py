@@ -1,0 +1,294 @@
+"""The event-sourced data model shared by every stage.
+
+Messages are the raw, never-deleted input; Extract turns them into Candidates; Transform and
+Validate turn candidates into Edits; State is nothing but a fold of the edit log. Keeping these
+types plain (frozen dataclasses, JSON-friendly values) is what makes the log hashable, storable
+in any backend and replayable byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime
+from typing import Any, Literal
+
+Role = Literal["user", "assistant", "tool", "system"]
+ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system")
+
+# Operations of the edit log. `set`/`clear`/`expire` change a field; `reject` records a candidate
+# that validation refused (the accepted value stays); `transition` moves the machine's phase;
+# `alert` raises a business-rule or guard failure so the model can be told about it.
+Op = Literal["set", "clear", "expire", "reject", "transition", "alert"]
+# Where a change came from. `initial` is a first value, `correction` replaces it, `reversion`
+# returns to a value the field held before, `machine` is a state-machine effect, `tool` a tool
+# result, `expiry` a TTL.
+Source = Literal["initial", "correction", "reversion", "machine", "tool", "expiry"]
+
+GENESIS_HASH = "0" * 64
+
+
+def canonical_json(obj: Any) -> str:
+    """One serialisation for hashing and storage: sorted keys, no whitespace, UTF-8 kept."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One raw message. `index` orders messages in a session; `round` counts user turns."""
+
+    session: str
+    index: int
+    round: int
+    role: Role
+    content: str
+    timestamp: str | None = None  # ISO 8601, as given by the caller
+    id: str | None = None
+    name: str | None = None  # tool name for tool messages
+    tool_call_id: str | None = None
+    tool_calls: tuple[dict, ...] = ()
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["tool_calls"] = list(self.tool_calls)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Message:
+        return cls(**{**d, "tool_calls": tuple(d.get("tool_calls") or ())})
+
+    def time(self) -> datetime | None:
+        return datetime.fromisoformat(self.timestamp) if self.timestamp else None
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where a value came from, down to the character span and the rule that matched it."""
+
+    message_index: int
+    round: int
+    role: str
+    span: tuple[int, int]
+    text: str
+    extractor: str
+    confidence: float
+    domain_version: str
+    message_id: str | None = None
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["span"] = list(self.span)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> Provenance | None:
+        if d is None:
+            return None
+        return cls(**{**d, "span": tuple(d["span"])})
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A value Extract found in one message for one field, not yet accepted."""
+
+    field: str
+    value: Any  # normalised, JSON-compatible
+    provenance: Provenance
+    negated: bool = False  # "不要红色": the value is excluded, not chosen
+    kind: str = "value"  # "value", or "trigger" for a machine trigger detected in text
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """One entry of the append-only log. `hash` chains it to the previous edit of its session."""
+
+    session: str
+    seq: int
+    message_index: int
+    round: int
+    stage: str  # extract | transform | validate | machine | expiry
+    op: Op
+    field: str | None
+    before: Any
+    after: Any
+    source: str
+    reason: str | None
+    provenance: Provenance | None
+    domain_version: str
+    at: str | None = None  # the message's timestamp: TTLs in days are measured on it
+    prev_hash: str = GENESIS_HASH
+    hash: str = ""
+
+    def body(self) -> dict:
+        """Everything the hash covers (all but the hash itself)."""
+        d = {
+            "session": self.session,
+            "seq": self.seq,
+            "message_index": self.message_index,
+            "round": self.round,
+            "stage": self.stage,
+            "op": self.op,
+            "field": self.field,
+            "before": self.before,
+            "after": self.after,
+            "source": self.source,
+            "reason": self.reason,
+            "provenance": self.provenance.to_dict() if self.provenance else None,
+            "domain_version": self.domain_version,
+            "at": self.at,
+            "prev_hash": self.prev_hash,
+        }
+        return d
+
+    def compute_hash(self) -> str:
+        return hashlib.sha256(canonical_json(self.body()).encode("utf-8")).hexdigest()
+
+    def sealed(self, seq: int, prev_hash: str) -> Edit:
+        """This edit placed at `seq` after `prev_hash`, with its own hash filled in."""
+        e = replace(self, seq=seq, prev_hash=prev_hash, hash="")
+        return replace(e, hash=e.compute_hash())
+
+    def to_dict(self) -> dict:
+        return {**self.body(), "hash": self.hash}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Edit:
+        return cls(**{**d, "provenance": Provenance.from_dict(d.get("provenance"))})
+
+
+@dataclass(slots=True)
+class HistoryEntry:
+    value: Any
+    round: int
+    status: str  # accepted | rejected | cleared | expired
+    source: str
+    reason: str | None
+    provenance: Provenance | None
+
+    def to_dict(self) -> dict:
+        return {
+            "value": self.value,
+            "round": self.round,
+            "status": self.status,
+            "source": self.source,
+            "reason": self.reason,
+        }
+
+
+@dataclass(slots=True)
+class FieldState:
+    value: Any = None
+    provenance: Provenance | None = None
+    set_round: int | None = None
+    set_at: str | None = None
+    source: str | None = None
+    history: list[HistoryEntry] = field(default_factory=list)
+
+    @property
+    def present(self) -> bool:
+        return self.value is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    code: str
+    round: int
+    message: str
+    field: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"code": self.code, "round": self.round, "message": self.message}
+
+
+@dataclass(slots=True)
+class State:
+    """The fold of a session's edit log. Apply edits in order; never mutate them."""
+
+    domain: str
+    domain_version: str
+    session: str
+    phase: str | None = None
+    round: int = 0
+    message_index: int = -1
+    fields: dict[str, FieldState] = field(default_factory=dict)
+    alerts: list[Alert] = field(default_factory=list)
+    last_seq: int = -1
+    last_hash: str = GENESIS_HASH
+
+    def get(self, name: str) -> Any:
+        fs = self.fields.get(name)
+        return fs.value if fs else None
+
+    def values(self) -> dict[str, Any]:
+        return {k: f.value for k, f in self.fields.items() if f.present}
+
+    def apply(self, e: Edit) -> None:
+        """Fold one edit into the state."""
+        self.last_seq, self.last_hash = e.seq, e.hash
+        self.round = max(self.round, e.round)
+        self.message_index = max(self.message_index, e.message_index)
+        if e.op == "transition":
+            self.phase = e.after
+            return
+        if e.op == "alert":
+            self.alerts.append(Alert(e.reason or "ALERT", e.round, str(e.after), e.field))
+            return
+        fs = self.fields.setdefault(e.field, FieldState())
+        if e.op == "set":
+            fs.value, fs.provenance, fs.set_round, fs.set_at, fs.source = e.after, e.provenance, e.round, e.at, e.source
+            status = "accepted"
+            # An alert about a field stays open until the field gets an accepted value.
+            self.alerts = [a for a in self.alerts if a.field != e.field]
+        elif e.op in ("clear", "expire"):
+            fs.value, fs.provenance, fs.set_round, fs.set_at, fs.source = None, None, None, None, None
+            status = "cleared" if e.op == "clear" else "expired"
+        else:  # reject
+            status = "rejected"
+        fs.history.append(HistoryEntry(e.after, e.round, status, e.source, e.reason, e.provenance))
+
+    @classmethod
+    def fold(
+        cls, domain: str, domain_version: str, session: str, edits, as_of_round: int | None = None
+    ) -> State:
+        st = cls(domain=domain, domain_version=domain_version, session=session)
+        for e in edits:
+            if as_of_round is not None and e.round > as_of_round:
+                break
+            st.apply(e)
+        return st
+
+    def to_json(self) -> dict:
+        """The documented state JSON: only fields with a value appear under `fields`."""
+        fields = {}
+        for name in sorted(self.fields):
+            fs = self.fields[name]
+            if not fs.present:
+                continue
+            p = fs.provenance
+            fields[name] = {
+                "value": fs.value,
+                "provenance": (
+                    {
+                        "round": p.round,
+                        "message_index": p.message_index,
+                        "role": p.role,
+                        "span": list(p.span),
+                        "text": p.text,
+                        "extractor": p.extractor,
+                        "confidence": p.confidence,
+                    }
+                    if p
+                    else None
+                ),
+                "history": [h.to_dict() for h in fs.history],
+            }
+        return {
+            "domain": self.domain,
+            "domain_version": self.domain_version,
+            "session": self.session,
+            "round": self.round,
+            "phase": self.phase,
+            "fields": fields,
+            "alerts": [a.to_dict() for a in self.alerts],
+        }

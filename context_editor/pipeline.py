@@ -1,0 +1,196 @@
+"""ContextEditor: the public API wiring Extract -> Transform -> Validate -> commit -> Inject.
+
+One message is processed atomically: every edit it causes is computed first, sealed into the
+session's hash chain and committed with the raw message in one store transaction. The live
+state of a session is cached and advanced by folding the committed edits, so the work per
+message does not grow with the length of the conversation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+from .conversation import normalise_message
+from .domain import Domain, load_domain
+from .errors import SessionNotFoundError, UnknownFieldError
+from .extract import Extractor
+from .inject import RenderedContext, Renderer
+from .model import Edit, Message, State
+from .store import Store, open_store
+from .transform import PhaseMachine, edit, expiry_edits, field_edits
+from .validate import FieldValidator, violations
+
+
+class _Chain:
+    """Seals edits one after another onto a session's hash chain."""
+
+    def __init__(self, state: State):
+        self.seq, self.prev = state.last_seq, state.last_hash
+
+    def seal(self, e: Edit) -> Edit:
+        self.seq += 1
+        sealed = e.sealed(self.seq, self.prev)
+        self.prev = sealed.hash
+        return sealed
+
+
+class ContextEditor:
+    """Turns conversations into provenance-tagged state and renders per-action contexts.
+
+    >>> editor = ContextEditor("ecommerce", store="memory://")
+    >>> state = editor.ingest("s1", [{"role": "user", "content": "预算2000以内"}], now="2024-05-01T10:00:00")
+    >>> state.get("budget_max")
+    {'amount': 2000, 'currency': 'CNY'}
+    """
+
+    def __init__(self, domain: Domain | str | Path, store: Store | str | None = None, model: str | None = None):
+        self.domain = domain if isinstance(domain, Domain) else load_domain(domain)
+        self.store = store if isinstance(store, Store) else open_store(store)
+        self.extractor = Extractor(self.domain)
+        self.validator = FieldValidator(self.domain)
+        self.machine = PhaseMachine(self.domain) if self.domain.machine else None
+        self.renderer = Renderer(self.domain, model=model)
+        self._states: dict[str, State] = {}
+        self.store.put_domain(self.domain.version_hash, self.domain.name, self.domain.source)
+
+    # ------------------------------------------------------------------ ingest
+    def ingest(self, session: str, messages: Iterable[dict | Message], now: datetime | str | None = None) -> State:
+        """Process messages in order; returns the session's state after the last one."""
+        for m in messages:
+            self.add(session, m, now=now)
+        return self.state(session)
+
+    def add(self, session: str, message: dict | Message, now: datetime | str | None = None) -> list[Edit]:
+        """Process one message atomically; returns the edits it committed."""
+        raw = message.to_dict() if isinstance(message, Message) else normalise_message(message)
+        state = self._live(session)
+        msg = self._stamp(session, raw, state, now)
+        try:
+            edits = self._edits_for(state, msg)
+            self.store.append(self.domain.name, self.domain.version_hash, msg, edits)
+            state.round, state.message_index = msg.round, msg.index
+        except BaseException:
+            self._states.pop(session, None)  # the cached fold may be ahead of the store: rebuild on next use
+            raise
+        return edits
+
+    def _stamp(self, session: str, raw: dict, state: State, now) -> Message:
+        """Give the message its place (index, round) and a timestamp, so replay sees the same clock."""
+        index = state.message_index + 1
+        rnd = state.round + (1 if raw["role"] == "user" else 0)
+        ts = raw.get("timestamp")
+        if ts is None:
+            clock = now if now is not None else datetime.now(timezone.utc)
+            ts = clock if isinstance(clock, str) else clock.isoformat()
+        return Message(session=session, index=index, round=rnd, role=raw["role"], content=raw["content"], timestamp=ts,
+                       id=raw.get("id"), name=raw.get("name"), tool_call_id=raw.get("tool_call_id"),
+                       tool_calls=tuple(raw.get("tool_calls") or ()))
+
+    def _edits_for(self, state: State, msg: Message) -> list[Edit]:
+        """All edits `msg` causes, sealed, folded into `state` as they are made."""
+        chain = _Chain(state)
+        out: list[Edit] = []
+
+        def commit(e: Edit) -> None:
+            sealed = chain.seal(e)
+            state.apply(sealed)
+            out.append(sealed)
+
+        if self.machine and state.phase is None:
+            commit(self.machine.initial_edit(msg))
+        for e in expiry_edits(state, self.domain, msg):
+            commit(e)
+        now = msg.time()
+        candidates = self.extractor.extract(msg, now)
+        proposed = field_edits(state, self.domain, msg, candidates)
+        accepted = self._validate(state, msg, proposed, commit)
+        for e in accepted:
+            commit(e)
+        if self.machine:
+            for e in self.machine.step(state, msg, accepted):
+                commit(e)
+        return out
+
+    def _validate(self, state: State, msg: Message, proposed: list[Edit], commit) -> list[Edit]:
+        """Split proposed edits into accepted ones and rejections (committed with their alerts)."""
+        accepted: list[Edit] = []
+        for e in proposed:
+            problem = self.validator.check(e.field, e.after) if e.op == "set" else None
+            if e.op == "reject" or problem:
+                code, text = problem or (e.reason, f"{e.field}: {e.reason}")
+                commit(replace(e, op="reject", reason=code, stage="validate"))
+                if problem:
+                    commit(edit(msg, self.domain, "alert", e.field, None, text, "machine", reason=code, stage="validate"))
+                continue
+            accepted.append(e)
+        values = state.values() | {e.field: e.after for e in accepted}
+        now = msg.time()
+        for rule, text in violations(self.domain, values, now.date() if now else None):
+            touched = [e for e in accepted if e.field in rule.fields]
+            if not touched:
+                continue  # the violation predates this message; it was reported then
+            for e in touched:
+                accepted.remove(e)
+                commit(replace(e, op="reject", reason=rule.code, stage="validate"))
+            commit(edit(msg, self.domain, "alert", touched[0].field, None, text, "machine", reason=rule.code, stage="validate"))
+        return accepted
+
+    # ------------------------------------------------------------------ read
+    def _live(self, session: str) -> State:
+        state = self._states.get(session)
+        if state is None:
+            state = State.fold(self.domain.name, self.domain.version_hash, session, self.store.edits(session))
+            # Messages that caused no edit still move the session on: take the position of the last one.
+            tail = self.store.messages(session, since_round=state.round)
+            if tail:
+                state.round, state.message_index = tail[-1].round, tail[-1].index
+            self._states[session] = state
+        return state
+
+    def state(self, session: str, as_of_round: int | None = None) -> State:
+        """The session's state now, or as it stood at the end of round `as_of_round`."""
+        if as_of_round is None:
+            return self._live(session)
+        return State.fold(self.domain.name, self.domain.version_hash, session, self.store.edits(session), as_of_round)
+
+    def _require_session(self, session: str) -> None:
+        if self.store.session(session) is None:
+            known = ", ".join(self.store.sessions()[:10]) or "none yet"
+            raise SessionNotFoundError(f"no session {session!r} in {self.store.url}",
+                                       fix=f"ingest a conversation first; known sessions: {known}")
+
+    def render(self, session: str, action: str, budget: int | None = None, as_of_round: int | None = None) -> RenderedContext:
+        """The XML context of `action` for this session (at `as_of_round` if given)."""
+        self.renderer.action(action)  # unknown action: fail before touching the store
+        state = self.state(session, as_of_round)
+        k = self.domain.actions[action].recent_rounds
+        since = max(state.round - k + 1, 0)
+        messages = [m for m in self.store.messages(session, since_round=since)
+                    if as_of_round is None or m.round <= as_of_round]
+        return self.renderer.render(state, action, messages, budget=budget)
+
+    def why(self, session: str, field: str) -> dict[str, Any]:
+        """Provenance and full history of one field: every accepted, rejected, cleared or expired value."""
+        if field not in self.domain.fields:
+            raise UnknownFieldError(f"unknown field {field!r} in domain {self.domain.name!r}",
+                                    fix=f"use one of: {', '.join(sorted(self.domain.fields))}")
+        self._require_session(session)
+        state = self._live(session)
+        fs = state.fields.get(field)
+        history = []
+        for h in fs.history if fs else []:
+            entry = h.to_dict()
+            if h.provenance:
+                entry["provenance"] = h.provenance.to_dict()
+            history.append(entry)
+        return {
+            "session": session,
+            "field": field,
+            "value": fs.value if fs else None,
+            "provenance": fs.provenance.to_dict() if fs and fs.provenance else None,
+            "history": history,
+            "note": None if history else "no candidate: nothing in this session was extracted for this field",
+        }

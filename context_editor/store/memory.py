@@ -1,0 +1,58 @@
+"""In-memory store: the same contract as the databases, for one-shot runs and tests."""
+
+from __future__ import annotations
+
+import copy
+from bisect import bisect_left
+
+from ..errors import StoreError
+from ..model import Edit, Message
+from .base import SessionInfo, Store
+
+
+class MemoryStore(Store):
+    url = "memory://"
+
+    def __init__(self) -> None:
+        self._domains: dict[str, tuple[str, dict]] = {}
+        self._sessions: dict[str, tuple[str, str]] = {}
+        self._messages: dict[str, list[Message]] = {}
+        self._edits: dict[str, list[Edit]] = {}
+
+    def put_domain(self, version_hash: str, name: str, source: dict) -> None:
+        self._domains.setdefault(version_hash, (name, copy.deepcopy(source)))
+
+    def get_domain(self, version_hash: str) -> dict | None:
+        entry = self._domains.get(version_hash)
+        return copy.deepcopy(entry[1]) if entry else None
+
+    def session(self, session: str) -> SessionInfo | None:
+        if session not in self._sessions:
+            return None
+        name, version = self._sessions[session]
+        return SessionInfo(session, name, version, len(self._messages[session]), len(self._edits[session]))
+
+    def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
+        msgs = self._messages.get(message.session, [])
+        log = self._edits.get(message.session, [])
+        if message.index != len(msgs):
+            raise StoreError(f"session {message.session!r}: expected message index {len(msgs)}, got {message.index}",
+                             fix="another writer appended to this session; reload its state and retry")
+        if edits and edits[0].seq != len(log):
+            raise StoreError(f"session {message.session!r}: expected edit seq {len(log)}, got {edits[0].seq}",
+                             fix="another writer appended to this session; reload its state and retry")
+        # All checks are done; nothing below can fail, so the append is all-or-nothing.
+        self._messages.setdefault(message.session, msgs).append(message)
+        self._edits.setdefault(message.session, log).extend(edits)
+        self._sessions[message.session] = (domain, domain_version)
+
+    def messages(self, session: str, since_round: int | None = None) -> list[Message]:
+        msgs = self._messages.get(session, [])
+        start = 0 if since_round is None else bisect_left(msgs, since_round, key=lambda m: m.round)
+        return msgs[start:]
+
+    def edits(self, session: str) -> list[Edit]:
+        return list(self._edits.get(session, []))
+
+    def sessions(self) -> list[str]:
+        return sorted(self._sessions)

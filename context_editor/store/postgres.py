@@ -1,0 +1,138 @@
+"""PostgreSQL store: the same tables and guarantees as SQLiteStore, for many concurrent writers.
+
+`append` locks only its own session's row (created if missing, then `SELECT ... FOR UPDATE`),
+so writers of different sessions never wait for each other; two writers of the same session
+are serialised on that row and the loser sees the winner's counts and gets a StoreError.
+Bodies are TEXT holding canonical JSON, so hashes are verified on exactly the stored text.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+
+from ..errors import StoreError
+from ..model import Edit, Message, canonical_json
+from .base import SessionInfo, Store
+from .sqlite import edit_from_row, edit_row
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS domains (
+    version_hash TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    session TEXT PRIMARY KEY, domain TEXT NOT NULL, domain_version TEXT NOT NULL,
+    messages INTEGER NOT NULL DEFAULT 0, edits INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS messages (
+    session TEXT NOT NULL, idx INTEGER NOT NULL, round INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (session, idx));
+CREATE INDEX IF NOT EXISTS messages_round ON messages (session, round);
+CREATE TABLE IF NOT EXISTS edits (
+    session TEXT NOT NULL, seq INTEGER NOT NULL, round INTEGER NOT NULL, message_index INTEGER NOT NULL,
+    body TEXT NOT NULL, hash TEXT NOT NULL,
+    PRIMARY KEY (session, seq));
+"""
+
+RETRY_FIX = "another writer appended to this session; reload its state and retry"
+
+
+@contextmanager
+def _database_errors(action: str) -> Iterator[None]:
+    """Turn driver errors into StoreErrors that say what failed and how to fix it."""
+    try:
+        yield
+    except psycopg.errors.IntegrityError as exc:
+        raise StoreError(f"{action}: rejected by the database: {exc.diag.message_primary or exc}",
+                         fix=f"edit seqs must continue the session's log without repeats; {RETRY_FIX}") from exc
+    except psycopg.Error as exc:
+        raise StoreError(f"{action}: PostgreSQL error: {exc}",
+                         fix="check that the server is running and the store URL "
+                             "(postgresql://user[:password]@host[:port]/database) is right") from exc
+
+
+class PostgresStore(Store):
+    def __init__(self, url: str):
+        self.url = url
+        self._local = threading.local()  # one connection per thread: a transaction is per connection
+        self._opened: list[psycopg.Connection] = []
+        with _database_errors("creating the schema"), self._conn().transaction():
+            # CREATE TABLE IF NOT EXISTS is not safe against itself: two processes opening a new
+            # database at once can both try to create a table. The lock makes them take turns.
+            self._conn().execute("SELECT pg_advisory_xact_lock(hashtext('context_editor.schema'))")
+            self._conn().execute(SCHEMA)
+
+    def _conn(self) -> psycopg.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            try:
+                conn = psycopg.connect(self.url, autocommit=True)
+            except psycopg.Error as exc:
+                raise StoreError(f"cannot connect to PostgreSQL: {exc}",
+                                 fix="start the server, check host, port, user and password in the URL, "
+                                     "and create the database (createdb NAME) if it does not exist") from exc
+            self._local.conn = conn
+            self._opened.append(conn)
+        return conn
+
+    def put_domain(self, version_hash: str, name: str, source: dict) -> None:
+        with _database_errors(f"storing domain {version_hash}"):
+            self._conn().execute("INSERT INTO domains VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                                 (version_hash, name, canonical_json(source)))
+
+    def get_domain(self, version_hash: str) -> dict | None:
+        with _database_errors(f"reading domain {version_hash}"):
+            row = self._conn().execute("SELECT source FROM domains WHERE version_hash = %s", (version_hash,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def session(self, session: str) -> SessionInfo | None:
+        with _database_errors(f"reading session {session!r}"):
+            row = self._conn().execute(
+                "SELECT session, domain, domain_version, messages, edits FROM sessions WHERE session = %s",
+                (session,)).fetchone()
+        return SessionInfo(*row) if row else None
+
+    def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
+        c, s = self._conn(), message.session
+        with _database_errors(f"appending message {message.index} to session {s!r}"), c.transaction():
+            # The session row is this session's lock. A writer racing on a new session waits on
+            # the INSERT until the first one commits, then reads its counts like any other loser.
+            c.execute("INSERT INTO sessions (session, domain, domain_version) VALUES (%s, %s, %s) "
+                      "ON CONFLICT DO NOTHING", (s, domain, domain_version))
+            n_msgs, n_edits = c.execute("SELECT messages, edits FROM sessions WHERE session = %s FOR UPDATE",
+                                        (s,)).fetchone()
+            if message.index != n_msgs or (edits and edits[0].seq != n_edits):
+                raise StoreError(
+                    f"session {s!r}: expected message {n_msgs} / edit {n_edits}, "
+                    f"got message {message.index} / edit {edits[0].seq if edits else '-'}", fix=RETRY_FIX)
+            c.execute("INSERT INTO messages VALUES (%s, %s, %s, %s)",
+                      (s, message.index, message.round, canonical_json(message.to_dict())))
+            with c.cursor() as cur:
+                cur.executemany("INSERT INTO edits VALUES (%s, %s, %s, %s, %s, %s)", [edit_row(e) for e in edits])
+            c.execute("UPDATE sessions SET domain = %s, domain_version = %s, messages = %s, edits = %s "
+                      "WHERE session = %s", (domain, domain_version, n_msgs + 1, n_edits + len(edits), s))
+
+    def messages(self, session: str, since_round: int | None = None) -> list[Message]:
+        with _database_errors(f"reading messages of session {session!r}"):
+            rows = self._conn().execute(
+                "SELECT body FROM messages WHERE session = %s AND round >= %s ORDER BY idx",
+                (session, since_round if since_round is not None else -1)).fetchall()
+        return [Message.from_dict(json.loads(r[0])) for r in rows]
+
+    def edits(self, session: str) -> list[Edit]:
+        with _database_errors(f"reading edits of session {session!r}"):
+            rows = self._conn().execute("SELECT body, hash FROM edits WHERE session = %s ORDER BY seq",
+                                        (session,)).fetchall()
+        return [edit_from_row(b, h) for b, h in rows]
+
+    def sessions(self) -> list[str]:
+        # COLLATE "C" sorts by code point, like sorted() in the other stores, whatever the database locale.
+        with _database_errors("listing sessions"):
+            return [r[0] for r in self._conn().execute('SELECT session FROM sessions ORDER BY session COLLATE "C"')]
+
+    def close(self) -> None:
+        for conn in self._opened:
+            conn.close()
+        self._opened.clear()

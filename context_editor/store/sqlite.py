@@ -1,0 +1,122 @@
+"""SQLite store: the embedded default (WAL, one transaction per message).
+
+Edits are stored as their canonical JSON body plus hash, so `audit verify` recomputes hashes
+from exactly the bytes that were written; `seq`, `round` and `message_index` are also columns
+for indexed reads and are cross-checked against the body.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+
+from ..errors import StoreError
+from ..model import Edit, Message, canonical_json
+from .base import SessionInfo, Store
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS domains (
+    version_hash TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    session TEXT PRIMARY KEY, domain TEXT NOT NULL, domain_version TEXT NOT NULL,
+    messages INTEGER NOT NULL DEFAULT 0, edits INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS messages (
+    session TEXT NOT NULL, idx INTEGER NOT NULL, round INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (session, idx));
+CREATE INDEX IF NOT EXISTS messages_round ON messages (session, round);
+CREATE TABLE IF NOT EXISTS edits (
+    session TEXT NOT NULL, seq INTEGER NOT NULL, round INTEGER NOT NULL, message_index INTEGER NOT NULL,
+    body TEXT NOT NULL, hash TEXT NOT NULL,
+    PRIMARY KEY (session, seq));
+"""
+
+
+def edit_row(e: Edit) -> tuple:
+    return (e.session, e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash)
+
+
+def edit_from_row(body: str, hash_: str) -> Edit:
+    return Edit.from_dict({**json.loads(body), "hash": hash_})
+
+
+class SQLiteStore(Store):
+    def __init__(self, path: str | Path):
+        self.path = str(path)
+        self.url = f"sqlite:///{self.path}"
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        with self._conn() as c:
+            c.executescript(SCHEMA)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA busy_timeout=30000")
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot open SQLite database {self.path}: {exc}",
+                                 fix="check the path and its permissions, or pass another --store") from exc
+            self._local.conn = conn
+        return conn
+
+    def put_domain(self, version_hash: str, name: str, source: dict) -> None:
+        self._conn().execute("INSERT OR IGNORE INTO domains VALUES (?, ?, ?)", (version_hash, name, canonical_json(source)))
+
+    def get_domain(self, version_hash: str) -> dict | None:
+        row = self._conn().execute("SELECT source FROM domains WHERE version_hash = ?", (version_hash,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def session(self, session: str) -> SessionInfo | None:
+        row = self._conn().execute(
+            "SELECT session, domain, domain_version, messages, edits FROM sessions WHERE session = ?", (session,)).fetchone()
+        return SessionInfo(*row) if row else None
+
+    def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
+        c = self._conn()
+        try:
+            c.execute("BEGIN IMMEDIATE")
+            row = c.execute("SELECT messages, edits FROM sessions WHERE session = ?", (message.session,)).fetchone()
+            n_msgs, n_edits = row if row else (0, 0)
+            if message.index != n_msgs or (edits and edits[0].seq != n_edits):
+                raise StoreError(
+                    f"session {message.session!r}: expected message {n_msgs} / edit {n_edits}, "
+                    f"got message {message.index} / edit {edits[0].seq if edits else '-'}",
+                    fix="another writer appended to this session; reload its state and retry")
+            c.execute("INSERT INTO messages VALUES (?, ?, ?, ?)",
+                      (message.session, message.index, message.round, canonical_json(message.to_dict())))
+            c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
+            c.execute(
+                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?) ON CONFLICT(session) DO UPDATE SET "
+                "domain = excluded.domain, domain_version = excluded.domain_version, "
+                "messages = excluded.messages, edits = excluded.edits",
+                (message.session, domain, domain_version, n_msgs + 1, n_edits + len(edits)))
+            c.execute("COMMIT")
+        except BaseException:
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+            raise
+
+    def messages(self, session: str, since_round: int | None = None) -> list[Message]:
+        rows = self._conn().execute(
+            "SELECT body FROM messages WHERE session = ? AND round >= ? ORDER BY idx",
+            (session, since_round if since_round is not None else -1)).fetchall()
+        return [Message.from_dict(json.loads(r[0])) for r in rows]
+
+    def edits(self, session: str) -> list[Edit]:
+        rows = self._conn().execute("SELECT body, hash FROM edits WHERE session = ? ORDER BY seq", (session,)).fetchall()
+        return [edit_from_row(b, h) for b, h in rows]
+
+    def sessions(self) -> list[str]:
+        return [r[0] for r in self._conn().execute("SELECT session FROM sessions ORDER BY session")]
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None

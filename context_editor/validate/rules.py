@@ -1,0 +1,30 @@
+"""Validate, part 2: business rules declared in the domain (sandboxed expressions).
+
+A rule is checked only when every field it reads has a value; a violation rejects the edits of
+the current message that touched those fields (the earlier accepted values stay) and raises an
+alert with the rule's code.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from ..domain import Domain
+from ..domain.model import RuleSpec
+from ..expressions import evaluate
+
+
+def violations(domain: Domain, values: dict, today: date | None) -> list[tuple[RuleSpec, str]]:
+    """Rules that do not hold for these values, with a message each."""
+    out = []
+    for rule in domain.rules:
+        if any(values.get(f) is None for f in rule.fields):
+            continue
+        try:
+            ok = bool(evaluate(rule.check, values, today))
+        except Exception as exc:  # a rule that cannot be evaluated on these values is a violation
+            out.append((rule, f"{rule.message} (could not evaluate: {exc})"))
+            continue
+        if not ok:
+            out.append((rule, rule.message))
+    return out
