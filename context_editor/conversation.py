@@ -7,6 +7,7 @@ names the file, the line (or array item) and what to fix, and the store is untou
 from __future__ import annotations
 
 import json
+import re
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -18,7 +19,7 @@ from .model import ROLES
 MAX_MESSAGE_BYTES = 1_000_000  # user/assistant/system text: beyond this it is not a chat message
 MAX_TOOL_MESSAGE_BYTES = 16_000_000  # tool results may be large; Inject trims them
 ROLE_ALIASES = {"developer": "system", "function": "tool", "human": "user", "ai": "assistant"}
-KEYS = ("role", "content", "timestamp", "id", "name", "tool_call_id", "tool_calls")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _content_text(content: Any, where: str, file: str, line: int | None) -> str:
@@ -56,6 +57,10 @@ def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = Non
     if size > limit:
         raise ConversationError(f"{where}: message is {size:,} bytes, the limit for {role} messages is {limit:,}",
                                 file=file, line=line, fix="split the message or store the payload elsewhere and pass a reference")
+    lone = _SURROGATE.search(content)
+    if lone:
+        raise ConversationError(f"{where}: lone surrogate \\u{ord(lone.group(0)):04x} at character {lone.start()} is not valid Unicode",
+                                file=file, line=line, fix="fix the encoder that produced this text (a \\ud83d escape without its pair)")
     msg = {"role": role, "content": content}
     ts = raw.get("timestamp")
     if ts is not None:

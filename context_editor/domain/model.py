@@ -8,6 +8,7 @@ exact configuration that produced a value.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -184,7 +185,9 @@ def _semantic_problems(doc, library: dict[str, Rule]) -> list[DomainProblem]:
 
     def known_field(name: str, path: str) -> None:
         if name not in fields:
-            problem(f"unknown field '{name}'", path, f"declare it under `fields:` or use one of: {', '.join(sorted(fields))}")
+            close = difflib.get_close_matches(name, list(fields), n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            problem(f"unknown field '{name}'", path, f"{hint}declare it under `fields:` or use one of: {', '.join(sorted(fields))}")
 
     for name, f in fields.items():
         base = f"fields/{name}"

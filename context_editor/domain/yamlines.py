@@ -63,11 +63,17 @@ def load_lined_yaml(text: str, file: str) -> LinedYaml:
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        # The context mark is where the unclosed construct began (the real mistake, usually);
+        # the problem mark is where the parser noticed.
+        problem_mark = getattr(exc, "problem_mark", None)
+        context_mark = getattr(exc, "context_mark", None)
+        mark = context_mark or problem_mark
         line = mark.line + 1 if mark else None
         problem = getattr(exc, "problem", None) or str(exc)
+        context = getattr(exc, "context", None)
+        noticed = f" ({context} that starts here; noticed on line {problem_mark.line + 1})" if context and problem_mark else ""
         return LinedYaml(None, {}, [DomainProblem(
-            f"YAML syntax error: {problem}", line=line,
+            f"YAML syntax error: {problem}{noticed}", line=line,
             fix="check indentation and quoting on this line (quote strings containing ': ' or '#')",
             code="CE102")])
     lines: dict[str, int] = {}

@@ -13,7 +13,8 @@ import gzip
 import hashlib
 import threading
 from functools import lru_cache
-from importlib import resources
+import importlib.util
+from pathlib import Path
 
 import tiktoken
 import tiktoken_ext.openai_public as openai_public
@@ -25,10 +26,19 @@ ENCODINGS = {"o200k_base": openai_public.o200k_base, "cl100k_base": openai_publi
 _lock = threading.Lock()
 
 
+def _bpe_data_dir() -> Path:
+    """bpe-openai's data folder, found without importing the package (its import is heavy)."""
+    spec = importlib.util.find_spec("bpe_openai")
+    if spec is None or not spec.submodule_search_locations:
+        raise ContextEditorError("the bpe-openai package is not installed", code="CE401",
+                                 fix="pip install -e . (it is a pinned dependency in pyproject.toml)")
+    return Path(spec.submodule_search_locations[0]) / "data"
+
+
 def _packaged_bpe(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
     """Stand-in for tiktoken's downloader: read the packaged file and check tiktoken's hash."""
     name = url.rsplit("/", 1)[-1]
-    data = gzip.decompress(resources.files("bpe_openai.data").joinpath(f"{name}.gz").read_bytes())
+    data = gzip.decompress((_bpe_data_dir() / f"{name}.gz").read_bytes())
     actual = hashlib.sha256(data).hexdigest()
     if expected_hash and actual != expected_hash:
         raise ContextEditorError(f"packaged BPE file {name} has sha256 {actual}, tiktoken expects {expected_hash}",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+from ..errors import StoreError
 from ..model import Edit, Message
 
 
@@ -22,6 +23,27 @@ class SessionInfo:
     domain_version: str
     messages: int
     edits: int
+
+
+def check_batch(message: Message, edits: list[Edit], n_messages: int, n_edits: int, last_hash: str) -> None:
+    """Refuse an append that would not continue the session exactly where it stands.
+
+    The message must take the next index, the edits the next seqs, each linked to the hash
+    before it. A writer that lost a race, or a caller that built a bad batch, gets a StoreError
+    before anything is written.
+    """
+    where = f"session {message.session!r}"
+    retry = "another writer appended to this session; reload its state and retry"
+    if message.index != n_messages:
+        raise StoreError(f"{where}: expected message index {n_messages}, got {message.index}", fix=retry)
+    prev, seq = last_hash, n_edits
+    for e in edits:
+        if e.session != message.session or e.message_index != message.index:
+            raise StoreError(f"{where}: edit {e.seq} belongs to {e.session!r} message {e.message_index}",
+                             fix="commit each message with its own edits")
+        if e.seq != seq or e.prev_hash != prev:
+            raise StoreError(f"{where}: edit seq {e.seq} does not continue the chain at seq {seq}", fix=retry)
+        prev, seq = e.hash, seq + 1
 
 
 class Store(ABC):

@@ -5,9 +5,8 @@ from __future__ import annotations
 import copy
 from bisect import bisect_left
 
-from ..errors import StoreError
-from ..model import Edit, Message
-from .base import SessionInfo, Store
+from ..model import GENESIS_HASH, Edit, Message
+from .base import SessionInfo, Store, check_batch
 
 
 class MemoryStore(Store):
@@ -35,12 +34,7 @@ class MemoryStore(Store):
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
         msgs = self._messages.get(message.session, [])
         log = self._edits.get(message.session, [])
-        if message.index != len(msgs):
-            raise StoreError(f"session {message.session!r}: expected message index {len(msgs)}, got {message.index}",
-                             fix="another writer appended to this session; reload its state and retry")
-        if edits and edits[0].seq != len(log):
-            raise StoreError(f"session {message.session!r}: expected edit seq {len(log)}, got {edits[0].seq}",
-                             fix="another writer appended to this session; reload its state and retry")
+        check_batch(message, edits, len(msgs), len(log), log[-1].hash if log else GENESIS_HASH)
         # All checks are done; nothing below can fail, so the append is all-or-nothing.
         self._messages.setdefault(message.session, msgs).append(message)
         self._edits.setdefault(message.session, log).extend(edits)

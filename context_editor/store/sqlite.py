@@ -13,8 +13,8 @@ import threading
 from pathlib import Path
 
 from ..errors import StoreError
-from ..model import Edit, Message, canonical_json
-from .base import SessionInfo, Store
+from ..model import GENESIS_HASH, Edit, Message, canonical_json
+from .base import SessionInfo, Store, check_batch
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS domains (
@@ -83,11 +83,8 @@ class SQLiteStore(Store):
             c.execute("BEGIN IMMEDIATE")
             row = c.execute("SELECT messages, edits FROM sessions WHERE session = ?", (message.session,)).fetchone()
             n_msgs, n_edits = row if row else (0, 0)
-            if message.index != n_msgs or (edits and edits[0].seq != n_edits):
-                raise StoreError(
-                    f"session {message.session!r}: expected message {n_msgs} / edit {n_edits}, "
-                    f"got message {message.index} / edit {edits[0].seq if edits else '-'}",
-                    fix="another writer appended to this session; reload its state and retry")
+            last = c.execute("SELECT hash FROM edits WHERE session = ? AND seq = ?", (message.session, n_edits - 1)).fetchone()
+            check_batch(message, edits, n_msgs, n_edits, last[0] if last else GENESIS_HASH)
             c.execute("INSERT INTO messages VALUES (?, ?, ?, ?)",
                       (message.session, message.index, message.round, canonical_json(message.to_dict())))
             c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
@@ -97,6 +94,9 @@ class SQLiteStore(Store):
                 "messages = excluded.messages, edits = excluded.edits",
                 (message.session, domain, domain_version, n_msgs + 1, n_edits + len(edits)))
             c.execute("COMMIT")
+        except sqlite3.IntegrityError as exc:
+            c.execute("ROLLBACK")
+            raise StoreError(f"session {message.session!r}: {exc}", fix="another writer appended to this session; reload its state and retry") from exc
         except BaseException:
             if c.in_transaction:
                 c.execute("ROLLBACK")
