@@ -22,7 +22,7 @@ import jsonschema
 from ..errors import DomainError, DomainProblem
 from ..expressions import TemplateSyntaxError, compile_expression, expression_names
 from ..model import canonical_json
-from .rulepacks import RULES_DIR, Rule, load_rule_library, select_rules
+from .rulepacks import NER_LABELS, RULES_DIR, Rule, load_rule_library, ner_label, select_rules
 from .yamlines import load_lined_yaml
 
 DOMAINS_DIR = Path(__file__).resolve().parents[2] / "domains"
@@ -205,6 +205,11 @@ def _semantic_problems(doc, library: dict[str, Rule]) -> list[DomainProblem]:
                 except re.error as exc:
                     problem(f"invalid regular expression: {exc}", f"{base}/{key}", "fix the pattern (Python `re` syntax)")
         for i, ref in enumerate(f.get("extract") or []):
+            if ner_label(ref) is not None:
+                if ner_label(ref) not in NER_LABELS:
+                    problem(f"unknown entity label in '{ref}'", f"{base}/extract/{i}",
+                            f"use one of: {', '.join('ner.' + x for x in NER_LABELS)}", "CE106")
+                continue
             if not select_rules(library, ref):
                 close = sorted({rid.rsplit(".", 1)[0] for rid in library if rid.split(".")[0] == ref.split(".")[0]})
                 hint = f"known rules with that prefix: {', '.join(close)}" if close else "see the packs under rules/"

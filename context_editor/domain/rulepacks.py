@@ -19,6 +19,9 @@ from .yamlines import load_lined_yaml
 
 RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
 PARSERS = ("money", "number", "int", "percent", "date", "duration", "count", "enum", "text", "upper")
+# `extract` entries that name an entity label of the NER layer instead of a rule.
+NER_PREFIX = "ner."
+NER_LABELS = ("PERSON", "GPE", "LOC", "ORG", "PRODUCT", "FAC", "NORP", "EVENT", "WORK_OF_ART")
 _MACRO = re.compile(r"<<([A-Z_][A-Z0-9_]*)>>")
 
 
@@ -99,6 +102,11 @@ def load_rule_library(rules_dir: Path = RULES_DIR) -> dict[str, Rule]:
         path, _ = problems[0]
         raise DomainError([p for _, p in problems], file=str(path))
     return library
+
+
+def ner_label(ref: str) -> str | None:
+    """'ner.GPE' -> 'GPE'; None for a ref that is not an NER ref."""
+    return ref[len(NER_PREFIX):] if ref.startswith(NER_PREFIX) else None
 
 
 def select_rules(library: dict[str, Rule], ref: str) -> list[Rule]:

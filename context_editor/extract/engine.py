@@ -17,6 +17,7 @@ from ..domain import Domain, FieldSpec
 from ..model import Candidate, Message, Provenance
 from .enums import EnumMatcher
 from .negation import is_negated
+from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, entities, ner_label
 from .tools import key_index, parse_json, walk
 from .values import default_parser, parse_value
 
@@ -39,6 +40,16 @@ class Extractor:
         return {name: EnumMatcher(spec) for name, spec in self.domain.fields.items() if spec.synonyms}
 
     @cached_property
+    def ner_fields(self) -> dict[str, set[str]]:
+        """Field -> the entity labels it takes from NER (only fields that opted in)."""
+        out = {}
+        for name, spec in self.domain.fields.items():
+            labels = {ner_label(ref) for ref in spec.extract if ner_label(ref)}
+            if labels:
+                out[name] = labels
+        return out
+
+    @cached_property
     def tool_keys(self) -> dict[str, FieldSpec]:
         return key_index(self.domain)
 
@@ -55,13 +66,23 @@ class Extractor:
                 return self._from_tool(msg, data, now)
         text = msg.content[:MAX_SCAN_CHARS]
         out: list[Candidate] = []
+        ents = None
         for name, spec in self.domain.fields.items():
             if msg.role not in spec.sources:
                 continue  # role policy: this role cannot speak for this field
             out.extend(self._from_rules(msg, text, spec, now))
             if name in self.enum_matchers:
                 out.extend(self._from_enum(msg, text, spec))
+            if name in self.ner_fields and detect_language(text) == "en":
+                ents = entities(text) if ents is None else ents  # one model pass per message
+                out.extend(self._from_ner(msg, text, spec, ents))
         return out
+
+    def _from_ner(self, msg: Message, text: str, spec: FieldSpec, ents) -> list[Candidate]:
+        labels = self.ner_fields[spec.name]
+        return [Candidate(spec.name, " ".join(t.split()),
+                          self._prov(msg, s, e, t, f"ner:{MODEL_ID}:{label}", NER_CONFIDENCE), negated=is_negated(text, s))
+                for s, e, t, label in ents if label in labels]
 
     def _from_rules(self, msg: Message, text: str, spec: FieldSpec, now: datetime) -> list[Candidate]:
         out = []
