@@ -11,6 +11,7 @@ import json
 import sys
 from datetime import datetime, timezone
 
+from . import audit
 from .conversation import read_conversation
 from .domain import domain_from_source, lint_domain, load_domain
 from .domain.model import DOMAINS_DIR
@@ -31,6 +32,8 @@ examples:
   context-editor render --session alice-1 --action book_flight
   context-editor why --session alice-1 budget_max
   context-editor lint my_domain.yaml
+  context-editor audit verify --store prod.db
+  context-editor replay --session alice-1
 
 Conversations are JSONL (one {"role", "content", "timestamp"?, "id"?, "name"?, "tool_call_id"?}
 per line) or a JSON array in the OpenAI chat format; `-` reads stdin.
@@ -126,11 +129,26 @@ def cmd_run(args) -> int:
     return 0
 
 
+def _already_stored(stored: list, incoming: list[dict]) -> int:
+    """How many leading incoming messages are the tail of what is stored (an interrupted run)."""
+    def same(m, d) -> bool:
+        return (m.role, m.content) == (d["role"], d["content"]) and (d.get("timestamp") in (None, m.timestamp))
+
+    for overlap in range(min(len(stored), len(incoming)), 0, -1):
+        if all(same(m, d) for m, d in zip(stored[-overlap:], incoming[:overlap])):
+            return overlap
+    return 0
+
+
 def cmd_ingest(args) -> int:
     messages = read_conversation(args.conversation)  # all checked before anything is stored
     editor = ContextEditor(args.domain, args.store)
+    skip = 0 if args.append_all else _already_stored(editor.store.messages(args.session), messages)
+    if skip:
+        print(f"session {args.session}: the first {skip} messages are already stored (an earlier run); continuing after them",
+              file=sys.stderr)
     before = editor.state(args.session).message_index + 1
-    state = editor.ingest(args.session, messages, now=_parse_now(args.now) or datetime.now(timezone.utc))
+    state = editor.ingest(args.session, messages[skip:], now=_parse_now(args.now) or datetime.now(timezone.utc))
     print(f"session {args.session}: {state.message_index + 1 - before} messages ingested "
           f"({state.message_index + 1} in total, round {state.round}) into {editor.store.url}", file=sys.stderr)
     return 0
@@ -168,6 +186,42 @@ def cmd_why(args) -> int:
         reason = f" [{h['reason']}]" if h["reason"] else ""
         print(f"  round {h['round']:>3}  {h['status']:<8} {h['source']:<10} {json.dumps(h['value'], ensure_ascii=False)}{reason}{where}")
     return 0
+
+
+def cmd_audit_verify(args) -> int:
+    store = open_store(args.store)
+    verdicts = audit.verify(store, args.session)
+    broken = [v for v in verdicts if not v.ok]
+    for v in verdicts:
+        if v.ok:
+            print(f"ok      {v.session}: {v.messages} messages, {v.edits} edits, both hash chains intact")
+        else:
+            print(f"BROKEN  {v.session}: first broken at {v.broken_at}: {v.reason}")
+    if not verdicts:
+        print(f"no sessions in {store.url}")
+    return 1 if broken else 0
+
+
+def cmd_audit_export(args) -> int:
+    store = open_store(args.store)
+    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
+    try:
+        for record in audit.export(store, args.session):
+            out.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+    finally:
+        if args.out:
+            out.close()
+    return 0
+
+
+def cmd_replay(args) -> int:
+    report = audit.replay(open_store(args.store), args.session)
+    if report.identical:
+        print(f"identical: {report.session} replays to the same {report.recorded} edits, byte for byte")
+        return 0
+    print(f"DIFFERENT: {report.session}: recorded {report.recorded} edits, replay produced {report.replayed}")
+    print(json.dumps(report.first_difference, ensure_ascii=False, indent=2))
+    return 1
 
 
 def cmd_lint(args) -> int:
@@ -220,6 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("conversation")
     p.add_argument("--session", required=True, metavar="ID")
     p.add_argument("--now", metavar="ISO8601")
+    p.add_argument("--append-all", action="store_true",
+                   help="append every message even if the file's first messages equal the session's last ones "
+                        "(by default they are taken as already ingested by an interrupted run and skipped)")
     store_opt(p)
 
     p = add("state", cmd_state, "Print a stored session's state (as a table, or --json).")
@@ -239,6 +296,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("field")
     p.add_argument("--session", required=True, metavar="ID")
     p.add_argument("--json", action="store_true")
+    store_opt(p)
+
+    p = add("audit", lambda a: None, "Audit a store: verify its hash chains or export a session for auditors.")
+    audit_sub = p.add_subparsers(dest="audit_command", required=True, metavar="SUBCOMMAND")
+    v = audit_sub.add_parser("verify", help="exit 0 if every hash chain is intact, else 1 and the first broken row",
+                             description="Check that no stored message or edit was changed, deleted, reordered or inserted.")
+    v.add_argument("--session", metavar="ID", help="one session (default: all)")
+    store_opt(v)
+    v.set_defaults(func=cmd_audit_verify)
+    x = audit_sub.add_parser("export", help="JSONL of a session's messages and edits, with the domain version",
+                             description="Write the session as JSONL: a header, then messages and their edits in commit order.")
+    x.add_argument("--session", required=True, metavar="ID")
+    x.add_argument("--out", metavar="FILE", help="write here instead of stdout")
+    store_opt(x)
+    x.set_defaults(func=cmd_audit_export)
+
+    p = add("replay", cmd_replay, "Re-run a session's stored messages through its recorded domain version; exit 0 if the edit log is identical.")
+    p.add_argument("--session", required=True, metavar="ID")
     store_opt(p)
 
     p = add("lint", cmd_lint, "Check a domain file and report every problem with its line and a fix.")

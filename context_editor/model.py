@@ -48,11 +48,26 @@ class Message:
     name: str | None = None  # tool name for tool messages
     tool_call_id: str | None = None
     tool_calls: tuple[dict, ...] = ()
+    prev_hash: str = GENESIS_HASH  # raw messages form their own hash chain, so they are tamper-evident too
+    hash: str = ""
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["tool_calls"] = list(self.tool_calls)
         return d
+
+    def body(self) -> dict:
+        """Everything the hash covers (all but the hash itself)."""
+        d = self.to_dict()
+        del d["hash"]
+        return d
+
+    def compute_hash(self) -> str:
+        return hashlib.sha256(canonical_json(self.body()).encode("utf-8")).hexdigest()
+
+    def sealed(self, prev_hash: str) -> Message:
+        m = replace(self, prev_hash=prev_hash, hash="")
+        return replace(m, hash=m.compute_hash())
 
     @classmethod
     def from_dict(cls, d: dict) -> Message:
@@ -215,6 +230,7 @@ class State:
     alerts: list[Alert] = field(default_factory=list)
     last_seq: int = -1
     last_hash: str = GENESIS_HASH
+    last_message_hash: str = GENESIS_HASH
 
     def get(self, name: str) -> Any:
         fs = self.fields.get(name)

@@ -65,13 +65,13 @@ class ContextEditor:
 
     def add(self, session: str, message: dict | Message, now: datetime | str | None = None) -> list[Edit]:
         """Process one message atomically; returns the edits it committed."""
-        raw = message.to_dict() if isinstance(message, Message) else normalise_message(message)
+        raw = normalise_message(message.to_dict() if isinstance(message, Message) else message)
         state = self._live(session)
         msg = self._stamp(session, raw, state, now)
         try:
             edits = self._edits_for(state, msg)
             self.store.append(self.domain.name, self.domain.version_hash, msg, edits)
-            state.round, state.message_index = msg.round, msg.index
+            state.round, state.message_index, state.last_message_hash = msg.round, msg.index, msg.hash
         except BaseException:
             self._states.pop(session, None)  # the cached fold may be ahead of the store: rebuild on next use
             raise
@@ -87,7 +87,7 @@ class ContextEditor:
             ts = clock if isinstance(clock, str) else clock.isoformat()
         return Message(session=session, index=index, round=rnd, role=raw["role"], content=raw["content"], timestamp=ts,
                        id=raw.get("id"), name=raw.get("name"), tool_call_id=raw.get("tool_call_id"),
-                       tool_calls=tuple(raw.get("tool_calls") or ()))
+                       tool_calls=tuple(raw.get("tool_calls") or ())).sealed(state.last_message_hash)
 
     def _edits_for(self, state: State, msg: Message) -> list[Edit]:
         """All edits `msg` causes, sealed, folded into `state` as they are made."""
@@ -146,7 +146,7 @@ class ContextEditor:
             # Messages that caused no edit still move the session on: take the position of the last one.
             tail = self.store.messages(session, since_round=state.round)
             if tail:
-                state.round, state.message_index = tail[-1].round, tail[-1].index
+                state.round, state.message_index, state.last_message_hash = tail[-1].round, tail[-1].index, tail[-1].hash
             self._states[session] = state
         return state
 

@@ -53,7 +53,7 @@ class Store(ABC):
 
     @abstractmethod
     def put_domain(self, version_hash: str, name: str, source: dict) -> None:
-        """Remember a domain document by its version hash (idempotent)."""
+        """Remember a domain document by its version hash (idempotent), keeping its key order."""
 
     @abstractmethod
     def get_domain(self, version_hash: str) -> dict | None:
@@ -78,6 +78,11 @@ class Store(ABC):
     @abstractmethod
     def sessions(self) -> list[str]:
         """All session ids, sorted."""
+
+    @abstractmethod
+    def raw_rows(self, session: str) -> tuple[list[tuple], list[tuple]]:
+        """Rows exactly as stored, for `audit verify`: messages as (index, body, hash) and edits
+        as (seq, round, message_index, body, hash), each in storage order of its key."""
 
     def close(self) -> None:
         """Release connections (no-op where there are none)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from bisect import bisect_left
 
-from ..model import GENESIS_HASH, Edit, Message
+from ..model import GENESIS_HASH, Edit, Message, canonical_json
 from .base import SessionInfo, Store, check_batch
 
 
@@ -50,3 +50,8 @@ class MemoryStore(Store):
 
     def sessions(self) -> list[str]:
         return sorted(self._sessions)
+
+    def raw_rows(self, session: str) -> tuple[list[tuple], list[tuple]]:
+        msgs = [(m.index, canonical_json(m.body()), m.hash) for m in self._messages.get(session, [])]
+        edits = [(e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash) for e in self._edits.get(session, [])]
+        return msgs, edits

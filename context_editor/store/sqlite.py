@@ -23,7 +23,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     session TEXT PRIMARY KEY, domain TEXT NOT NULL, domain_version TEXT NOT NULL,
     messages INTEGER NOT NULL DEFAULT 0, edits INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS messages (
-    session TEXT NOT NULL, idx INTEGER NOT NULL, round INTEGER NOT NULL, body TEXT NOT NULL,
+    session TEXT NOT NULL, idx INTEGER NOT NULL, round INTEGER NOT NULL, body TEXT NOT NULL, hash TEXT NOT NULL,
     PRIMARY KEY (session, idx));
 CREATE INDEX IF NOT EXISTS messages_round ON messages (session, round);
 CREATE TABLE IF NOT EXISTS edits (
@@ -66,7 +66,9 @@ class SQLiteStore(Store):
         return conn
 
     def put_domain(self, version_hash: str, name: str, source: dict) -> None:
-        self._conn().execute("INSERT OR IGNORE INTO domains VALUES (?, ?, ?)", (version_hash, name, canonical_json(source)))
+        # Key order is kept (not canonical): it is the author's field order, which replay must reproduce.
+        self._conn().execute("INSERT OR IGNORE INTO domains VALUES (?, ?, ?)",
+                             (version_hash, name, json.dumps(source, ensure_ascii=False)))
 
     def get_domain(self, version_hash: str) -> dict | None:
         row = self._conn().execute("SELECT source FROM domains WHERE version_hash = ?", (version_hash,)).fetchone()
@@ -85,8 +87,8 @@ class SQLiteStore(Store):
             n_msgs, n_edits = row if row else (0, 0)
             last = c.execute("SELECT hash FROM edits WHERE session = ? AND seq = ?", (message.session, n_edits - 1)).fetchone()
             check_batch(message, edits, n_msgs, n_edits, last[0] if last else GENESIS_HASH)
-            c.execute("INSERT INTO messages VALUES (?, ?, ?, ?)",
-                      (message.session, message.index, message.round, canonical_json(message.to_dict())))
+            c.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?)",
+                      (message.session, message.index, message.round, canonical_json(message.body()), message.hash))
             c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
             c.execute(
                 "INSERT INTO sessions VALUES (?, ?, ?, ?, ?) ON CONFLICT(session) DO UPDATE SET "
@@ -104,9 +106,9 @@ class SQLiteStore(Store):
 
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
         rows = self._conn().execute(
-            "SELECT body FROM messages WHERE session = ? AND round >= ? ORDER BY idx",
+            "SELECT body, hash FROM messages WHERE session = ? AND round >= ? ORDER BY idx",
             (session, since_round if since_round is not None else -1)).fetchall()
-        return [Message.from_dict(json.loads(r[0])) for r in rows]
+        return [Message.from_dict({**json.loads(b), "hash": h}) for b, h in rows]
 
     def edits(self, session: str) -> list[Edit]:
         rows = self._conn().execute("SELECT body, hash FROM edits WHERE session = ? ORDER BY seq", (session,)).fetchall()
@@ -114,6 +116,13 @@ class SQLiteStore(Store):
 
     def sessions(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT session FROM sessions ORDER BY session")]
+
+    def raw_rows(self, session: str) -> tuple[list[tuple], list[tuple]]:
+        c = self._conn()
+        msgs = c.execute("SELECT idx, body, hash FROM messages WHERE session = ? ORDER BY idx", (session,)).fetchall()
+        edits = c.execute("SELECT seq, round, message_index, body, hash FROM edits WHERE session = ? ORDER BY seq",
+                          (session,)).fetchall()
+        return msgs, edits
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

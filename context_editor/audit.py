@@ -1,0 +1,137 @@
+"""Audit: prove the record is intact (`verify`), reproducible (`replay`) and hand it over (`export`).
+
+`verify` reads the rows exactly as stored and checks both hash chains: raw messages and edits.
+Each row must hash to its stored hash, link to the previous row's hash, sit at the next dense
+index, and agree with its indexed columns; the session's counters must match, so a deleted last
+row is caught too. `replay` re-runs the stored raw messages through the domain version recorded
+with the session, in memory, and compares the edit log byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from .domain import domain_from_source
+from .errors import SessionNotFoundError
+from .model import GENESIS_HASH, Edit, Message, canonical_json
+from .store import MemoryStore, Store
+
+
+@dataclass
+class Verdict:
+    session: str
+    ok: bool
+    messages: int = 0
+    edits: int = 0
+    broken_at: str | None = None  # "edit 17" or "message 3"
+    reason: str | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+def _check_chain(kind: str, rows: list[tuple[int, str, str]], expected: int) -> tuple[str, str] | None:
+    """rows: (position column, stored body, stored hash). First problem as (where, why)."""
+    prev = GENESIS_HASH
+    for pos, (column, body, stored_hash) in enumerate(rows):
+        where = f"{kind} {pos}"
+        if column != pos:
+            return where, f"{kind} at position {pos} has index {column} (a row was deleted, inserted or reordered)"
+        if hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest() != stored_hash:
+            return where, f"{kind} {pos} does not match its hash (its content was changed)"
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            return where, f"{kind} {pos} is not valid JSON"
+        if canonical_json(doc) != body:
+            return where, f"{kind} {pos} is not in canonical form (it was rewritten)"
+        if doc.get("prev_hash") != prev:
+            return where, f"{kind} {pos} does not link to the previous {kind}'s hash"
+        prev = stored_hash
+    if len(rows) != expected:
+        return f"{kind} {len(rows)}", f"the session records {expected} {kind}s but {len(rows)} are stored (a trailing row was deleted or added)"
+    return None
+
+
+def verify_session(store: Store, session: str) -> Verdict:
+    info = store.session(session)
+    if info is None:
+        raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id (`context-editor sessions`)")
+    msg_rows, edit_rows = store.raw_rows(session)
+    verdict = Verdict(session, True, len(msg_rows), len(edit_rows))
+    message_rows = [(idx, body, h) for idx, body, h in msg_rows]
+    problem = _check_chain("message", message_rows, info.messages) or _check_chain("edit", [(seq, body, h) for seq, _, _, body, h in edit_rows], info.edits)
+    if problem is None:
+        for seq, rnd, mindex, body, _ in edit_rows:
+            doc = json.loads(body)
+            if (doc["seq"], doc["round"], doc["message_index"], doc["session"]) != (seq, rnd, mindex, session):
+                problem = (f"edit {seq}", f"edit {seq}'s columns disagree with its signed body (a column was changed)")
+                break
+            if not 0 <= mindex < len(msg_rows):
+                problem = (f"edit {seq}", f"edit {seq} refers to message {mindex}, which does not exist")
+                break
+    if problem:
+        verdict.ok, (verdict.broken_at, verdict.reason) = False, problem
+    return verdict
+
+
+def verify(store: Store, session: str | None = None) -> list[Verdict]:
+    """Verdicts for one session or all sessions of the store."""
+    return [verify_session(store, s) for s in ([session] if session else store.sessions())]
+
+
+@dataclass
+class ReplayReport:
+    session: str
+    identical: bool
+    recorded: int
+    replayed: int
+    first_difference: dict | None = None
+
+
+def replay(store: Store, session: str) -> ReplayReport:
+    """Re-run the stored messages through the recorded domain version; compare the edit logs."""
+    from .pipeline import ContextEditor  # the pipeline depends on audit's neighbours, not the reverse
+
+    info = store.session(session)
+    if info is None:
+        raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id")
+    source = store.get_domain(info.domain_version)
+    domain = domain_from_source(source, f"<stored {info.domain} {info.domain_version}>")
+    editor = ContextEditor(domain, MemoryStore())
+    for m in store.messages(session):
+        editor.add(session, Message.from_dict(m.to_dict()))
+    recorded = [e.to_dict() for e in store.edits(session)]
+    replayed = [e.to_dict() for e in editor.store.edits(session)]
+    report = ReplayReport(session, recorded == replayed, len(recorded), len(replayed))
+    if not report.identical:
+        for i in range(max(len(recorded), len(replayed))):
+            a = recorded[i] if i < len(recorded) else None
+            b = replayed[i] if i < len(replayed) else None
+            if a != b:
+                keys = sorted(k for k in set(a or {}) | set(b or {}) if (a or {}).get(k) != (b or {}).get(k))
+                report.first_difference = {"seq": i, "fields": keys, "recorded": a, "replayed": b}
+                break
+    if domain.version_hash != info.domain_version:
+        report.identical = False
+        report.first_difference = report.first_difference or {
+            "seq": None, "fields": ["domain_version"],
+            "recorded": info.domain_version, "replayed": domain.version_hash}
+    return report
+
+
+def export(store: Store, session: str) -> Iterator[dict]:
+    """The session for auditors: a header, then messages and edits interleaved in commit order."""
+    info = store.session(session)
+    if info is None:
+        raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id")
+    yield {"type": "session", "session": session, "domain": info.domain, "domain_version": info.domain_version,
+           "domain_source": store.get_domain(info.domain_version), "messages": info.messages, "edits": info.edits}
+    edits: list[Edit] = store.edits(session)
+    j = 0
+    for m in store.messages(session):
+        yield {"type": "message", **m.to_dict()}
+        while j < len(edits) and edits[j].message_index == m.index:
+            yield {"type": "edit", **edits[j].to_dict()}
+            j += 1
