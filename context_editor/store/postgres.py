@@ -16,8 +16,8 @@ from contextlib import contextmanager
 import psycopg
 
 from ..errors import StoreError
-from ..model import Edit, Message, canonical_json
-from .base import SessionInfo, Store
+from ..model import GENESIS_HASH, Edit, Message, canonical_json
+from .base import SessionInfo, Store, check_batch
 from .sqlite import edit_from_row, edit_row
 
 SCHEMA = """
@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     session TEXT PRIMARY KEY, domain TEXT NOT NULL, domain_version TEXT NOT NULL,
     messages INTEGER NOT NULL DEFAULT 0, edits INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS messages (
-    session TEXT NOT NULL, idx INTEGER NOT NULL, round INTEGER NOT NULL, body TEXT NOT NULL,
+    session TEXT NOT NULL, idx INTEGER NOT NULL, round INTEGER NOT NULL, body TEXT NOT NULL, hash TEXT NOT NULL,
     PRIMARY KEY (session, idx));
 CREATE INDEX IF NOT EXISTS messages_round ON messages (session, round);
 CREATE TABLE IF NOT EXISTS edits (
@@ -46,7 +46,7 @@ def _database_errors(action: str) -> Iterator[None]:
         yield
     except psycopg.errors.IntegrityError as exc:
         raise StoreError(f"{action}: rejected by the database: {exc.diag.message_primary or exc}",
-                         fix=f"edit seqs must continue the session's log without repeats; {RETRY_FIX}") from exc
+                         fix=RETRY_FIX) from exc
     except psycopg.Error as exc:
         raise StoreError(f"{action}: PostgreSQL error: {exc}",
                          fix="check that the server is running and the store URL "
@@ -101,14 +101,12 @@ class PostgresStore(Store):
             # the INSERT until the first one commits, then reads its counts like any other loser.
             c.execute("INSERT INTO sessions (session, domain, domain_version) VALUES (%s, %s, %s) "
                       "ON CONFLICT DO NOTHING", (s, domain, domain_version))
-            n_msgs, n_edits = c.execute("SELECT messages, edits FROM sessions WHERE session = %s FOR UPDATE",
-                                        (s,)).fetchone()
-            if message.index != n_msgs or (edits and edits[0].seq != n_edits):
-                raise StoreError(
-                    f"session {s!r}: expected message {n_msgs} / edit {n_edits}, "
-                    f"got message {message.index} / edit {edits[0].seq if edits else '-'}", fix=RETRY_FIX)
-            c.execute("INSERT INTO messages VALUES (%s, %s, %s, %s)",
-                      (s, message.index, message.round, canonical_json(message.to_dict())))
+            n_msgs, n_edits, last_hash = c.execute(
+                "SELECT messages, edits, (SELECT hash FROM edits e WHERE e.session = s.session AND e.seq = s.edits - 1) "
+                "FROM sessions s WHERE session = %s FOR UPDATE", (s,)).fetchone()
+            check_batch(message, edits, n_msgs, n_edits, last_hash or GENESIS_HASH)
+            c.execute("INSERT INTO messages VALUES (%s, %s, %s, %s, %s)",
+                      (s, message.index, message.round, canonical_json(message.body()), message.hash))
             with c.cursor() as cur:
                 cur.executemany("INSERT INTO edits VALUES (%s, %s, %s, %s, %s, %s)", [edit_row(e) for e in edits])
             c.execute("UPDATE sessions SET domain = %s, domain_version = %s, messages = %s, edits = %s "
@@ -117,9 +115,9 @@ class PostgresStore(Store):
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
         with _database_errors(f"reading messages of session {session!r}"):
             rows = self._conn().execute(
-                "SELECT body FROM messages WHERE session = %s AND round >= %s ORDER BY idx",
+                "SELECT body, hash FROM messages WHERE session = %s AND round >= %s ORDER BY idx",
                 (session, since_round if since_round is not None else -1)).fetchall()
-        return [Message.from_dict(json.loads(r[0])) for r in rows]
+        return [Message.from_dict({**json.loads(b), "hash": h}) for b, h in rows]
 
     def edits(self, session: str) -> list[Edit]:
         with _database_errors(f"reading edits of session {session!r}"):
@@ -131,6 +129,14 @@ class PostgresStore(Store):
         # COLLATE "C" sorts by code point, like sorted() in the other stores, whatever the database locale.
         with _database_errors("listing sessions"):
             return [r[0] for r in self._conn().execute('SELECT session FROM sessions ORDER BY session COLLATE "C"')]
+
+    def raw_rows(self, session: str) -> tuple[list[tuple], list[tuple]]:
+        with _database_errors(f"reading rows of session {session!r}"):
+            c = self._conn()
+            msgs = c.execute("SELECT idx, body, hash FROM messages WHERE session = %s ORDER BY idx", (session,)).fetchall()
+            edits = c.execute("SELECT seq, round, message_index, body, hash FROM edits WHERE session = %s ORDER BY seq",
+                              (session,)).fetchall()
+        return msgs, edits
 
     def close(self) -> None:
         for conn in self._opened:

@@ -16,6 +16,7 @@ from ..errors import StoreError
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
 from .base import SessionInfo, Store, check_batch
 
+SCHEMA_VERSION = 1
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS domains (
     version_hash TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT NOT NULL);
@@ -48,8 +49,17 @@ class SQLiteStore(Store):
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        with self._conn() as c:
-            c.executescript(SCHEMA)
+        c = self._conn()
+        try:
+            version = c.execute("PRAGMA user_version").fetchone()[0]
+            has_tables = c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'messages'").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path} is not a SQLite database ({exc})", fix="pass another --store path") from exc
+        if has_tables and version != SCHEMA_VERSION:
+            raise StoreError(f"{self.path} was written by an older context-editor (schema {version}, this is {SCHEMA_VERSION})",
+                             fix="export its sessions with the version that wrote it, or use a new --store file")
+        c.executescript(SCHEMA)
+        c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)

@@ -1,0 +1,324 @@
+"""One contract, every backend: the guarantees of context_editor.store.base.Store.
+
+Each test runs on memory://, SQLite and PostgreSQL. Messages and edits are built here directly
+(edits sealed into a valid hash chain), so the store is tested without the pipeline.
+PostgreSQL runs on a private throwaway server (tests/pg_server.py); without one the postgres
+cases skip, except under CI, where a missing server must fail the run instead of hiding it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import fields, replace
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from psycopg import sql
+
+import pg_server
+from context_editor.errors import StoreError
+from context_editor.model import GENESIS_HASH, Edit, Message, Provenance, canonical_json
+from context_editor.store import Store, open_store
+
+DOMAIN, VERSION = "shop", "v" * 64
+
+
+@pytest.fixture(scope="session")
+def pg_url():
+    if reason := pg_server.unavailable_reason():
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason} (CI is set: the PostgreSQL store must be tested there)")
+        pytest.skip(reason)
+    with pg_server.postgres_url() as url:
+        yield url
+
+
+@pytest.fixture
+def pg_schema_url(pg_url):
+    """A URL whose search_path is a fresh schema: every test gets empty tables, and a database
+    given through CONTEXT_EDITOR_TEST_PG is never touched outside that schema."""
+    schema = f"t_{uuid.uuid4().hex}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    yield f"{pg_url}{'&' if '?' in pg_url else '?'}options=-csearch_path%3D{schema}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def store_url(request, tmp_path) -> str:
+    if request.param == "memory":
+        return "memory://"
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return request.getfixturevalue("pg_schema_url")
+
+
+@pytest.fixture
+def store(store_url):
+    s = open_store(store_url)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def shared_url(store_url) -> str:
+    """A URL that a second store instance can open onto the same data."""
+    if store_url == "memory://":
+        pytest.skip("memory:// has no storage that a second instance could open")
+    return store_url
+
+
+def next_turn(store: Store, session: str, content: str = "hello", n_edits: int = 2, *,
+              role: str = "user", round_: int | None = None) -> tuple[Message, list[Edit]]:
+    """The next message of `session` and `n_edits` edits, both chained onto what is stored."""
+    msgs, log = store.messages(session), store.edits(session)
+    index = len(msgs)
+    m = Message(session=session, index=index, round=index if round_ is None else round_, role=role,
+                content=content, timestamp=f"2024-05-01T10:{index % 60:02d}:00+08:00", id=f"m{index}",
+                tool_calls=({"id": f"call{index}", "name": "lookup", "arguments": {"q": content[:20]}},),
+                ).sealed(msgs[-1].hash if msgs else GENESIS_HASH)
+    seq, prev = (log[-1].seq + 1, log[-1].hash) if log else (0, GENESIS_HASH)
+    edits = []
+    for k in range(n_edits):
+        prov = Provenance(message_index=index, round=m.round, role=role, span=(0, len(content)), text=content,
+                          extractor="test", confidence=0.9, domain_version=VERSION, message_id=m.id)
+        e = Edit(session=session, seq=0, message_index=index, round=m.round, stage="extract", op="set",
+                 field=f"field_{k}", before=None, after={"value": content, "k": k}, source="initial",
+                 reason=content, provenance=prov, domain_version=VERSION, at=m.timestamp).sealed(seq, prev)
+        edits.append(e)
+        seq, prev = seq + 1, e.hash
+    return m, edits
+
+
+def add(store: Store, session: str, content: str = "hello", n_edits: int = 2, **kw) -> tuple[Message, list[Edit]]:
+    m, edits = next_turn(store, session, content, n_edits, **kw)
+    store.append(DOMAIN, VERSION, m, edits)
+    return m, edits
+
+
+def snapshot(store: Store, session: str) -> tuple:
+    return (store.sessions(), store.session(session),
+            [canonical_json(m.to_dict()) for m in store.messages(session)],
+            [canonical_json(e.to_dict()) for e in store.edits(session)])
+
+
+def assert_chains(store: Store, session: str) -> None:
+    """Both hash chains of a session recompute from the stored bytes and link from genesis."""
+    msg_rows, edit_rows = store.raw_rows(session)
+    for rows in (msg_rows, [(seq, body, h) for seq, _, _, body, h in edit_rows]):
+        prev = GENESIS_HASH
+        for i, (position, body, stored_hash) in enumerate(rows):
+            assert position == i and json.loads(body)["prev_hash"] == prev
+            assert hashlib.sha256(body.encode("utf-8")).hexdigest() == stored_hash
+            prev = stored_hash
+
+
+def test_domain_round_trip_is_idempotent(store):
+    source = {"name": "shop", "fields": {"颜色": {"type": "enum", "values": ["红", "</state>"]}}}
+    assert store.get_domain("h1") is None
+    store.put_domain("h1", "shop", source)
+    store.put_domain("h1", "shop", source)
+    assert store.get_domain("h1") == source
+    assert store.get_domain("h2") is None
+
+
+def test_session_is_none_before_first_append_then_counts(store):
+    assert store.session("s") is None
+    add(store, "s", n_edits=3)
+    add(store, "s", n_edits=0)
+    info = store.session("s")
+    assert (info.session, info.domain, info.domain_version, info.messages, info.edits) == ("s", DOMAIN, VERSION, 2, 3)
+
+
+def test_append_round_trip_is_byte_identical(store):
+    written = [add(store, "s", f"message {i}", n_edits=i % 3, role=("user", "assistant", "tool")[i % 3])
+               for i in range(6)]
+    assert [m.to_dict() for m in store.messages("s")] == [m.to_dict() for m, _ in written]
+    assert [e.to_dict() for e in store.edits("s")] == [e.to_dict() for _, es in written for e in es]
+    msg_rows, edit_rows = store.raw_rows("s")
+    assert msg_rows == [(m.index, canonical_json(m.body()), m.hash) for m, _ in written]
+    assert edit_rows == [(e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash)
+                         for _, es in written for e in es]
+    assert_chains(store, "s")
+
+
+def test_messages_since_round(store):
+    for r in (0, 0, 1, 2, 2, 3):
+        add(store, "s", f"round {r}", round_=r)
+    assert [m.round for m in store.messages("s", since_round=2)] == [2, 2, 3]
+    assert [m.index for m in store.messages("s", since_round=0)] == [0, 1, 2, 3, 4, 5]
+    assert store.messages("s", since_round=4) == []
+    assert store.messages("unknown") == [] and store.edits("unknown") == []
+
+
+def test_sessions_are_sorted(store):
+    assert store.sessions() == []
+    for s in ("b", "a", "C", "ä", "a-2"):
+        add(store, s)
+    assert store.sessions() == sorted(["b", "a", "C", "ä", "a-2"])
+
+
+BAD_BATCHES = ["index ahead", "index repeated", "seq repeated", "seq ahead", "duplicate seq in batch",
+               "broken hash link", "edit of another message", "new session starting at seq 1"]
+
+
+@pytest.mark.parametrize("bad", BAD_BATCHES)
+def test_conflicting_append_raises_and_changes_nothing(store, bad):
+    add(store, "s")
+    m, edits = next_turn(store, "s")
+    first, second = edits
+    if bad == "index ahead":
+        m = Message.from_dict({**m.to_dict(), "index": 5})
+    elif bad == "index repeated":
+        m = Message.from_dict({**m.to_dict(), "index": 0})
+    elif bad == "seq repeated":
+        edits = [e.sealed(e.seq - 2, e.prev_hash) for e in edits]
+    elif bad == "seq ahead":
+        edits = [e.sealed(e.seq + 1, e.prev_hash) for e in edits]
+    elif bad == "duplicate seq in batch":
+        edits = [first, second.sealed(first.seq, first.hash)]
+    elif bad == "broken hash link":
+        edits = [first, second.sealed(second.seq, GENESIS_HASH)]
+    elif bad == "edit of another message":
+        edits = [first, replace(second, message_index=0).sealed(second.seq, first.hash)]
+    else:
+        m, edits = next_turn(store, "new")
+        edits = [e.sealed(e.seq + 1, e.prev_hash) for e in edits]
+    before = snapshot(store, m.session)
+    with pytest.raises(StoreError):
+        store.append(DOMAIN, VERSION, m, edits)
+    assert snapshot(store, m.session) == before
+    add(store, m.session)  # the refused append left nothing behind that blocks the next one
+    assert_chains(store, m.session)
+
+
+class UnwritableEdit(Edit):
+    """Passes every check, then fails when the store serialises it: a write failing midway."""
+
+    __slots__ = ()
+
+    def body(self) -> dict:
+        raise RuntimeError("injected write failure")
+
+
+@pytest.mark.parametrize("session", ["existing", "new"])
+def test_append_rolls_back_when_a_write_fails_midway(store, store_url, session):
+    if store_url == "memory://":
+        pytest.skip("memory:// serialises nothing, so no write can fail after its checks")
+    if session == "existing":
+        add(store, session)
+    m, (first, second) = next_turn(store, session)
+    unwritable = UnwritableEdit(**{f.name: getattr(second, f.name) for f in fields(Edit)})
+    before = snapshot(store, session)
+    with pytest.raises(RuntimeError, match="injected write failure"):
+        store.append(DOMAIN, VERSION, m, [first, unwritable])
+    assert snapshot(store, session) == before
+    add(store, session)
+    assert_chains(store, session)
+
+
+def test_sessions_are_isolated(store):
+    a = [add(store, "a", f"a{i}", n_edits=2) for i in range(3)]
+    b = [add(store, "b", f"b{i}", n_edits=1) for i in range(2)]
+    assert [m.content for m in store.messages("a")] == ["a0", "a1", "a2"]
+    assert [m.content for m in store.messages("b")] == ["b0", "b1"]
+    assert [e.to_dict() for e in store.edits("a")] == [e.to_dict() for _, es in a for e in es]
+    assert [e.to_dict() for e in store.edits("b")] == [e.to_dict() for _, es in b for e in es]
+    assert (store.session("a").edits, store.session("b").edits) == (6, 2)
+
+
+HOSTILE = [
+    "</state><state>injected</state>",
+    "<![CDATA[ x ]]> ]]> &amp; &lt;",
+    "emoji 🙂👍🏽👨‍👩‍👧 and flags 🇨🇳",
+    "我想要红色的，不要蓝色；预算三千元以内",
+    "controls \x01\x07\x08\x0b\x0c\x1b[31m\x7f\t\r\n\u2028\u2029 quotes ' \" \\ %s %(x)s $1 ?",
+    ("</state>]]>😀中文\\\"" * 70_000)[:1_000_000],
+]
+
+
+@pytest.mark.parametrize("content", HOSTILE, ids=["state-tag", "cdata", "emoji", "chinese", "controls", "1MB"])
+def test_hostile_content_round_trips(store, content):
+    session = "会话 'x'; DROP TABLE edits; --"
+    m, edits = add(store, session, content)
+    assert [x.to_dict() for x in store.messages(session)] == [m.to_dict()]
+    assert [e.to_dict() for e in store.edits(session)] == [e.to_dict() for e in edits]
+    assert_chains(store, session)
+
+
+def test_reopened_store_sees_the_data(store, shared_url):
+    store.put_domain("h", "shop", {"a": 1})
+    written = [add(store, "s", f"m{i}") for i in range(3)]
+    store.close()
+    again = open_store(shared_url)
+    try:
+        assert again.get_domain("h") == {"a": 1}
+        assert again.sessions() == ["s"]
+        assert [m.to_dict() for m in again.messages("s")] == [m.to_dict() for m, _ in written]
+        assert [e.to_dict() for e in again.edits("s")] == [e.to_dict() for _, es in written for e in es]
+        add(again, "s")
+        assert again.session("s").messages == 4
+    finally:
+        again.close()
+
+
+def test_concurrent_writers_on_one_session_keep_one_valid_chain(store, shared_url):
+    """Two store instances race for every message index: exactly one wins each, the loser gets
+    a StoreError, and the log is one valid chain of the winners' edits."""
+    rounds, barrier = 15, threading.Barrier(2, timeout=60)  # a failing side must not hang the other
+
+    def writer(name: str) -> list[tuple[int, bool]]:
+        s, outcomes = open_store(shared_url), []
+        try:
+            for i in range(rounds):
+                barrier.wait()  # the previous round is over on both sides
+                m, edits = next_turn(s, "race", f"{name} {i}", n_edits=3)
+                assert m.index == i
+                barrier.wait()  # both built the same index on the same chain head: now race
+                try:
+                    s.append(DOMAIN, VERSION, m, edits)
+                    outcomes.append((i, True))
+                except StoreError:
+                    outcomes.append((i, False))
+        finally:
+            s.close()
+        return outcomes
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(writer, ["A", "B"]))
+    wins = {i: [name for name, res in zip("AB", results) if dict(res)[i]] for i in range(rounds)}
+    assert all(len(w) == 1 for w in wins.values()), wins
+    stored = store.messages("race")
+    assert [(m.index, m.content) for m in stored] == [(i, f"{wins[i][0]} {i}") for i in range(rounds)]
+    assert store.session("race").edits == 3 * rounds
+    assert_chains(store, "race")
+
+
+def test_unreachable_postgres_is_a_store_error_with_a_fix():
+    with pytest.raises(StoreError, match="cannot connect to PostgreSQL") as err:
+        open_store("postgresql://nobody@127.0.0.1:1/nowhere")
+    assert err.value.fix and "start the server" in err.value.fix
+
+
+turns = st.lists(st.tuples(st.sampled_from(["user", "assistant", "tool", "system"]), st.text(max_size=200),
+                           st.integers(0, 1), st.integers(0, 3)), min_size=1, max_size=6)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(turns=turns)
+def test_any_sequence_of_appends_round_trips(store, turns):
+    session, round_, written = f"p-{uuid.uuid4().hex}", 0, []  # a fresh session per example
+    for role, content, round_step, n_edits in turns:
+        round_ += round_step
+        written.append(add(store, session, content, n_edits, role=role, round_=round_))
+    assert [m.to_dict() for m in store.messages(session)] == [m.to_dict() for m, _ in written]
+    assert [e.to_dict() for e in store.edits(session)] == [e.to_dict() for _, es in written for e in es]
+    assert_chains(store, session)
