@@ -166,8 +166,8 @@ class ContextEditor:
         """The XML context of `action` for this session (at `as_of_round` if given)."""
         self.renderer.action(action)  # unknown action: fail before touching the store
         state = self.state(session, as_of_round)
-        k = self.domain.actions[action].recent_rounds
-        since = max(state.round - k + 1, 0)
+        view = self.domain.actions[action]
+        since = max(state.round - view.recent_rounds - view.history_rounds + 1, 0)
         messages = [m for m in self.store.messages(session, since_round=since)
                     if as_of_round is None or m.round <= as_of_round]
         return self.renderer.render(state, action, messages, budget=budget)

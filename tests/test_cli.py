@@ -66,9 +66,9 @@ def test_run_prints_state_json_and_context(tmp_path):
     assert bud["value"] == {"amount": 2000, "currency": "CNY"}
     assert set(bud["provenance"]) == {"round", "message_index", "role", "span", "text", "extractor", "confidence"}
     assert set(bud["history"][0]) == {"value", "round", "status", "source", "reason"}
-    xml = cli("run", "ecommerce", str(SAMPLE), "--action", "place_order", "--budget", "150").stdout
+    xml = cli("run", "ecommerce", str(SAMPLE), "--action", "place_order", "--budget", "180").stdout
     root = ET.fromstring(xml)
-    assert int(root.get("tokens")) <= 150 and root.find("truncated_context") is not None
+    assert int(root.get("tokens")) <= 180 and root.find("truncated_context") is not None
 
 
 def test_run_reads_stdin_and_openai_json():

@@ -51,6 +51,7 @@ class FieldSpec:
     ask: dict[str, str] = field(default_factory=dict)
     extract: tuple[str, ...] = ()
     tool_keys: tuple[str, ...] = ()
+    scopes: tuple[str, ...] = ()  # empty: visible to every action
     description: str = ""
 
     @property
@@ -100,6 +101,16 @@ class ActionSpec:
     budget_tokens: int
     template: str | None
     description: str
+    scope: str = ""
+    history_rounds: int = 20
+    max_history: int = 6
+    safety_margin: int = 0
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    keep: tuple[str, ...] = ()
+    max_items: int = 3
 
 
 @dataclass(frozen=True)
@@ -113,6 +124,7 @@ class Domain:
     machine: MachineSpec | None
     rules: tuple[RuleSpec, ...]
     actions: dict[str, ActionSpec]
+    tools: dict[str, ToolSpec]
     path: str
     source: dict  # the loaded document, stored with the log so replay uses this exact version
     rule_library: dict[str, Rule] = field(repr=False, compare=False, default_factory=dict)
@@ -257,8 +269,13 @@ def _semantic_problems(doc, library: dict[str, Rule]) -> list[DomainProblem]:
         check_expr(r.get("check", ""), f"rules/{i}/check")
     for aname, a in (d.get("actions") or {}).items():
         base = f"actions/{aname}"
+        scope = a.get("scope", aname)
         for j, fname in enumerate(a.get("fields") or []):
             known_field(fname, f"{base}/fields/{j}")
+            scopes = (fields.get(fname) or {}).get("scopes")
+            if scopes and scope not in scopes:
+                problem(f"field '{fname}' is visible only to scopes {scopes}, action '{aname}' has scope '{scope}'",
+                        f"{base}/fields/{j}", f"remove '{fname}' from this action, or add '{scope}' to the field's `scopes`")
         for j, fname in enumerate(a.get("required") or []):
             if fname not in (a.get("fields") or []):
                 problem(f"required field '{fname}' is not in the action's `fields`", f"{base}/required/{j}", f"add '{fname}' to `fields` of action '{aname}'")
@@ -311,7 +328,7 @@ def _build(doc_data: dict, path: Path, library: dict[str, Rule]) -> Domain:
             policy=f.get("policy", "accumulate" if f["type"] == "list" else "latest"),
             mentions=f.get("mentions", "affirmed"), ask=dict(f.get("ask") or {}),
             extract=tuple(f.get("extract") or ()), tool_keys=tuple(f.get("tool_keys") or (name,)),
-            description=f.get("description", ""),
+            scopes=tuple(f.get("scopes") or ()), description=f.get("description", ""),
         )
     machine = None
     if d.get("machine"):
@@ -330,8 +347,11 @@ def _build(doc_data: dict, path: Path, library: dict[str, Rule]) -> Domain:
         for r in d.get("rules") or [])
     actions = {
         name: ActionSpec(name, tuple(a["fields"]), tuple(a.get("required") or ()), int(a.get("recent_rounds", 2)),
-                         int(a.get("budget_tokens", 800)), a.get("template"), a.get("description", ""))
+                         int(a.get("budget_tokens", 800)), a.get("template"), a.get("description", ""),
+                         scope=a.get("scope", name), history_rounds=int(a.get("history_rounds", 20)),
+                         max_history=int(a.get("max_history", 6)), safety_margin=int(a.get("safety_margin", 0)))
         for name, a in d["actions"].items()}
+    tools = {name: ToolSpec(tuple(t.get("keep") or ()), int(t.get("max_items", 3))) for name, t in (d.get("tools") or {}).items()}
     used_rules = sorted({r.id for f in fields.values() for ref in f.extract for r in select_rules(library, ref)})
     fingerprint = canonical_json({
         "domain": d, "rules": {rid: [library[rid].pattern.pattern, library[rid].parse, library[rid].confidence] for rid in used_rules}})
@@ -339,7 +359,7 @@ def _build(doc_data: dict, path: Path, library: dict[str, Rule]) -> Domain:
     return Domain(
         name=d["domain"], version=str(d["version"]), version_hash=version_hash,
         languages=tuple(d.get("languages") or ("zh", "en")), default_currency=d.get("default_currency", "CNY"),
-        fields=fields, machine=machine, rules=rules, actions=actions, path=str(path), source=d, rule_library=library)
+        fields=fields, machine=machine, rules=rules, actions=actions, tools=tools, path=str(path), source=d, rule_library=library)
 
 
 def load_domain(domain: str | Path) -> Domain:

@@ -20,6 +20,7 @@ from ..domain import ActionSpec, Domain, FieldSpec
 from ..errors import BudgetError, UnknownActionError
 from ..extract import detect_language
 from ..model import Message, State
+from . import history
 from .tokens import count_tokens
 from .xmltext import xml_safe
 
@@ -58,8 +59,9 @@ def _finalize(value: Any) -> Any:
 class Renderer:
     """Renders action views of one domain with sandboxed, autoescaping Jinja templates."""
 
-    def __init__(self, domain: Domain, templates_dir: Path = TEMPLATES_DIR, model: str | None = None):
-        self.domain, self.model = domain, model
+    def __init__(self, domain: Domain, templates_dir: Path = TEMPLATES_DIR, model: str | None = None,
+                 scorer: history.Scorer | None = None):
+        self.domain, self.model, self.scorer = domain, model, scorer
         self.env = SandboxedEnvironment(loader=FileSystemLoader(str(templates_dir)), autoescape=True,
                                         undefined=StrictUndefined, finalize=_finalize, keep_trailing_newline=False)
 
@@ -71,44 +73,70 @@ class Renderer:
 
     def render(self, state: State, action: str, messages: list[Message], budget: int | None = None,
                language: str | None = None) -> RenderedContext:
+        """`messages`: the session's messages from at least `recent_rounds + history_rounds` rounds back."""
         spec = self.action(action)
         budget = budget or spec.budget_tokens
+        limit = budget - spec.safety_margin
         names = list(dict.fromkeys([*spec.fields, *(n for n, f in self.domain.fields.items() if f.shared)]))
-        present = [n for n in names if state.get(n) is not None]
+        present = [n for n in names if state.get(n) is not None and self._shown(n, state)]
         language = language or self._language(messages)
         missing = [{"name": n, "ask": self._ask(n, language)} for n in spec.required if state.get(n) is None]
-        concerned = set(names)
         alerts = [{"code": a.code, "round": a.round, "message": a.message}
-                  for a in state.alerts if a.field is None or a.field in concerned]
-        required = [n for n in present if n in spec.required]
-        optional = [n for n in present if n not in spec.required]
-        turns = [{"round": m.round, "role": m.role, "content": m.content}
-                 for m in messages if m.role in ("user", "assistant", "tool") and m.round > state.round - spec.recent_rounds]
+                  for a in state.alerts if a.field is None or a.field in names]
+        # Critical fields are protected like required ones: compaction must never lose them.
+        protected = [n for n in present if n in spec.required or self.domain.fields[n].critical]
+        optional = [n for n in present if n not in protected]
+        recent_from = state.round - spec.recent_rounds
+        visible = [m for m in messages if m.role != "system"]
+        recent = history.chains(history.dedupe_tool_results([m for m in visible if m.round > recent_from]))
+        older = [m for m in visible if recent_from - spec.history_rounds < m.round <= recent_from]
+        ranked = history.select_history(self.domain, spec, state, older, self.scorer)[: spec.max_history]
         template = self._template(spec)
 
-        def build(opt: list[str], kept_turns: list[dict]) -> tuple[str, int, list[str]]:
-            kept = [n for n in names if n in required or n in opt]
-            dropped = _dropped_summary(len(turns) - len(kept_turns), len(optional) - len(opt))
+        def build(kept: dict[str, int]) -> tuple[str, int, list[str]]:
+            """Render with the first kept[tier] items of each tier."""
+            hist = sorted(ranked[: kept["history"]], key=lambda u: u.messages[0].index)
+            fields = [n for n in names if n in protected or n in optional[: kept["optional"]]]
+            dropped = _dropped_summary(len(recent) - kept["recent"], len(optional) - kept["optional"],
+                                       len(ranked) - kept["history"])
             ctx = {"action": action, "domain": self.domain.name, "round": state.round, "budget": budget,
-                   "phase": state.phase, "fields": [self._field(state, n) for n in kept], "missing": missing,
-                   "alerts": alerts, "turns": kept_turns, "dropped": ", ".join(dropped)}
+                   "phase": state.phase, "fields": [self._field(state, n) for n in fields], "missing": missing,
+                   "alerts": alerts, "dropped": ", ".join(dropped),
+                   "history": [history.turn(self.domain, spec, state, m) for u in hist for m in u.messages],
+                   "turns": [history.turn(self.domain, spec, state, m)
+                             for unit in recent[len(recent) - kept["recent"]:] for m in unit]}
             return (*self._fixed_point(template, ctx), dropped)
 
-        kept_opt, kept_turns = list(optional), list(turns)
-        xml, tokens, dropped = build(kept_opt, kept_turns)
-        while tokens > budget and kept_turns:  # oldest turns go first
-            kept_turns = kept_turns[1:]
-            xml, tokens, dropped = build(kept_opt, kept_turns)
-        while tokens > budget and kept_opt:  # then optional fields, last declared first
-            kept_opt = kept_opt[:-1]
-            xml, tokens, dropped = build(kept_opt, kept_turns)
-        if tokens > budget:
+        # Tiers in the order they give way: older history (lowest score first), recent turns
+        # (oldest first), optional fields (last declared first). Within a tier the token count
+        # only grows with what is kept, so the most that fits is found by bisection.
+        kept = {"history": len(ranked), "recent": len(recent), "optional": len(optional)}
+        xml, tokens, dropped = build(kept)
+        for tier in ("history", "recent", "optional"):
+            if tokens <= limit:
+                break
+            lo, hi = 0, kept[tier]  # invariant: keeping hi is too many
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if build({**kept, tier: mid})[1] <= limit:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            kept[tier] = lo
+            xml, tokens, dropped = build(kept)
+        if tokens > limit:
             raise BudgetError(
-                f"action {action!r}: the required part of the context needs {tokens} tokens, budget is {budget}"
-                f" (required fields: {', '.join(spec.required) or 'none'}; alerts: {len(alerts)})",
-                fix=f"raise --budget to at least {tokens}, or declare fewer required fields for this action")
-        return RenderedContext(action, xml, tokens, budget, [n for n in names if n in required or n in kept_opt],
-                               [m["name"] for m in missing], dropped)
+                f"action {action!r}: the required part of the context needs {tokens} tokens, the budget allows {limit}"
+                f" (required and critical fields: {', '.join(protected) or 'none'}; missing: "
+                f"{', '.join(m['name'] for m in missing) or 'none'}; alerts: {len(alerts)})",
+                fix=f"raise --budget to at least {tokens + spec.safety_margin}, or declare fewer required fields for this action")
+        fields = [n for n in names if n in protected or n in optional[: kept["optional"]]]
+        return RenderedContext(action, xml, tokens, budget, fields, [m["name"] for m in missing], dropped)
+
+    def _shown(self, name: str, state: State) -> bool:
+        """Transient fields are instructions: shown only in the round they were given."""
+        spec = self.domain.fields[name]
+        return spec.cls != "transient" or state.fields[name].set_round == state.round
 
     def _fixed_point(self, template, ctx: dict) -> tuple[str, int]:
         """Render until the `tokens` attribute equals the count of the output that contains it."""
@@ -149,10 +177,6 @@ class Renderer:
         return self.domain.languages[0]
 
 
-def _dropped_summary(turns: int, fields: int) -> list[str]:
-    out = []
-    if turns:
-        out.append(f"{turns} turn{'s' if turns != 1 else ''}")
-    if fields:
-        out.append(f"{fields} field{'s' if fields != 1 else ''}")
-    return out
+def _dropped_summary(turns: int, fields: int, older: int) -> list[str]:
+    parts = [(turns, "recent turn"), (fields, "field"), (older, "older message")]
+    return [f"{n} {label}{'s' if n != 1 else ''}" for n, label in parts if n]

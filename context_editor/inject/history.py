@@ -1,0 +1,181 @@
+"""Working memory: which raw messages an action's context shows, and in what shape.
+
+- The last K rounds are shown verbatim (`recent_rounds` of the action).
+- Older messages inside `history_rounds` are ranked by a deterministic relevance score: the
+  message's role, being the source of a value the action shows, lexical overlap with the action
+  and its fields, references to IDs in state; recency decays only middling scores, so a strong
+  old message (the round-1 budget) is never outranked by recent chit-chat.
+- An assistant tool call and the tool results answering it form one unit: kept or dropped whole.
+- Identical tool results (same tool, same content) are shown once, the latest.
+- Large JSON tool results are trimmed by the domain's per-tool declaration (keep conclusion keys,
+  cut long arrays to N items with "N more omitted"); nothing is ever cut mid-value.
+- Spans that were the source of a field outside the action's scope are masked.
+A user can plug in another scorer (an LLM, say) with `Renderer(scorer=...)`; the default needs none.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from ..domain import ActionSpec, Domain
+from ..model import Message, State
+
+ROLE_WEIGHT = {"user": 1.0, "tool": 0.8, "assistant": 0.5, "system": 0.3}
+SOURCE_BONUS = 2.0  # the message a shown value came from
+REFERENCE_BONUS = 0.5  # mentions an ID or value that is in state
+MIDDLING = (0.5, 2.0)  # only scores in this band decay with age
+HALF_LIFE_ROUNDS = 10.0
+_WORD = re.compile(r"[A-Za-z0-9]+|[\u4e00-\u9fff]")
+_ID = re.compile(r"\b[A-Z]{1,6}-?\d[\w-]*\b")
+
+Scorer = Callable[[Message, dict], float]
+
+
+@dataclass
+class Unit:
+    """One droppable piece of history: a message, or a tool call with its results."""
+
+    messages: list[Message]
+    score: float
+
+    @property
+    def round(self) -> int:
+        return self.messages[0].round
+
+
+def words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text)}
+
+
+def action_vocabulary(domain: Domain, action: ActionSpec, state: State) -> set[str]:
+    """Words that make a message relevant to this action: its name, its fields, their synonyms and values."""
+    vocab = words(action.name.replace("_", " ")) | words(action.description)
+    for name in action.fields:
+        spec = domain.fields[name]
+        vocab |= words(name.replace("_", " "))
+        for canonical, phrases in spec.synonyms.items():
+            vocab |= words(canonical) | {w for p in phrases for w in words(p)}
+        value = state.get(name)
+        if value is not None:
+            vocab |= words(json.dumps(value, ensure_ascii=False))
+    return vocab - {"the", "a", "of", "to", "and", "is"}
+
+
+def default_score(msg: Message, ctx: dict) -> float:
+    """Deterministic relevance of an older message to the action being rendered."""
+    score = ROLE_WEIGHT.get(msg.role, 0.3)
+    if msg.index in ctx["source_indexes"]:
+        score += SOURCE_BONUS
+    w = words(msg.content[:4000])
+    if w:
+        score += len(w & ctx["vocabulary"]) / math.sqrt(len(w))
+    if any(ref in msg.content for ref in ctx["references"]):
+        score += REFERENCE_BONUS
+    low, high = MIDDLING
+    if low < score < high:
+        age = ctx["round"] - msg.round
+        score *= 0.5 ** (age / HALF_LIFE_ROUNDS)
+    return round(score, 6)
+
+
+def chains(messages: list[Message]) -> list[list[Message]]:
+    """Group each assistant tool call with the tool messages that answer it."""
+    units: list[list[Message]] = []
+    open_calls: dict[str, list[Message]] = {}
+    for m in messages:
+        if m.role == "tool" and m.tool_call_id and m.tool_call_id in open_calls:
+            open_calls[m.tool_call_id].append(m)
+            continue
+        unit = [m]
+        units.append(unit)
+        for call in m.tool_calls:
+            if isinstance(call, dict) and call.get("id"):
+                open_calls[str(call["id"])] = unit
+    return units
+
+
+def dedupe_tool_results(messages: list[Message]) -> list[Message]:
+    """Drop a tool result identical (same tool, same content) to a later one."""
+    seen: set[tuple] = set()
+    keep: list[Message] = []
+    for m in reversed(messages):
+        key = (m.name, m.content) if m.role == "tool" else None
+        if key is not None and key in seen:
+            continue
+        if key is not None:
+            seen.add(key)
+        keep.append(m)
+    return keep[::-1]
+
+
+def trim_json(value, keep: tuple[str, ...], max_items: int, depth: int = 0):
+    """Keep only `keep` keys (when given) and the first `max_items` of long arrays."""
+    if depth > 20:
+        return "…"
+    if isinstance(value, dict):
+        items = value.items() if not keep else [(k, v) for k, v in value.items() if k in keep]
+        return {k: trim_json(v, keep, max_items, depth + 1) for k, v in items}
+    if isinstance(value, list):
+        head = [trim_json(v, keep, max_items, depth + 1) for v in value[:max_items]]
+        if len(value) > max_items:
+            head.append(f"{len(value) - max_items} more omitted")
+        return head
+    return value
+
+
+def tool_text(domain: Domain, msg: Message) -> str:
+    """What the model sees of a tool result: trimmed JSON, or the text as is."""
+    rule = domain.tools.get(msg.name or "") or domain.tools.get("*")
+    content = msg.content
+    if rule is None or not content.lstrip().startswith(("{", "[")):
+        return content
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return content
+    return json.dumps(trim_json(data, rule.keep, rule.max_items), ensure_ascii=False)
+
+
+def mask_out_of_scope(domain: Domain, action: ActionSpec, state: State, msg: Message, text: str) -> str:
+    """Hide spans that were the source of fields this action may not see (e.g. card numbers)."""
+    if text is not msg.content:
+        return text  # trimmed tool JSON holds no prose spans
+    hidden = []
+    for name, fs in state.fields.items():
+        spec = domain.fields.get(name)
+        if spec is None or not spec.scopes or action.scope in spec.scopes:
+            continue
+        for h in fs.history:
+            p = h.provenance
+            if p is not None and p.message_index == msg.index and p.span[1] > p.span[0]:
+                hidden.append((p.span[0], p.span[1], name))
+    for start, end, name in sorted(hidden, reverse=True):
+        text = text[:start] + f"[{name} hidden]" + text[end:]
+    return text
+
+
+def turn(domain: Domain, action: ActionSpec, state: State, msg: Message) -> dict:
+    text = tool_text(domain, msg) if msg.role == "tool" else msg.content
+    return {"round": msg.round, "role": msg.role, "name": msg.name,
+            "content": mask_out_of_scope(domain, action, state, msg, text)}
+
+
+def select_history(domain: Domain, action: ActionSpec, state: State, older: list[Message],
+                   scorer: Scorer | None = None) -> list[Unit]:
+    """Older units ranked best first (the renderer keeps as many as the budget allows)."""
+    shown = set(action.fields)
+    ctx = {
+        "round": state.round,
+        "vocabulary": action_vocabulary(domain, action, state),
+        "source_indexes": {fs.provenance.message_index for n, fs in state.fields.items()
+                           if n in shown and fs.present and fs.provenance},
+        "references": {str(v) for v in state.values().values() if isinstance(v, str) and _ID.fullmatch(v)},
+    }
+    score = scorer or default_score
+    units = [Unit(u, max(score(m, ctx) for m in u)) for u in chains(dedupe_tool_results(older))]
+    units = [u for u in units if u.score > 0]
+    return sorted(units, key=lambda u: (-u.score, -u.messages[0].index))
