@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 from .conversation import normalise_message
 from .domain import Domain, load_domain
+from .echo import CONTEXT_LOOP_DETECTED, mask_echoes
 from .errors import SessionNotFoundError, UnknownFieldError
 from .extract import Extractor
 from .inject import RenderedContext, Renderer
@@ -104,7 +105,11 @@ class ContextEditor:
         for e in expiry_edits(state, self.domain, msg):
             commit(e)
         now = msg.time()
-        candidates = self.extractor.extract(msg, now)
+        scanned, loop = mask_echoes(msg.content)
+        if loop:
+            commit(edit(msg, self.domain, "alert", None, None, "a rendered context was found inside this message; "
+                        "it was not used as a source", "machine", reason=CONTEXT_LOOP_DETECTED, stage="extract"))
+        candidates = self.extractor.extract(msg if scanned is msg.content else replace(msg, content=scanned), now)
         proposed = field_edits(state, self.domain, msg, candidates)
         accepted = self._validate(state, msg, proposed, commit)
         for e in accepted:

@@ -71,7 +71,8 @@ def test_forgetting_test_asks_for_what_is_missing(editor):
     ctx = editor.render("s", "place_order")
     root = ET.fromstring(ctx.xml)
     missing = {f.get("name"): f.text for f in root.find("missing")}
-    assert missing == {"product": "您想买什么商品？", "color": "您想要什么颜色？"}
+    # Required fields and the critical budget are asked for, in the conversation's language.
+    assert missing == {"product": "您想买什么商品？", "color": "您想要什么颜色？", "budget_max": "您的预算是多少？"}
     # Ordering without a product is refused by the machine's guard and raised as an alert.
     assert [a.get("code") for a in root.find("alerts")] == ["MISSING_PRODUCT_CONTEXT"]
     assert editor.state("s").phase == "browsing"

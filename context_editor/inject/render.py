@@ -13,17 +13,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from markupsafe import escape as xml_escape
 from jinja2 import FileSystemLoader, StrictUndefined, TemplateNotFound
 from jinja2.sandbox import SandboxedEnvironment
 
 from ..domain import ActionSpec, Domain, FieldSpec
-from ..errors import BudgetError, UnknownActionError
+from ..errors import BudgetError, ContextEditorError, UnknownActionError
 from ..extract import detect_language
 from ..model import Message, State
-from . import history
-from .tokens import count_tokens
+from . import compact, history
+from .tokens import count_tokens, max_token_bytes
 from .xmltext import xml_safe
 
+CRITICAL_COMPRESSION_FAILURE = "CRITICAL_COMPRESSION_FAILURE"
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 DEFAULT_TEMPLATE = "default.xml.j2"
 
@@ -72,7 +74,7 @@ class Renderer:
         return self.domain.actions[name]
 
     def render(self, state: State, action: str, messages: list[Message], budget: int | None = None,
-               language: str | None = None) -> RenderedContext:
+               language: str | None = None, _template: str | None = None, _alerts: list | None = None) -> RenderedContext:
         """`messages`: the session's messages from at least `recent_rounds + history_rounds` rounds back."""
         spec = self.action(action)
         budget = budget or spec.budget_tokens
@@ -80,39 +82,57 @@ class Renderer:
         names = list(dict.fromkeys([*spec.fields, *(n for n, f in self.domain.fields.items() if f.shared)]))
         present = [n for n in names if state.get(n) is not None and self._shown(n, state)]
         language = language or self._language(messages)
-        missing = [{"name": n, "ask": self._ask(n, language)} for n in spec.required if state.get(n) is None]
-        alerts = [{"code": a.code, "round": a.round, "message": a.message}
-                  for a in state.alerts if a.field is None or a.field in names]
+        # Ask for what the action needs and for every critical fact it lost (the seeds' forgetting test).
+        wanted = [n for n in names if n in spec.required or self.domain.fields[n].critical]
+        missing = [{"name": n, "ask": self._ask(n, language)} for n in wanted if state.get(n) is None]
+        # A field's alert stays until the field gets a valid value; an alert about no field
+        # (a context loop, say) is news only while its round is among the recent ones.
+        alerts = [{"code": a.code, "round": a.round, "message": a.message} for a in state.alerts
+                  if a.field in names or (a.field is None and a.round > state.round - max(spec.recent_rounds, 1))]
+        alerts += _alerts or []
         # Critical fields are protected like required ones: compaction must never lose them.
         protected = [n for n in present if n in spec.required or self.domain.fields[n].critical]
         optional = [n for n in present if n not in protected]
         recent_from = state.round - spec.recent_rounds
-        visible = [m for m in messages if m.role != "system"]
+        # A message that cannot fit even alone is dropped whole up front, without tokenising it.
+        too_big = max_token_bytes(self.model) * limit
+        visible = [m for m in messages if m.role != "system" and len(m.content) <= too_big]
+        oversized = sum(1 for m in messages if m.role != "system" and len(m.content) > too_big)
         recent = history.chains(history.dedupe_tool_results([m for m in visible if m.round > recent_from]))
         older = [m for m in visible if recent_from - spec.history_rounds < m.round <= recent_from]
         ranked = history.select_history(self.domain, spec, state, older, self.scorer)[: spec.max_history]
-        template = self._template(spec)
+        vocabulary = history.action_vocabulary(self.domain, spec, state)
+        entities = compact.entity_graph(visible, [v for v in (state.get(n) for n in names) if isinstance(v, str)])
+        template = self.env.get_template(_template) if _template else self._template(spec)
 
         def build(kept: dict[str, int]) -> tuple[str, int, list[str]]:
             """Render with the first kept[tier] items of each tier."""
             hist = sorted(ranked[: kept["history"]], key=lambda u: u.messages[0].index)
+            shown = {m.index for u in hist for m in u.messages}
+            digest = compact.distil([m for m in older if m.index not in shown], vocabulary)
+            digest = digest[len(digest) - min(kept["digest"], len(digest)):]
             fields = [n for n in names if n in protected or n in optional[: kept["optional"]]]
             dropped = _dropped_summary(len(recent) - kept["recent"], len(optional) - kept["optional"],
-                                       len(ranked) - kept["history"])
+                                       len(ranked) - kept["history"], oversized)
             ctx = {"action": action, "domain": self.domain.name, "round": state.round, "budget": budget,
                    "phase": state.phase, "fields": [self._field(state, n) for n in fields], "missing": missing,
                    "alerts": alerts, "dropped": ", ".join(dropped),
+                   "entities": entities[: kept["entities"]],
+                   "digest": [{"round": d.round, "sources": " ".join(f"m{i}" for i in d.sources), "text": d.text}
+                              for d in digest],
                    "history": [history.turn(self.domain, spec, state, m) for u in hist for m in u.messages],
                    "turns": [history.turn(self.domain, spec, state, m)
                              for unit in recent[len(recent) - kept["recent"]:] for m in unit]}
             return (*self._fixed_point(template, ctx), dropped)
 
-        # Tiers in the order they give way: older history (lowest score first), recent turns
-        # (oldest first), optional fields (last declared first). Within a tier the token count
-        # only grows with what is kept, so the most that fits is found by bisection.
-        kept = {"history": len(ranked), "recent": len(recent), "optional": len(optional)}
+        # Tiers in the order they give way: the entity graph, digest lines (oldest first), older
+        # history (lowest score first), recent turns (oldest first), optional fields (last
+        # declared first). Within a tier the token count only grows with what is kept, so the
+        # most that fits is found by bisection.
+        kept = {"entities": len(entities), "digest": compact.MAX_LINES, "history": len(ranked),
+                "recent": len(recent), "optional": len(optional)}
         xml, tokens, dropped = build(kept)
-        for tier in ("history", "recent", "optional"):
+        for tier in kept:
             if tokens <= limit:
                 break
             lo, hi = 0, kept[tier]  # invariant: keeping hi is too many
@@ -131,6 +151,16 @@ class Renderer:
                 f"{', '.join(m['name'] for m in missing) or 'none'}; alerts: {len(alerts)})",
                 fix=f"raise --budget to at least {tokens + spec.safety_margin}, or declare fewer required fields for this action")
         fields = [n for n in names if n in protected or n in optional[: kept["optional"]]]
+        lost = [n for n in fields if self.domain.fields[n].critical
+                and xml_escape(self._field(state, n)["text"]) not in xml]
+        if lost:
+            if template.name == DEFAULT_TEMPLATE:
+                raise ContextEditorError(f"{CRITICAL_COMPRESSION_FAILURE}: critical fields {lost} are not in the context",
+                                         code="CE410", fix="check templates/default.xml.j2 renders every field it is given")
+            # The action's template dropped a critical fact: keep the plain default rendering instead.
+            alert = {"code": CRITICAL_COMPRESSION_FAILURE, "round": state.round,
+                     "message": f"template {template.name} lost critical fields {', '.join(lost)}; default template used"}
+            return self.render(state, action, messages, budget, language, _template=DEFAULT_TEMPLATE, _alerts=[alert])
         return RenderedContext(action, xml, tokens, budget, fields, [m["name"] for m in missing], dropped)
 
     def _shown(self, name: str, state: State) -> bool:
@@ -177,6 +207,6 @@ class Renderer:
         return self.domain.languages[0]
 
 
-def _dropped_summary(turns: int, fields: int, older: int) -> list[str]:
-    parts = [(turns, "recent turn"), (fields, "field"), (older, "older message")]
+def _dropped_summary(turns: int, fields: int, older: int, oversized: int = 0) -> list[str]:
+    parts = [(turns, "recent turn"), (fields, "field"), (older, "older message"), (oversized, "oversized message")]
     return [f"{n} {label}{'s' if n != 1 else ''}" for n, label in parts if n]

@@ -79,6 +79,15 @@ def encoding_for_model(model: str | None) -> tiktoken.Encoding:
     return get_encoding(name)
 
 
+@lru_cache(maxsize=8)
+def max_token_bytes(model: str | None = None) -> int:
+    """The longest token of the model's vocabulary, in bytes. A text of C characters has at
+    least C UTF-8 bytes, hence at least C / this many tokens: a message longer than
+    this × budget characters cannot fit, and is dropped without tokenising all of it."""
+    enc = encoding_for_model(model)
+    return max(len(t) for t in enc.token_byte_values())
+
+
 def count_tokens(text: str, model: str | None = None) -> int:
     """Exact number of tokens of `text` for `model` (special-token text counts as plain text)."""
     return len(encoding_for_model(model).encode(text, disallowed_special=()))

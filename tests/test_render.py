@@ -1,0 +1,213 @@
+"""Inject (issue 5): action views, exact budgets, working memory, tool results, compaction, echo guard."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+
+import pytest
+
+from context_editor import ContextEditor, load_domain
+from context_editor.errors import BudgetError
+from context_editor.inject.tokens import count_tokens
+
+TS = "2024-05-01T10:{:02d}:00+08:00"
+
+
+def say(editor, session, *turns):
+    for i, (role, text) in enumerate(turns):
+        editor.add(session, {"role": role, "content": text, "timestamp": TS.format(i % 60)})
+
+
+def parse(ctx):
+    root = ET.fromstring(ctx.xml)
+    assert int(root.get("tokens")) == ctx.tokens == count_tokens(ctx.xml)
+    return root
+
+
+def test_budget_sweep_is_exact_down_to_the_required_part(headphones):
+    editor = ContextEditor("ecommerce", "memory://")
+    editor.ingest("s", headphones)
+    full = editor.render("s", "place_order", budget=5000)
+    floor = None
+    for budget in range(full.tokens + 5, 0, -7):
+        try:
+            ctx = editor.render("s", "place_order", budget=budget)
+        except BudgetError as exc:
+            floor = budget
+            assert "product, color, budget_max" in str(exc) and "raise --budget" in str(exc)
+            break
+        root = parse(ctx)
+        assert ctx.tokens <= budget
+        values = {f.get("name"): f.text for f in root.find("state")}
+        assert values["product"] == "蓝牙耳机" and values["color"] == "black" and values["budget_max"] == "2000 CNY"
+        if ctx.dropped:
+            assert root.find("truncated_context").get("dropped") == ", ".join(ctx.dropped)
+    assert floor is not None and floor < full.tokens
+
+
+def test_nothing_is_cut_mid_value(headphones):
+    editor = ContextEditor("ecommerce", "memory://")
+    editor.ingest("s", headphones)
+    texts = {m["content"] for m in headphones}
+    for budget in (200, 260, 320, 400):
+        root = parse(editor.render("s", "place_order", budget=budget))
+        for turn in root.iter("turn"):
+            assert turn.text in texts  # whole messages or nothing
+        assert "..." not in ET.tostring(root, encoding="unicode")
+
+
+def test_forgetting_three_critical_fields_asks_for_exactly_those(headphones):
+    editor = ContextEditor("ecommerce", "memory://")
+    state = editor.ingest("s", headphones)
+    renderer = editor.renderer
+    messages = editor.store.messages("s")
+    forgotten = ["product", "color", "budget_max"]  # the critical and required facts of place_order
+    pruned = replace(state, fields={k: v for k, v in state.fields.items() if k not in forgotten})
+    root = ET.fromstring(renderer.render(pruned, "place_order", messages).xml)
+    asked = {f.get("name") for f in root.find("missing")}
+    assert asked == set(forgotten)
+    assert {f.get("name") for f in root.find("state")} == {"invoice_type"}
+
+
+SCOPED = """\
+domain: shop
+version: 1
+fields:
+  order_id: {type: text, extract: [ids.order]}
+  preferred_payment:
+    type: enum
+    values: {alipay: [支付宝], credit_card: [信用卡, credit card]}
+    scopes: [order]
+actions:
+  place_order: {fields: [order_id, preferred_payment], scope: order, recent_rounds: 5}
+  handle_complaint: {fields: [order_id], scope: complaint, recent_rounds: 5}
+"""
+
+
+def test_out_of_scope_fields_never_leak(tmp_path):
+    path = tmp_path / "shop.yaml"
+    path.write_text(SCOPED, encoding="utf-8")
+    editor = ContextEditor(load_domain(path), "memory://")
+    say(editor, "s", ("user", "我用支付宝付的，订单ORDER-2024-001有问题"))
+    order = editor.render("s", "place_order").xml
+    complaint = editor.render("s", "handle_complaint").xml
+    assert "支付宝" in order and "alipay" in order
+    assert "支付宝" not in complaint and "alipay" not in complaint
+    assert "[preferred_payment hidden]" in complaint and "ORDER-2024-001" in complaint
+
+
+def test_scoped_field_in_the_wrong_action_is_a_lint_error(tmp_path):
+    from context_editor.domain import lint_domain
+
+    path = tmp_path / "shop.yaml"
+    path.write_text(SCOPED.replace("fields: [order_id], scope: complaint", "fields: [order_id, preferred_payment], scope: complaint"),
+                    encoding="utf-8")
+    problems = lint_domain(path)[1]
+    assert len(problems) == 1 and "visible only to scopes" in problems[0].message and problems[0].line == 11
+
+
+def test_older_history_is_ranked_by_relevance_not_recency():
+    editor = ContextEditor("ecommerce", "memory://")
+    chatter = [("user", f"嗯嗯好的{i}") for i in range(8)]
+    say(editor, "s", ("user", "我想买蓝牙耳机"), ("user", "预算2000以内"), *chatter, ("user", "要黑色的"))
+    ctx = editor.render("s", "place_order", budget=400)
+    root = parse(ctx)
+    history = [t.text for t in root.find("history")]
+    assert "预算2000以内" in history and "我想买蓝牙耳机" in history  # the sources of shown values
+    assert len(history) <= editor.domain.actions["place_order"].max_history
+
+
+def test_tool_chains_stay_whole_and_duplicates_are_shown_once():
+    editor = ContextEditor("ecommerce", "memory://")
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    editor.add("s", {"role": "user", "content": "查一下订单ORDER-2024-001", "timestamp": TS.format(0)})
+    editor.add("s", {"role": "assistant", "content": "", "tool_calls": [call], "timestamp": TS.format(1)})
+    editor.add("s", {"role": "tool", "name": "lookup", "tool_call_id": "c1", "content": '{"status": "shipped"}', "timestamp": TS.format(2)})
+    editor.add("s", {"role": "tool", "name": "lookup", "tool_call_id": "c1", "content": '{"status": "shipped"}', "timestamp": TS.format(3)})
+    root = parse(editor.render("s", "handle_complaint", budget=2000))
+    turns = [(t.get("role"), t.text) for t in root.find("recent_turns")]
+    assert turns.count(("tool", '{"status": "shipped"}')) == 1
+    assert ("assistant", None) in turns  # the call is kept with its result
+
+
+def test_large_json_tool_results_are_trimmed_by_declaration(tmp_path):
+    path = tmp_path / "shop.yaml"
+    path.write_text(SCOPED + "tools:\n  search:\n    keep: [total, items, sku, price]\n    max_items: 2\n", encoding="utf-8")
+    editor = ContextEditor(load_domain(path), "memory://")
+    items = [{"sku": f"A{100 + i}", "price": 100 + i, "description": "x" * 200} for i in range(50)]
+    editor.add("s", {"role": "user", "content": "搜一下", "timestamp": TS.format(0)})
+    editor.add("s", {"role": "tool", "name": "search", "content": json.dumps({"total": 50, "items": items, "debug": "y" * 500}),
+                     "timestamp": TS.format(1)})
+    root = parse(editor.render("s", "place_order", budget=600))
+    shown = json.loads(root.find("recent_turns/turn[@role='tool']").text)
+    assert shown == {"total": 50, "items": [{"sku": "A100", "price": 100}, {"sku": "A101", "price": 101}, "48 more omitted"]}
+
+
+HOSTILE = ["</field>", "<context action='x'>", "]]>", "<![CDATA[", "\x00\x01\x1f", "&lt;script&gt;", "\ud83d\ude00"]
+
+
+@pytest.mark.parametrize("budget", [300, 600])
+def test_hostile_content_and_a_10mb_tool_output_stay_valid_within_budget(budget):
+    editor = ContextEditor("ecommerce", "memory://")
+    say(editor, "s", ("user", "我想买耳机，要黑色，预算2000以内"), *[("user", h + " 还是黑色") for h in HOSTILE[:-1]])
+    editor.add("s", {"role": "tool", "name": "dump", "content": "A" * 10_000_000, "timestamp": TS.format(59)})
+    for action in editor.domain.actions:
+        ctx = editor.render("s", action, budget=budget)
+        root = parse(ctx)
+        assert ctx.tokens <= budget
+        assert all(len(t.text or "") < 10_000 for t in root.iter("turn"))
+        if root.find("truncated_context") is not None:
+            assert "oversized message" in root.find("truncated_context").get("dropped")
+
+
+def test_assistant_echo_of_the_context_is_not_a_source(headphones):
+    editor = ContextEditor("ecommerce", "memory://")
+    editor.ingest("s", headphones)
+    echoed = editor.render("s", "place_order").xml.replace("electronic", "paper")  # a stale or altered echo
+    before = editor.why("s", "invoice_type")
+    editor.add("s", {"role": "assistant", "content": "好的，我的上下文是：" + echoed, "timestamp": TS.format(30)})
+    after = editor.why("s", "invoice_type")
+    assert after == before  # value, provenance and history unchanged
+    state = editor.state("s")
+    assert [a.code for a in state.alerts] == ["CONTEXT_LOOP_DETECTED"]
+    root = parse(editor.render("s", "place_order"))
+    assert [a.get("code") for a in root.find("alerts")] == ["CONTEXT_LOOP_DETECTED"]
+
+
+def test_digest_is_extractive_and_points_to_sources():
+    editor = ContextEditor("ecommerce", "memory://")
+    say(editor, "s", ("user", "我想买蓝牙耳机"),
+        ("assistant", "这款耳机降噪效果好，因为麦克风阵列实时生成反向声波。实测地铁降噪深度达35dB。"),
+        *[("user", f"嗯{i}") for i in range(6)], ("user", "要黑色的"))
+    root = parse(editor.render("s", "recommend_product", budget=2000))
+    lines = {l.text: l.get("src") for l in root.find("digest")}
+    assert "实测地铁降噪深度达35dB。" in lines and lines["实测地铁降噪深度达35dB。"] == "m1"
+    raw = editor.store.messages("s")[1].content
+    assert all(text in raw or text in {m.content for m in editor.store.messages("s")} for text in lines)
+
+
+def test_transient_fields_show_only_in_their_round():
+    editor = ContextEditor("ecommerce", "memory://")
+    say(editor, "s", ("user", "我要投诉，订单ORDER-2024-001"))
+    assert '<field name="user_intent"' in editor.render("s", "handle_complaint").xml
+    say(editor, "s", ("user", "耳机坏了"))
+    editor.add("s", {"role": "user", "content": "在吗", "timestamp": TS.format(5)})
+    assert '<field name="user_intent"' not in editor.render("s", "handle_complaint").xml
+
+
+def test_template_that_drops_a_critical_field_falls_back_to_default(tmp_path, headphones, monkeypatch):
+    from context_editor.inject import render as render_module
+
+    tdir = tmp_path / "templates"
+    tdir.mkdir()
+    (tdir / "default.xml.j2").write_text((render_module.TEMPLATES_DIR / "default.xml.j2").read_text("utf-8"), "utf-8")
+    (tdir / "place_order.xml.j2").write_text('<context action="{{ action }}" tokens="{{ tokens }}"/>', "utf-8")
+    monkeypatch.setattr(render_module, "TEMPLATES_DIR", tdir)
+    editor = ContextEditor("ecommerce", "memory://")
+    editor.renderer = render_module.Renderer(editor.domain, templates_dir=tdir)
+    editor.ingest("s", headphones)
+    root = parse(editor.render("s", "place_order"))
+    assert [a.get("code") for a in root.find("alerts")] == ["CRITICAL_COMPRESSION_FAILURE"]
+    assert root.find("state/field[@name='budget_max']").text == "2000 CNY"
