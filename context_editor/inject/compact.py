@@ -46,17 +46,20 @@ class Entity:
         return self.mentions + 0.5 * len(self.links)
 
 
-def distil(messages: list[Message], vocabulary: set[str]) -> list[DigestLine]:
-    """Extractive digest: informative sentences of `messages`, verbatim, deduplicated, in order."""
+def distil(messages: list[Message], vocabulary: set[str], shown: set[str] = frozenset()) -> list[DigestLine]:
+    """Extractive digest: informative sentences of `messages`, verbatim, deduplicated, in order.
+
+    Informative: a number or an identifier, or at least two terms of the action's vocabulary.
+    Sentences already visible verbatim elsewhere in the context (`shown` texts) are left out."""
     lines: dict[str, list] = {}
     for m in messages:
         if m.role not in ("user", "assistant", "tool"):
             continue
         for s in _SENTENCE.findall(m.content[:8000]):
             s = s.strip()
-            if not s or len(s) > MAX_LINE_CHARS:
+            if not s or len(s) > MAX_LINE_CHARS or any(s in t for t in shown):
                 continue
-            if _DIGIT.search(s) or _ID.search(s) or words(s) & vocabulary:
+            if _DIGIT.search(s) or _ID.search(s) or len(words(s) & vocabulary) >= 2:
                 entry = lines.setdefault(s, [m.round, []])
                 entry[1].append(m.index)
     out = [DigestLine(text, rnd, tuple(src)) for text, (rnd, src) in lines.items()]

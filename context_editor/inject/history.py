@@ -28,8 +28,10 @@ ROLE_WEIGHT = {"user": 1.0, "tool": 0.8, "assistant": 0.5, "system": 0.3}
 SOURCE_BONUS = 2.0  # the message a shown value came from
 REFERENCE_BONUS = 0.5  # mentions an ID or value that is in state
 MIDDLING = (0.5, 2.0)  # only scores in this band decay with age
+MIN_SCORE = 0.8  # below this an older message is noise, whatever the budget
 HALF_LIFE_ROUNDS = 10.0
-_WORD = re.compile(r"[A-Za-z0-9]+|[\u4e00-\u9fff]")
+_LATIN_WORD = re.compile(r"[A-Za-z0-9]+")
+_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 _ID = re.compile(r"\b[A-Z]{1,6}-?\d[\w-]*\b")
 
 Scorer = Callable[[Message, dict], float]
@@ -48,7 +50,11 @@ class Unit:
 
 
 def words(text: str) -> set[str]:
-    return {w.lower() for w in _WORD.findall(text)}
+    """Latin words and CJK character bigrams (single Chinese characters match far too much)."""
+    out = {w.lower() for w in _LATIN_WORD.findall(text)}
+    for run in _CJK_RUN.findall(text):
+        out.update(run[i:i + 2] for i in range(max(len(run) - 1, 1)))
+    return out
 
 
 def action_vocabulary(domain: Domain, action: ActionSpec, state: State) -> set[str]:
@@ -177,5 +183,5 @@ def select_history(domain: Domain, action: ActionSpec, state: State, older: list
     }
     score = scorer or default_score
     units = [Unit(u, max(score(m, ctx) for m in u)) for u in chains(dedupe_tool_results(older))]
-    units = [u for u in units if u.score > 0]
+    units = [u for u in units if u.score >= MIN_SCORE]
     return sorted(units, key=lambda u: (-u.score, -u.messages[0].index))

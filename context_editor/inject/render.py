@@ -109,7 +109,8 @@ class Renderer:
             """Render with the first kept[tier] items of each tier."""
             hist = sorted(ranked[: kept["history"]], key=lambda u: u.messages[0].index)
             shown = {m.index for u in hist for m in u.messages}
-            digest = compact.distil([m for m in older if m.index not in shown], vocabulary)
+            visible_texts = {m.content for u in hist for m in u.messages} | {m.content for unit in recent for m in unit}
+            digest = compact.distil([m for m in older if m.index not in shown], vocabulary, visible_texts)
             digest = digest[len(digest) - min(kept["digest"], len(digest)):]
             fields = [n for n in names if n in protected or n in optional[: kept["optional"]]]
             dropped = _dropped_summary(len(recent) - kept["recent"], len(optional) - kept["optional"],
