@@ -4,8 +4,8 @@ Public API: `ContextEditor`, `load_domain`, `Message`, `State`.
 """
 
 from .domain import load_domain
-from .model import Message, State
+from .model import Message, State, session_key
 from .pipeline import ContextEditor
 
-__all__ = ["ContextEditor", "load_domain", "Message", "State"]
+__all__ = ["ContextEditor", "load_domain", "Message", "State", "session_key"]
 __version__ = "0.1.0"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
@@ -27,6 +28,26 @@ Op = Literal["set", "clear", "expire", "reject", "transition", "alert"]
 Source = Literal["initial", "correction", "reversion", "machine", "tool", "expiry"]
 
 GENESIS_HASH = "0" * 64
+
+
+_KEY_PART = re.compile(r"[^/\x00-\x1f]{1,200}")
+
+
+def session_key(session: str, tenant: str | None = None, user: str | None = None) -> str:
+    """The store key of a session: `tenant/user/session` when a tenant or user is given.
+
+    Every read and write is by this exact key, so two tenants' "s1" never meet. Parts may not
+    contain '/' (it would let one tenant's key reach into another's)."""
+    parts = [p for p in (tenant, user) if p is not None] + [session]
+    for part in parts:
+        if not _KEY_PART.fullmatch(part):
+            from .errors import ContextEditorError
+
+            raise ContextEditorError(f"invalid session key part {part!r}", code="CE002",
+                                     fix="use 1-200 characters without '/' or control characters for tenant, user and session")
+    if tenant is not None and user is None:
+        parts.insert(1, "-")
+    return "/".join(parts)
 
 
 def canonical_json(obj: Any) -> str:
