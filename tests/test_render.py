@@ -98,6 +98,16 @@ def test_out_of_scope_fields_never_leak(tmp_path):
     assert "[preferred_payment hidden]" in complaint and "ORDER-2024-001" in complaint
 
 
+def test_out_of_scope_text_does_not_leak_through_history_or_digest(tmp_path):
+    path = tmp_path / "shop.yaml"
+    path.write_text(SCOPED.replace("recent_rounds: 5}", "recent_rounds: 1}"), encoding="utf-8")
+    editor = ContextEditor(load_domain(path), "memory://")
+    say(editor, "s", ("user", "订单ORDER-2024-001用支付宝付了2000元。"), *[("user", f"订单ORDER-2024-001还没到{i}") for i in range(6)])
+    xml = editor.render("s", "handle_complaint", budget=3000).xml
+    assert "支付宝" not in xml and "alipay" not in xml
+    assert "ORDER-2024-001" in xml
+
+
 def test_scoped_field_in_the_wrong_action_is_a_lint_error(tmp_path):
     from context_editor.domain import lint_domain
 

@@ -46,16 +46,17 @@ class Entity:
         return self.mentions + 0.5 * len(self.links)
 
 
-def distil(messages: list[Message], vocabulary: set[str], shown: set[str] = frozenset()) -> list[DigestLine]:
+def distil(messages: list[tuple[Message, str]], vocabulary: set[str], shown: set[str] = frozenset()) -> list[DigestLine]:
     """Extractive digest: informative sentences of `messages`, verbatim, deduplicated, in order.
 
     Informative: a number or an identifier, or at least two terms of the action's vocabulary.
-    Sentences already visible verbatim elsewhere in the context (`shown` texts) are left out."""
+    Sentences already visible verbatim elsewhere in the context (`shown` texts) are left out.
+    Each message comes with the text the action may see of it (masked, trimmed)."""
     lines: dict[str, list] = {}
-    for m in messages:
+    for m, text in messages:
         if m.role not in ("user", "assistant", "tool"):
             continue
-        for s in _SENTENCE.findall(m.content[:8000]):
+        for s in _SENTENCE.findall(text[:8000]):
             s = s.strip()
             if not s or len(s) > MAX_LINE_CHARS or any(s in t for t in shown):
                 continue
@@ -66,12 +67,12 @@ def distil(messages: list[Message], vocabulary: set[str], shown: set[str] = froz
     return out[-MAX_LINES:]
 
 
-def entity_graph(messages: list[Message], known_values: list[str]) -> list[Entity]:
+def entity_graph(texts: list[str], known_values: list[str]) -> list[Entity]:
     """Identifiers and known values, weighted by mentions and co-mentions; the top nodes."""
     mentions: dict[str, int] = {}
     links: dict[str, set[str]] = {}
-    for m in messages:
-        found = set(_ID.findall(m.content)) | {v for v in known_values if v and v in m.content}
+    for text in texts:
+        found = set(_ID.findall(text)) | {v for v in known_values if v and v in text}
         for name in found:
             mentions[name] = mentions.get(name, 0) + 1
             links.setdefault(name, set()).update(found - {name})

@@ -101,29 +101,33 @@ class Renderer:
         recent = history.chains(history.dedupe_tool_results([m for m in visible if m.round > recent_from]))
         older = [m for m in visible if recent_from - spec.history_rounds < m.round <= recent_from]
         ranked = history.select_history(self.domain, spec, state, older, self.scorer)[: spec.max_history]
+        # What the model may see of each message: trimmed tool JSON, out-of-scope spans masked.
+        # Digest and entity graph are built from these texts too, so nothing hidden leaks through them.
+        seen = {m.index: history.turn(self.domain, spec, state, m) for m in visible}
         vocabulary = history.action_vocabulary(self.domain, spec, state)
-        entities = compact.entity_graph(visible, [v for v in (state.get(n) for n in names) if isinstance(v, str)])
+        entities = compact.entity_graph([seen[m.index]["content"] for m in visible],
+                                        [v for v in (state.get(n) for n in names) if isinstance(v, str)])
         template = self.env.get_template(_template) if _template else self._template(spec)
 
         def build(kept: dict[str, int]) -> tuple[str, int, list[str]]:
             """Render with the first kept[tier] items of each tier."""
             hist = sorted(ranked[: kept["history"]], key=lambda u: u.messages[0].index)
-            shown = {m.index for u in hist for m in u.messages}
-            visible_texts = {m.content for u in hist for m in u.messages} | {m.content for unit in recent for m in unit}
-            digest = compact.distil([m for m in older if m.index not in shown], vocabulary, visible_texts)
-            digest = digest[len(digest) - min(kept["digest"], len(digest)):]
+            turns = [m for unit in recent[len(recent) - kept["recent"]:] for m in unit]
+            shown = {m.index for u in hist for m in u.messages} | {m.index for m in turns}
+            lines = compact.distil([(m, seen[m.index]["content"]) for m in older if m.index not in shown], vocabulary,
+                                   {seen[i]["content"] for i in shown})
+            digest = lines[len(lines) - min(kept["digest"], len(lines)):]
             fields = [n for n in names if n in protected or n in optional[: kept["optional"]]]
             dropped = _dropped_summary(len(recent) - kept["recent"], len(optional) - kept["optional"],
-                                       len(ranked) - kept["history"], oversized)
+                                       len(ranked) - kept["history"], oversized, len(lines) - len(digest))
             ctx = {"action": action, "domain": self.domain.name, "round": state.round, "budget": budget,
                    "phase": state.phase, "fields": [self._field(state, n) for n in fields], "missing": missing,
                    "alerts": alerts, "dropped": ", ".join(dropped),
                    "entities": entities[: kept["entities"]],
                    "digest": [{"round": d.round, "sources": " ".join(f"m{i}" for i in d.sources), "text": d.text}
                               for d in digest],
-                   "history": [history.turn(self.domain, spec, state, m) for u in hist for m in u.messages],
-                   "turns": [history.turn(self.domain, spec, state, m)
-                             for unit in recent[len(recent) - kept["recent"]:] for m in unit]}
+                   "history": [seen[m.index] for u in hist for m in u.messages],
+                   "turns": [seen[m.index] for m in turns]}
             return (*self._fixed_point(template, ctx), dropped)
 
         # Tiers in the order they give way: the entity graph, digest lines (oldest first), older
@@ -208,6 +212,7 @@ class Renderer:
         return self.domain.languages[0]
 
 
-def _dropped_summary(turns: int, fields: int, older: int, oversized: int = 0) -> list[str]:
-    parts = [(turns, "recent turn"), (fields, "field"), (older, "older message"), (oversized, "oversized message")]
+def _dropped_summary(turns: int, fields: int, older: int, oversized: int, digest: int) -> list[str]:
+    parts = [(turns, "recent turn"), (fields, "field"), (older, "older message"), (oversized, "oversized message"),
+             (digest, "digest line")]
     return [f"{n} {label}{'s' if n != 1 else ''}" for n, label in parts if n]
