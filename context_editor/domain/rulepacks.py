@@ -4,7 +4,8 @@ A pack is a list of regular expressions, each with an id, a named group `value` 
 match) and a parser that turns the matched text into a typed value. Domains refer to rules by
 id or by prefix: `money.budget` selects `money.budget.zh` and `money.budget.en`. Patterns may
 use `<<MACRO>>` placeholders defined in `rules/common/macros.yaml`, so a number or currency
-pattern is written once.
+pattern is written once. A macro given as a YAML list is a gazetteer: its phrases are matched
+literally, longest first (a city list, a brand list).
 """
 
 from __future__ import annotations
@@ -34,6 +35,13 @@ class Rule:
     confidence: float
     source: str  # pack file and line, for error messages and `why`
     groups: tuple  # regex groups that may hold the value (`value`, `value2`, …), else the match
+
+
+def _macro_text(value) -> str:
+    """A macro's regex: a string as written, a list as a literal alternation, longest first."""
+    if isinstance(value, list):
+        return "|".join(re.escape(str(v)) for v in sorted({str(v) for v in value}, key=lambda v: (-len(v), v)))
+    return str(value)
 
 
 def _expand(pattern: str, macros: dict[str, str], seen: tuple = ()) -> str:
@@ -87,7 +95,7 @@ def load_rule_library(rules_dir: Path = RULES_DIR) -> dict[str, Rule]:
     macros: dict[str, str] = {}
     macro_file = rules_dir / "common" / "macros.yaml"
     if macro_file.exists():
-        macros = {k: str(v) for k, v in (load_lined_yaml(macro_file.read_text("utf-8"), str(macro_file)).data or {}).items()}
+        macros = {k: _macro_text(v) for k, v in (load_lined_yaml(macro_file.read_text("utf-8"), str(macro_file)).data or {}).items()}
     problems: list[tuple[Path, DomainProblem]] = []
     library: dict[str, Rule] = {}
     for path in sorted(rules_dir.glob("*/*.yaml")):

@@ -1,20 +1,25 @@
 """Extract: one message in, candidates out. Pure: no state, no store, no clock.
 
-Three sources of candidates, each tagged with an extractor id for provenance:
+Four sources of candidates, each tagged with an extractor id for provenance:
 - `rule:<id>`: regex rules from the packs a field's `extract` selects;
 - `enum:<field>`: the synonyms an enum (or list-of-enum) field declares;
+- `ner:<model>:<label>`: entities, for fields that opt in;
 - `tool:json`: keys of a JSON tool result.
-Negation is decided here (it is a property of the text); what a negated mention means for
-state is Transform's business.
+Negation, proposals and confirmations are decided here (they are properties of the text); what
+they mean for state is Transform's business. A role a field does not accept yields nothing for
+it, except the assistant's questions about user-owned fields: those are `proposal` candidates
+that a user's plain yes in the next round turns into values (see confirm.py).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from functools import cached_property
 
 from ..domain import Domain, FieldSpec
 from ..model import Candidate, Message, Provenance
+from .confirm import confirmation, question_spans
 from .enums import EnumMatcher
 from .negation import is_negated
 from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, entities, ner_label
@@ -65,23 +70,32 @@ class Extractor:
             if data is not None:
                 return self._from_tool(msg, data, now)
         text = msg.content[:MAX_SCAN_CHARS]
+        questions = question_spans(text) if msg.role == "assistant" else []
         out: list[Candidate] = []
-        ents = None
+        ents: list | None = None
         for name, spec in self.domain.fields.items():
-            if msg.role not in spec.sources:
+            proposing = msg.role == "assistant" and msg.role not in spec.sources and "user" in spec.sources
+            if msg.role not in spec.sources and not (proposing and questions):
                 continue  # role policy: this role cannot speak for this field
-            out.extend(self._from_rules(msg, text, spec, now))
+            found = self._from_rules(msg, text, spec, now)
             if name in self.enum_matchers:
-                out.extend(self._from_enum(msg, text, spec))
+                found.extend(self._from_enum(msg, text, spec))
             if name in self.ner_fields and detect_language(text) == "en":
                 ents = entities(text) if ents is None else ents  # one model pass per message
-                out.extend(self._from_ner(msg, text, spec, ents))
+                found.extend(self._from_ner(msg, text, spec, ents))
+            if proposing:
+                found = [replace(c, kind="proposal") for c in found
+                         if any(s <= c.provenance.span[0] < e for s, e in questions)]
+            out.extend(found)
+        yes = confirmation(text) if msg.role == "user" else None
+        if yes:
+            out.append(Candidate("", True, self._prov(msg, *yes, text[yes[0]:yes[1]], "confirm:yes", 1.0), kind="confirmation"))
         return out
 
     def _from_ner(self, msg: Message, text: str, spec: FieldSpec, ents) -> list[Candidate]:
         labels = self.ner_fields[spec.name]
         return [Candidate(spec.name, " ".join(t.split()),
-                          self._prov(msg, s, e, t, f"ner:{MODEL_ID}:{label}", NER_CONFIDENCE), negated=is_negated(text, s))
+                          self._prov(msg, s, e, t, f"ner:{MODEL_ID}:{label}", NER_CONFIDENCE), negated=is_negated(text, s, e))
                 for s, e, t, label in ents if label in labels]
 
     def _from_rules(self, msg: Message, text: str, spec: FieldSpec, now: datetime) -> list[Candidate]:
@@ -91,22 +105,25 @@ class Extractor:
                 group = next((g for g in rule.groups if m.group(g) is not None), None)
                 if group is None:
                     continue
-                start, end = m.span(group)
                 raw = m.group(group)
-                value = parse_value(rule.parse or default_parser(spec), raw, spec, now, self.domain.default_currency)
-                if value is None:
+                # The value nearest the cue: a group that opens the match has its cue after it (often
+                # as a lookahead, so the cue stays free for the next match), so take its last value.
+                nearest = "last" if m.start(group) == m.start() else "first"
+                parsed = parse_value(rule.parse or default_parser(spec), raw, spec, now, self.domain.default_currency, nearest)
+                if parsed is None:
                     continue
+                value, start, end = parsed.value, m.start(group) + parsed.start, m.start(group) + parsed.end
                 if spec.synonyms:  # a rule feeding an enum field must land on a canonical value
                     value = next((c for _, _, _, c in self.enum_matchers[spec.name].finditer(str(value))), None)
                     if value is None:
                         continue
-                out.append(Candidate(spec.name, value, self._prov(msg, start, end, raw, f"rule:{rule.id}", rule.confidence),
-                                     negated=is_negated(text, start)))
+                out.append(Candidate(spec.name, value, self._prov(msg, start, end, text[start:end], f"rule:{rule.id}", rule.confidence),
+                                     negated=is_negated(text, start, end)))
         return out
 
     def _from_enum(self, msg: Message, text: str, spec: FieldSpec) -> list[Candidate]:
         return [Candidate(spec.name, canonical, self._prov(msg, s, e, raw, f"enum:{spec.name}", 0.9),
-                          negated=is_negated(text, s))
+                          negated=is_negated(text, s, e))
                 for s, e, raw, canonical in self.enum_matchers[spec.name].finditer(text)]
 
     def _from_tool(self, msg: Message, data, now: datetime) -> list[Candidate]:
@@ -127,7 +144,8 @@ class Extractor:
         if spec.type == "money":
             if isinstance(value, dict) and "amount" in value:
                 return {"amount": value["amount"], "currency": value.get("currency") or self.domain.default_currency}
-            return parse_value("money", str(value), spec, now, self.domain.default_currency)
+            parsed = parse_value("money", str(value), spec, now, self.domain.default_currency)
+            return parsed.value if parsed else None
         if spec.synonyms:
             items = value if isinstance(value, list) else [value]
             found = [c for item in items for _, _, _, c in self.enum_matchers[spec.name].finditer(str(item))]
@@ -138,4 +156,5 @@ class Extractor:
             return [str(v) for v in value] if isinstance(value, list) else [str(value)]
         if isinstance(value, bool) or spec.type in ("text",):
             return str(value) if spec.type == "text" else value
-        return parse_value(default_parser(spec), str(value), spec, now, self.domain.default_currency)
+        parsed = parse_value(default_parser(spec), str(value), spec, now, self.domain.default_currency)
+        return parsed.value if parsed else None

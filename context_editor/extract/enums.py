@@ -2,6 +2,11 @@
 
 Longest synonyms first, so "深空灰" beats "灰"; Latin synonyms need word boundaries so "red"
 does not fire inside "reduce", CJK synonyms cannot have them (no spaces in Chinese).
+
+A canonical value also matches as written ("black", "premium economy") unless its synonym
+list names it with a leading `!` (`first: ['!first', 头等舱, first class]`): a canonical that
+is also a common word ("first", "business") must not fire on its own. Latin phrases of one or
+two letters (sizes S, M, XL) match only in the case written, so "it's" is not size S.
 """
 
 from __future__ import annotations
@@ -11,24 +16,39 @@ import re
 from ..domain import FieldSpec
 
 _LATIN = re.compile(r"[A-Za-z0-9]")
+EXCLUDE = "!"
+SHORT = 2  # Latin phrases this short are case-sensitive
 
 
 def _alternative(phrase: str) -> str:
     body = re.escape(phrase).replace(r"\ ", r"\s+")
-    left = r"(?<![A-Za-z0-9])" if _LATIN.match(phrase[0]) else ""
+    left = r"(?<![A-Za-z0-9'’])" if _LATIN.match(phrase[0]) else ""
     right = r"(?![A-Za-z0-9])" if _LATIN.match(phrase[-1]) else ""
-    return left + body + right
+    case = "(?-i:" if len(phrase) <= SHORT and phrase.isascii() else "(?:"
+    return case + left + body + right + ")"
+
+
+def phrases(spec: FieldSpec) -> dict[str, str]:
+    """Phrase as written -> canonical value; the first spelling of a phrase wins, excluded ones are left out."""
+    out: dict[str, str] = {}
+    seen: set[str] = set()
+    for canonical, synonyms in spec.synonyms.items():
+        excluded = {s[len(EXCLUDE):].lower() for s in synonyms if s.startswith(EXCLUDE)}
+        for phrase in [canonical.replace("_", " "), canonical, *synonyms]:
+            key = phrase.lower()
+            if not phrase.startswith(EXCLUDE) and key not in excluded and key not in seen:
+                seen.add(key)
+                out[phrase] = canonical
+    return out
 
 
 class EnumMatcher:
     """Finds canonical values of one enum field in text."""
 
     def __init__(self, spec: FieldSpec):
-        self.by_phrase: dict[str, str] = {}
-        for canonical, phrases in spec.synonyms.items():
-            for phrase in [canonical.replace("_", " "), canonical, *phrases]:
-                self.by_phrase.setdefault(phrase.lower(), canonical)
-        ordered = sorted(self.by_phrase, key=lambda p: (-len(p), p))
+        written = phrases(spec)
+        self.by_phrase = {p.lower(): c for p, c in written.items()}
+        ordered = sorted(written, key=lambda p: (-len(p), p.lower()))
         self.pattern = re.compile("|".join(_alternative(p) for p in ordered), re.IGNORECASE) if ordered else None
 
     def finditer(self, text: str):
@@ -37,4 +57,4 @@ class EnumMatcher:
             return
         for m in self.pattern.finditer(text):
             key = " ".join(m.group(0).lower().split())
-            yield m.start(), m.end(), m.group(0), self.by_phrase.get(key) or self.by_phrase[m.group(0).lower()]
+            yield m.start(), m.end(), m.group(0), self.by_phrase[key]

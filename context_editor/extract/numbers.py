@@ -732,8 +732,20 @@ def _big_small(text: str, norm: str) -> Iterable[CountMatch]:
             yield CountMatch(m.start(), m.end(), text[m.start() : m.end()], adults + children, "people")
 
 
+_SOLO = re.compile(
+    r"(?<![a-z])(?:(?:just|only)\s+(?:me|myself)|by\s+myself|on\s+my\s+own|(?:travel(?:l?ing)?|go(?:ing)?|fly(?:ing)?)\s+(?:alone|solo))(?![a-z])",
+    _FLAGS,
+)
+
+
+def _solo(text: str, norm: str) -> Iterable[CountMatch]:
+    """``just me``, ``by myself``, ``travelling alone``: one person said without a number."""
+    for m in _SOLO.finditer(norm):
+        yield CountMatch(m.start(), m.end(), text[m.start() : m.end()], 1, "people")
+
+
 def find_people_counts(text: str) -> list[CountMatch]:
-    """How many people: ``两个人``, ``3位``, ``4 people``, ``two adults``, ``我们三个``, ``一家三口``."""
+    """How many people: ``两个人``, ``3位``, ``4 people``, ``two adults``, ``我们三个``, ``一家三口``, ``just me``."""
     norm = normalize_width(text)
     parts = leftmost_longest(p for num in _scan(text, norm) if (p := _count_part(text, norm, num)))
-    return leftmost_longest([*_big_small(text, norm), *_merge_parts(text, norm, parts)])
+    return leftmost_longest([*_big_small(text, norm), *_solo(text, norm), *_merge_parts(text, norm, parts)])

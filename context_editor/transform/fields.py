@@ -1,10 +1,19 @@
 """Transform, part 1: candidates -> proposed field edits, by each field's conflict policy.
 
 Policies: `latest` (the newest mention wins; the old value stays in history), `first` (locked
-once set; later values are recorded as rejected), `accumulate` (lists grow, duplicates ignored),
+once set; later values are recorded as rejected), `accumulate` (lists grow, duplicates ignored;
+in a list of wanted things a negated mention of an item it holds takes it out: "还是不要股票了"),
 `highest_confidence` (replace only with an equally or more confident extraction). The source of
 an accepted change is derived from history, so "改成红色" after black is a `correction` and
 "还是黑色吧" after that is a `reversion` without any rule having to say so.
+
+Proposals and confirmations: a value the assistant proposes for a user-owned field is logged
+as a `reject` edit with reason PROPOSED_BY_ASSISTANT (visible in `why`, never in state). When
+the user's next message (the next round) opens with a plain yes, each field proposed in the
+round before that the reply does not itself mention is set to the last proposed value, with
+source `confirmation` and the assistant's span as provenance. Both live in the edit log, so a
+replay or a reopened session reaches the same state.
+
 TTL expiry happens here too: it is a change of state caused by time, recorded as an edit.
 """
 
@@ -14,10 +23,12 @@ from datetime import datetime
 from typing import Iterable
 
 from ..domain import Domain, FieldSpec
-from ..model import Candidate, Edit, Message, State
+from ..model import Candidate, Edit, FieldState, Message, State
 
 POLICY_LOCKED = "POLICY_FIRST_LOCKED"
 POLICY_LOWER_CONFIDENCE = "POLICY_LOWER_CONFIDENCE"
+PROPOSED = "PROPOSED_BY_ASSISTANT"
+CONFIRMED = "CONFIRMED_BY_USER"
 
 
 def edit(msg: Message, domain: Domain, op: str, field: str | None, before, after, source: str,
@@ -54,7 +65,12 @@ def _wanted(spec: FieldSpec, c: Candidate) -> bool:
     return c.negated == (spec.mentions == "negated")
 
 
-def _classify(msg: Message, fs, value) -> str:
+def _removes(spec: FieldSpec, c: Candidate) -> bool:
+    """A negated mention in a list of wanted things ("不要股票") takes the item out."""
+    return spec.is_list and spec.mentions == "affirmed" and c.negated
+
+
+def _classify(msg: Message, fs: FieldState | None, value) -> str:
     """initial | correction | reversion | tool, from the field's accepted history."""
     if msg.role == "tool":
         return "tool"
@@ -64,42 +80,107 @@ def _classify(msg: Message, fs, value) -> str:
     return "reversion" if value in accepted[:-1] or (fs.value is None and value in accepted) else "correction"
 
 
+def _chosen(cands: list[Candidate]) -> Candidate:
+    """One value per field and message: the most confident mention, the last one on ties
+    ("黑色……不，白色" means white)."""
+    return max(enumerate(cands), key=lambda ic: (ic[1].provenance.confidence, ic[1].provenance.span[0], ic[0]))[1]
+
+
+def _set(msg: Message, domain: Domain, name: str, fs: FieldState | None, value, c: Candidate) -> Edit:
+    """A `set` edit, its source classified from history (or `confirmation`)."""
+    current = fs.value if fs else None
+    if c.kind == "confirmation":
+        return edit(msg, domain, "set", name, current, value, "confirmation", reason=CONFIRMED, provenance=c.provenance)
+    return edit(msg, domain, "set", name, current, value, _classify(msg, fs, value), provenance=c.provenance)
+
+
+def _list_edits(msg: Message, domain: Domain, name: str, fs: FieldState | None, cands: list[Candidate],
+                removals: list[Candidate]) -> list[Edit]:
+    """Lists grow by new items and lose negated ones, in one edit per message."""
+    current = list(fs.value or []) if fs else []
+    gone = {c.value for c in removals}
+    items = [v for v in current if v not in gone]
+    for c in cands:
+        for v in (c.value if isinstance(c.value, list) else [c.value]):
+            if v not in items:
+                items.append(v)
+    if items == current:
+        return []
+    if not items:
+        return [edit(msg, domain, "clear", name, current, None, "correction", provenance=removals[0].provenance)]
+    return [_set(msg, domain, name, fs, items, cands[0] if cands else removals[0])]
+
+
+def _value_edit(msg: Message, domain: Domain, spec: FieldSpec, fs: FieldState | None, cands: list[Candidate]) -> Edit | None:
+    """The edit one scalar field gets from this message, by its policy (None: nothing changes)."""
+    chosen = _chosen(cands)
+    current = fs.value if fs else None
+    if chosen.value == current:
+        return None
+    if current is not None and spec.policy == "first":
+        return edit(msg, domain, "reject", spec.name, current, chosen.value, "correction", reason=POLICY_LOCKED,
+                    provenance=chosen.provenance)
+    if (current is not None and spec.policy == "highest_confidence"
+            and chosen.provenance.confidence < fs.provenance.confidence):
+        return edit(msg, domain, "reject", spec.name, current, chosen.value, "correction", reason=POLICY_LOWER_CONFIDENCE,
+                    provenance=chosen.provenance)
+    return _set(msg, domain, spec.name, fs, chosen.value, chosen)
+
+
+def _proposal_edits(state: State, domain: Domain, msg: Message, proposals: dict[str, list[Candidate]]) -> list[Edit]:
+    """The assistant's proposals, logged as rejections until the user confirms them."""
+    out = []
+    for name, cands in proposals.items():
+        chosen = _chosen(cands)
+        current = state.get(name)
+        if chosen.value == current or domain.fields[name].is_list and chosen.value in (current or []):
+            continue
+        out.append(edit(msg, domain, "reject", name, current, chosen.value, "proposal", reason=PROPOSED,
+                        provenance=chosen.provenance))
+    return out
+
+
+def _confirmed(state: State, domain: Domain, msg: Message, mentioned: set[str]) -> dict[str, Candidate]:
+    """Field -> the proposal of the previous round that a plain yes now confirms."""
+    out = {}
+    for name, fs in state.fields.items():
+        if name in mentioned or "user" not in domain.fields[name].sources:
+            continue
+        last = next((h for h in reversed(fs.history) if h.reason == PROPOSED and h.round == msg.round - 1), None)
+        if last is not None:
+            out[name] = Candidate(name, last.value, last.provenance, kind="confirmation")
+    return out
+
+
 def field_edits(state: State, domain: Domain, msg: Message, candidates: Iterable[Candidate]) -> list[Edit]:
     """Proposed edits for the fields these candidates speak about."""
-    by_field: dict[str, list[Candidate]] = {}
+    values: dict[str, list[Candidate]] = {}
+    removals: dict[str, list[Candidate]] = {}
+    proposals: dict[str, list[Candidate]] = {}
+    mentioned: set[str] = set()
+    confirms = False
     for c in candidates:
+        if c.kind == "confirmation":
+            confirms = True
+            continue
         spec = domain.fields[c.field]
-        if msg.role in spec.sources and _wanted(spec, c):
-            by_field.setdefault(c.field, []).append(c)
-    out = []
-    for name, cands in by_field.items():
+        mentioned.add(c.field)
+        if c.kind == "proposal":
+            if _wanted(spec, c):
+                proposals.setdefault(c.field, []).append(c)
+        elif msg.role in spec.sources and _removes(spec, c):
+            removals.setdefault(c.field, []).append(c)
+        elif msg.role in spec.sources and _wanted(spec, c):
+            values.setdefault(c.field, []).append(c)
+    if confirms:
+        for name, c in _confirmed(state, domain, msg, mentioned).items():
+            values[name] = [c]
+    out = _proposal_edits(state, domain, msg, proposals)
+    for name in [*values, *(n for n in removals if n not in values)]:
         spec = domain.fields[name]
         fs = state.fields.get(name)
-        current = fs.value if fs else None
         if spec.policy == "accumulate" or spec.is_list:
-            items = list(current or [])
-            new = []
-            for c in cands:
-                for v in (c.value if isinstance(c.value, list) else [c.value]):
-                    if v not in items and v not in new:
-                        new.append(v)
-            if new:
-                prov = next(c.provenance for c in cands)
-                out.append(edit(msg, domain, "set", name, current, items + new, _classify(msg, fs, items + new), provenance=prov))
-            continue
-        # One value per field and message: the most confident mention, the last one on ties
-        # ("黑色……不，白色" means white).
-        chosen = max(enumerate(cands), key=lambda ic: (ic[1].provenance.confidence, ic[1].provenance.span[0], ic[0]))[1]
-        if chosen.value == current:
-            continue
-        if current is not None and spec.policy == "first":
-            out.append(edit(msg, domain, "reject", name, current, chosen.value, "correction", reason=POLICY_LOCKED,
-                            provenance=chosen.provenance))
-            continue
-        if (current is not None and spec.policy == "highest_confidence"
-                and chosen.provenance.confidence < fs.provenance.confidence):
-            out.append(edit(msg, domain, "reject", name, current, chosen.value, "correction", reason=POLICY_LOWER_CONFIDENCE,
-                            provenance=chosen.provenance))
-            continue
-        out.append(edit(msg, domain, "set", name, current, chosen.value, _classify(msg, fs, chosen.value), provenance=chosen.provenance))
+            out.extend(_list_edits(msg, domain, name, fs, values.get(name, []), removals.get(name, [])))
+        elif (e := _value_edit(msg, domain, spec, fs, values[name])) is not None:
+            out.append(e)
     return out
