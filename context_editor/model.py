@@ -24,8 +24,9 @@ ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system")
 Op = Literal["set", "clear", "expire", "reject", "transition", "alert"]
 # Where a change came from. `initial` is a first value, `correction` replaces it, `reversion`
 # returns to a value the field held before, `machine` is a state-machine effect, `tool` a tool
-# result, `expiry` a TTL.
-Source = Literal["initial", "correction", "reversion", "machine", "tool", "expiry"]
+# result, `expiry` a TTL; `proposal` is an assistant's suggestion for a user-owned field (logged
+# as rejected) and `confirmation` the user's "yes" that turns it into a value.
+Source = Literal["initial", "correction", "reversion", "machine", "tool", "expiry", "proposal", "confirmation"]
 
 GENESIS_HASH = "0" * 64
 
@@ -132,7 +133,7 @@ class Candidate:
     value: Any  # normalised, JSON-compatible
     provenance: Provenance
     negated: bool = False  # "不要红色": the value is excluded, not chosen
-    kind: str = "value"  # "value", or "trigger" for a machine trigger detected in text
+    kind: str = "value"  # "value"; "proposal" (assistant suggests); "confirmation" (user says yes, no field)
 
 
 @dataclass(frozen=True, slots=True)
