@@ -26,6 +26,7 @@ from .tokens import count_tokens, max_token_bytes
 from .xmltext import xml_safe
 
 CRITICAL_COMPRESSION_FAILURE = "CRITICAL_COMPRESSION_FAILURE"
+_TOKENS_SLOT = "TOKENS-SLOT-7F3A"  # placeholder for the `tokens` attribute, filled after counting
 TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 DEFAULT_TEMPLATE = "default.xml.j2"
 
@@ -174,20 +175,28 @@ class Renderer:
         return spec.cls != "transient" or state.fields[name].set_round == state.round
 
     def _fixed_point(self, template, ctx: dict) -> tuple[str, int]:
-        """Render until the `tokens` attribute equals the count of the output that contains it."""
-        claimed = 0
-        for _ in range(8):
-            xml = template.render(**ctx, tokens=claimed)
+        """Render once, then settle the `tokens` attribute on the exact count of the output containing it."""
+        draft = template.render(**ctx, tokens=_TOKENS_SLOT)
+
+        def fill(n: int, pad: int = 0) -> str:
+            return draft.replace(_TOKENS_SLOT, str(n), 1).replace("<context ", "<context " + " " * pad, 1)
+
+        claimed = count_tokens(fill(0), self.model)
+        for _ in range(4):
+            actual = count_tokens(fill(claimed), self.model)
+            if actual == claimed:
+                return fill(claimed), actual
+            claimed = actual
+        # The count can oscillate across a digit boundary: pad the tag until claim and count meet
+        # (both only grow, so this ends).
+        for pad in range(1, 256):
+            xml = fill(claimed, pad)
             actual = count_tokens(xml, self.model)
             if actual == claimed:
                 return xml, actual
-            claimed = actual
-        # A digit-count boundary can oscillate; claim the larger figure and pad with spaces
-        # inside the tag so the claim is exact.
-        xml = template.render(**ctx, tokens=claimed)
-        while count_tokens(xml, self.model) < claimed:
-            xml = xml.replace("<context ", "<context  ", 1)
-        return xml, count_tokens(xml, self.model)
+            claimed = max(claimed, actual)
+        raise ContextEditorError("could not settle the token count of the context", code="CE411",
+                                 fix="report this with the conversation that caused it")
 
     def _template(self, spec: ActionSpec):
         name = spec.template or (f"{spec.name}.xml.j2" if (TEMPLATES_DIR / f"{spec.name}.xml.j2").exists() else DEFAULT_TEMPLATE)
