@@ -17,7 +17,7 @@ from .domain import domain_from_source, lint_domain, load_domain
 from .domain.model import DOMAINS_DIR
 from .errors import ContextEditorError, SessionNotFoundError
 from .inject import format_value
-from .model import State
+from .model import State, session_key
 from .pipeline import ContextEditor
 from .store import DEFAULT_STORE, open_store
 
@@ -249,6 +249,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
+    def session_opts(p, required: bool = True):
+        p.add_argument("--session", required=required, metavar="ID", help="session id")
+        p.add_argument("--tenant", metavar="ID", help="tenant the session belongs to (sessions are keyed tenant/user/session)")
+        p.add_argument("--user", metavar="ID", help="user the session belongs to")
+
     def store_opt(p):
         p.add_argument("--store", metavar="URL", help=f"store URL (default $CONTEXT_EDITOR_STORE or {DEFAULT_STORE})")
 
@@ -272,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("ingest", cmd_ingest, "Append a conversation to a session in the store.")
     p.add_argument("domain")
     p.add_argument("conversation")
-    p.add_argument("--session", required=True, metavar="ID")
+    session_opts(p)
     p.add_argument("--now", metavar="ISO8601")
     p.add_argument("--append-all", action="store_true",
                    help="append every message even if the file's first messages equal the session's last ones "
@@ -280,12 +285,12 @@ def build_parser() -> argparse.ArgumentParser:
     store_opt(p)
 
     p = add("state", cmd_state, "Print a stored session's state (as a table, or --json).")
-    p.add_argument("--session", required=True, metavar="ID")
+    session_opts(p)
     view_opts(p, action=False)
     store_opt(p)
 
     p = add("render", cmd_render, "Print the XML context of an action for a stored session.")
-    p.add_argument("--session", required=True, metavar="ID")
+    session_opts(p)
     p.add_argument("--action", required=True, metavar="NAME")
     p.add_argument("--budget", type=int, metavar="TOKENS")
     p.add_argument("--as-of-round", type=int, metavar="N")
@@ -294,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("why", cmd_why, "Explain one field: where its value came from and its full history.")
     p.add_argument("field")
-    p.add_argument("--session", required=True, metavar="ID")
+    session_opts(p)
     p.add_argument("--json", action="store_true")
     store_opt(p)
 
@@ -302,28 +307,34 @@ def build_parser() -> argparse.ArgumentParser:
     audit_sub = p.add_subparsers(dest="audit_command", required=True, metavar="SUBCOMMAND")
     v = audit_sub.add_parser("verify", help="exit 0 if every hash chain is intact, else 1 and the first broken row",
                              description="Check that no stored message or edit was changed, deleted, reordered or inserted.")
-    v.add_argument("--session", metavar="ID", help="one session (default: all)")
+    session_opts(v, required=False)
     store_opt(v)
     v.set_defaults(func=cmd_audit_verify)
     x = audit_sub.add_parser("export", help="JSONL of a session's messages and edits, with the domain version",
                              description="Write the session as JSONL: a header, then messages and their edits in commit order.")
-    x.add_argument("--session", required=True, metavar="ID")
+    session_opts(x)
     x.add_argument("--out", metavar="FILE", help="write here instead of stdout")
     store_opt(x)
     x.set_defaults(func=cmd_audit_export)
 
     p = add("replay", cmd_replay, "Re-run a session's stored messages through its recorded domain version; exit 0 if the edit log is identical.")
-    p.add_argument("--session", required=True, metavar="ID")
+    session_opts(p)
     store_opt(p)
 
     p = add("lint", cmd_lint, "Check a domain file and report every problem with its line and a fix.")
     p.add_argument("domain")
+
+    from .bench.cli import register  # `import` and `bench`: schema importers and the real-data runners
+
+    register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if getattr(args, "session", None):
+            args.session = session_key(args.session, getattr(args, "tenant", None), getattr(args, "user", None))
         return args.func(args)
     except ContextEditorError as exc:
         print(f"context-editor: error: {exc}", file=sys.stderr)

@@ -1,0 +1,92 @@
+"""`context-editor import …` and `context-editor bench …`, added to the main CLI by `register`.
+
+    context-editor import sgd SCHEMA.json[.gz] --out DIR
+    context-editor import crosswoz DATABASE_DIR --out DIR
+    context-editor bench sgd --data SPLIT_DIR [--limit N] --out DIR
+    context-editor bench crosswoz --data val.json.zip [--database DIR] [--limit N] --out DIR
+
+A benchmark imports the dataset's schema into OUT/domains (so it measures exactly what the
+import command produces), runs every dialogue, then the scaling run, and writes results.json,
+report.md and a plot into OUT. Progress goes to stderr, the list of files written to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+from pathlib import Path
+
+from ..importers import import_crosswoz, import_sgd
+from .crosswoz import load_crosswoz
+from .dataset import Dataset
+from .report import summarise, write_outputs
+from .runner import Harness
+from .sgd import load_sgd
+from .speed import scaling_run
+
+SCALING_ROUNDS = 10_000
+
+
+def cmd_import(args) -> int:
+    importer = import_sgd if args.dataset == "sgd" else import_crosswoz
+    for path in importer(args.source, args.out):
+        print(path)
+    return 0
+
+
+def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, str]]]:
+    """The domain with the most scored frames, and the utterances of the dialogues it takes part in."""
+    domain = max(harness.scores, key=lambda d: harness.scores[d].frames) if harness.scores else next(iter(ds.domain_files))
+    utterances = [(u.role, u.text) for d in ds.dialogues if domain in d.domains for u in d.utterances]
+    return domain, utterances
+
+
+def cmd_bench(args) -> int:
+    out = Path(args.out)
+    started = time.monotonic()
+    if args.dataset == "sgd":
+        ds = load_sgd(args.data, out / "domains", args.limit)
+    else:
+        ds = load_crosswoz(args.data, args.database, out / "domains", args.limit)
+    harness = Harness(ds)
+    harness.run(f"bench {ds.name}")
+    domain, utterances = _scaling_input(ds, harness)
+    harness.close()
+    scaling = scaling_run(ds.domain_files[domain], utterances, args.scaling_rounds, ds.now)
+    config = {"data": str(args.data), "limit": args.limit, "domains_dir": str(out / "domains"), "clock": ds.now.isoformat(),
+              "dialogue_domains": dict(Counter(len(d.domains) for d in ds.dialogues))}
+    results = summarise(harness, scaling, time.monotonic() - started, config)
+    for path in write_outputs(results, harness, scaling, out):
+        print(path)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `import` and `bench` to the main CLI's subcommands."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = subparsers.add_parser("import", help="Write editable domain files from a published dialogue schema.",
+                              description="Write one linted domain file per service (SGD) or domain (CrossWOZ).", formatter_class=fmt)
+    kinds = p.add_subparsers(dest="dataset", required=True, metavar="DATASET")
+    k = kinds.add_parser("sgd", help="SGD schema.json[.gz] -> one domain per service")
+    k.add_argument("source", metavar="SCHEMA", help="the split's schema.json or schema.json.gz")
+    k = kinds.add_parser("crosswoz", help="CrossWOZ database/ -> five domains with gazetteers")
+    k.add_argument("source", metavar="DATABASE_DIR", help="CrossWOZ's database/ directory (attraction_db.json, …)")
+    for k in kinds.choices.values():
+        k.add_argument("--out", required=True, metavar="DIR", help="directory for the domain files (created if missing)")
+        k.set_defaults(func=cmd_import)
+
+    p = subparsers.add_parser("bench", help="Measure accuracy, context size and speed on a real dialogue dataset.",
+                              description=__doc__, formatter_class=fmt)
+    kinds = p.add_subparsers(dest="dataset", required=True, metavar="DATASET")
+    k = kinds.add_parser("sgd", help="SGD split directory (schema + dialogues, gzip or plain JSON)")
+    k.add_argument("--data", required=True, metavar="DIR", help="e.g. ../shared/data/sgd/dev")
+    k = kinds.add_parser("crosswoz", help="CrossWOZ split (the published .json.zip or plain .json)")
+    k.add_argument("--data", required=True, metavar="FILE", help="e.g. ../shared/data/crosswoz/val.json.zip")
+    k.add_argument("--database", metavar="DIR", help="CrossWOZ database/ (default: database/ beside --data)")
+    for k in kinds.choices.values():
+        k.add_argument("--limit", type=int, metavar="N", help="only the first N dialogues")
+        k.add_argument("--out", required=True, metavar="DIR", help="directory for results.json, report.md, the plot and domains/")
+        k.add_argument("--scaling-rounds", type=int, default=SCALING_ROUNDS, metavar="N",
+                       help=f"user rounds fed to one session in the scaling run (default {SCALING_ROUNDS})")
+        k.set_defaults(func=cmd_bench)

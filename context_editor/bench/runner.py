@@ -1,0 +1,110 @@
+"""The harness: feed a dataset's dialogues through the editors and measure as it goes.
+
+One `ContextEditor` per imported domain (in-memory store), one session per dialogue. Every
+utterance is ingested into the editor of each of the dialogue's domains; after each user
+utterance that has gold, the harness scores the frames, sizes the four contexts (full history,
+last 5 and 10 utterances, the editor's `track` context of the frame domains) and checks which
+gold values each still contains. Ingest and render calls are timed one by one.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ..domain import load_domain
+from ..inject import format_value
+from ..pipeline import ContextEditor
+from .contexts import HistoryMeter
+from .dataset import Dataset, Dialogue, Utterance
+from .metrics import DomainScore, Gold, Predicted, contained, norm
+from .progress import Progress
+
+GENERAL_ACTION = "track"
+
+
+@dataclass
+class TurnRow:
+    """Context sizes and coverage after one scored user utterance."""
+
+    turn: int  # index of the utterance in its dialogue (user and system turns both count)
+    tokens: dict[str, int]  # context name -> tokens
+    gold_values: int  # surface gold values in play
+    covered: dict[str, int]  # context name -> how many of them it contains
+
+
+class Harness:
+    def __init__(self, dataset: Dataset):
+        self.ds = dataset
+        self.editors = {name: ContextEditor(load_domain(path), "memory://") for name, path in dataset.domain_files.items()}
+        self.scores: dict[str, DomainScore] = defaultdict(DomainScore)
+        self.rows: list[TurnRow] = []
+        self.turn_joint: list[float] = []
+        self.ingest_ms: list[float] = []
+        self.render_ms: list[float] = []
+        self.messages = 0
+
+    def run(self, label: str) -> None:
+        with Progress(label, len(self.ds.dialogues), "dialogues") as bar:
+            for d in self.ds.dialogues:
+                self.dialogue(d)
+                bar.advance()
+
+    def close(self) -> None:
+        """Drop the editors and their in-memory sessions once everything is scored, so that the
+        measurements that follow (the scaling run) do not share a heap with thousands of sessions."""
+        self.editors.clear()
+        gc.collect()
+
+    def dialogue(self, d: Dialogue) -> None:
+        meter = HistoryMeter()
+        stamp = self.ds.now.isoformat()
+        for t, u in enumerate(d.utterances):
+            msg = {"role": u.role, "content": u.text, "timestamp": stamp}
+            for name in d.domains:
+                start = time.perf_counter()
+                self.editors[name].add(d.id, msg)
+                self.ingest_ms.append((time.perf_counter() - start) * 1000)
+            self.messages += 1
+            meter.add(u.role, u.text)
+            if u.frames is not None:
+                self._score(d, t, u, meter)
+
+    def predicted(self, domain: str, session: str) -> dict[str, Predicted]:
+        """The editor's values of the fields gold can speak about, as strings to compare."""
+        editor = self.editors[domain]
+        state = editor.state(session)
+        out = {}
+        for name in self.ds.scored_fields[domain]:
+            fs = state.fields.get(name)
+            if fs is None or fs.value is None:
+                continue
+            spec = editor.domain.fields[name]
+            items = tuple(str(v) for v in fs.value) if isinstance(fs.value, list) else ()
+            out[name] = Predicted(format_value(spec, fs.value), fs.provenance.text if fs.provenance else None, items)
+        return out
+
+    def _score(self, d: Dialogue, t: int, u: Utterance, meter: HistoryMeter) -> None:
+        preds = {name: self.predicted(name, d.id) for name in d.domains}
+        frames: dict[str, dict[str, Gold]] = dict(u.frames or {})
+        if self.ds.frames_from_predictions:
+            for name, p in preds.items():
+                if p:
+                    frames.setdefault(name, {})
+        joint = 1.0
+        for name, gold in frames.items():
+            joint *= self.scores[name].add(gold, preds[name])
+        self.turn_joint.append(joint)
+
+        xml = []
+        for name in frames:
+            start = time.perf_counter()
+            xml.append(self.editors[name].render(d.id, GENERAL_ACTION))
+            self.render_ms.append((time.perf_counter() - start) * 1000)
+        tokens = {**meter.sizes(), "editor": sum(c.tokens for c in xml)}
+        texts = {**meter.texts(), "editor": norm("".join(c.xml for c in xml))}
+        values = [g for gold in frames.values() for g in gold.values() if g.surface]
+        covered = {k: sum(contained(text, g) for g in values) for k, text in texts.items()}
+        self.rows.append(TurnRow(t, tokens, len(values), covered))

@@ -1,0 +1,112 @@
+"""What every schema importer shares: reading published dataset files and writing domain files.
+
+An importer turns someone else's schema into domain files a person will read and edit, so the
+output is plain YAML in the documented order (header comment, fields, machine, actions) with no
+YAML anchors, and every file is linted right after it is written: an importer must never hand
+the user a domain that `context-editor lint` rejects.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..domain import lint_domain
+from ..errors import ContextEditorError
+
+_NON_NAME = re.compile(r"[^a-z0-9]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+class DatasetError(ContextEditorError):
+    """The input of an importer is missing or not in the published format."""
+
+    code = "CE700"
+
+
+def read_json(path: str | Path) -> Any:
+    """JSON from a plain, gzipped (`.gz`) or zipped (`.zip`, first `.json` member) file."""
+    p = Path(path)
+    if not p.is_file():
+        raise DatasetError(f"no such file: {p}", fix="check the path (datasets are read where they are, never copied)")
+    try:
+        if p.suffix == ".gz":
+            with gzip.open(p, "rt", encoding="utf-8") as fh:
+                return json.load(fh)
+        if p.suffix == ".zip":
+            with zipfile.ZipFile(p) as z:
+                names = [n for n in z.namelist() if n.endswith(".json")]
+                if not names:
+                    raise DatasetError(f"{p} holds no .json file", fix="pass the published zip (e.g. crosswoz/val.json.zip)")
+                return json.loads(z.read(names[0]).decode("utf-8"))
+        return json.loads(p.read_text(encoding="utf-8"))
+    except (ValueError, OSError, zipfile.BadZipFile) as exc:
+        raise DatasetError(f"{p} is not readable JSON: {exc}",
+                           fix="pass the file as published (plain .json, .json.gz or .json.zip)") from exc
+
+
+def snake(name: str) -> str:
+    """`ReserveRestaurant` -> `reserve_restaurant`, `Restaurants_2` -> `restaurants_2`."""
+    out = _NON_NAME.sub("_", _CAMEL.sub("_", name).lower()).strip("_")
+    return out if out[:1].isalpha() else f"x_{out}"
+
+
+def words(name: str) -> str:
+    """`ReserveRestaurant` -> `reserve restaurant` (a phrase a user might say)."""
+    return snake(name).replace("_", " ")
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block-style YAML without anchors: a person edits these files, `&id001` only confuses."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _short_lists_inline(dumper: _Dumper, data: list) -> yaml.Node:
+    flow = len(data) <= 12 and all(isinstance(x, (str, int, float)) and len(str(x)) < 40 for x in data)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+
+_Dumper.add_representer(list, _short_lists_inline)
+
+
+def dump_domain(doc: dict, header: str) -> str:
+    """The YAML text of a domain document, headed by `header` as comment lines."""
+    body = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110, default_flow_style=False)
+    comment = "".join(f"# {line}".rstrip() + "\n" for line in header.strip().splitlines())
+    return comment + body
+
+
+def write_domains(docs: dict[str, tuple[dict, str]], out_dir: str | Path) -> list[Path]:
+    """Write `name -> (document, header)` as `out_dir/<name>.yaml`, each checked by lint."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, (doc, header) in docs.items():
+        path = out / f"{name}.yaml"
+        path.write_text(dump_domain(doc, header), encoding="utf-8")
+        _, problems = lint_domain(path)
+        if problems:
+            detail = "\n".join(p.format(str(path)) for p in problems[:5])
+            raise ContextEditorError(f"the importer wrote a domain that does not lint:\n{detail}", file=str(path),
+                                     fix="this is a bug in context_editor/importers; please report it with the input schema",
+                                     code="CE701")
+        written.append(path)
+    return written
+
+
+def track_action(fields: list[str], description: str) -> dict:
+    """The general action every imported domain gets: all fields plus the latest round verbatim,
+    no older history, so that its context is the tracked state itself.
+
+    Its budget leaves room for every field so that measuring context size never truncates.
+    """
+    return {"description": description, "fields": fields, "recent_rounds": 1, "history_rounds": 0,
+            "budget_tokens": 600 + 40 * len(fields)}

@@ -1,0 +1,194 @@
+"""CrossWOZ `database/` -> five domain files (attraction, restaurant, hotel, metro, taxi).
+
+CrossWOZ publishes no machine-readable schema: its slots are the queryable attributes that
+`database/database.md` marks with `*`. They are listed once in `DOMAINS` below, with the ASCII
+field name each gets (field names are lower_snake_case) and where its values come from:
+- `gazetteer`: enum values read from the database files — entity names for `名称` and the
+  `周边…` (nearby) slots, and the attribute vocabularies (hotel types, facilities, dishes,
+  visit durations). The database is the catalogue a real deployment would own; nothing is read
+  from the dialogues;
+- `rules`: generic slot-type rule families from `rules/zh/slots.yaml`. All five domains listen
+  to the same conversation, so a family is chosen by what its cue says the value is about: a
+  ticket price (门票), a price per person (人均), a room price (价格), the rating of an
+  attraction, a restaurant or a hotel (the place named in the same sentence), a trip's start
+  and end;
+- `tool`: the `周边…` (nearby) slots hold entity names, and an enum field matches its names in
+  every message, so a nearby slot would take any place mentioned anywhere. Until enum fields
+  can be limited to rule matches, they are set by tool results (the database's `周边…` keys).
+Attributes a user asks about but does not constrain (address, phone, …) are tool-only as well,
+keyed by their Chinese database key so a database record fills them.
+The benchmark reads the same table to map gold slot names to fields (`gold_slots`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .common import DatasetError, read_json, track_action, write_domains
+
+_BRANCH = re.compile(r"[（(][^（）()]*[)）]$")  # "汉庭酒店(北京柳芳店)" -> branch "(北京柳芳店)"
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One queryable CrossWOZ slot: its field, how it is extracted, and its ask text."""
+
+    zh: str
+    field: str
+    ask: str
+    gazetteer: str | None = None  # a key of `_vocabularies`
+    rules: tuple[str, ...] = ()
+    is_list: bool = False
+    tool_only: bool = False
+
+
+@dataclass(frozen=True)
+class CrossWozDomain:
+    zh: str
+    name: str
+    db_file: str | None
+    description: str
+    slots: tuple[Slot, ...]
+    results: tuple[tuple[str, str], ...] = ()  # (database key, field) set only by tool results
+
+
+def _nearby(kind_zh: str, field: str) -> Slot:
+    return Slot(f"周边{kind_zh}", field, f"您想在哪个{kind_zh}附近？", tool_only=True)
+
+
+def _rating(place: str) -> Slot:
+    return Slot("评分", "rating", "您对评分有什么要求？", rules=(f"slot.rating.{place}",))
+
+
+_NEARBY = (_nearby("景点", "nearby_attraction"), _nearby("餐馆", "nearby_restaurant"), _nearby("酒店", "nearby_hotel"))
+_TRIP = (Slot("出发地", "origin", "您从哪里出发？", rules=("slot.place.from",)),
+         Slot("目的地", "destination", "您要去哪里？", rules=("slot.place.to",)))
+_CONTACT = (("地址", "address"), ("电话", "phone"), ("地铁", "metro_station"))
+
+DOMAINS: tuple[CrossWozDomain, ...] = (
+    CrossWozDomain("景点", "attraction", "attraction_db.json", "北京的景点：推荐、门票、游玩时间、评分、周边。", (
+        Slot("名称", "name", "您想去哪个景点？", gazetteer="attraction"),
+        Slot("门票", "ticket_price", "您对门票价格有什么要求？", rules=("slot.price.ticket",)),
+        Slot("游玩时间", "visit_duration", "您打算游玩多长时间？", gazetteer="visit_duration"),
+        _rating("attraction"), *_NEARBY), results=_CONTACT),
+    CrossWozDomain("餐馆", "restaurant", "restaurant_db.json", "北京的餐馆：推荐菜、人均消费、评分、周边。", (
+        Slot("名称", "name", "您想去哪家餐馆？", gazetteer="restaurant"),
+        Slot("推荐菜", "dishes", "您想吃什么菜？", gazetteer="dish", is_list=True),
+        Slot("人均消费", "price_per_person", "您的人均消费预算是多少？", rules=("slot.price.per_person",)),
+        _rating("restaurant"), *_NEARBY), results=(*_CONTACT, ("营业时间", "opening_hours"))),
+    CrossWozDomain("酒店", "hotel", "hotel_db.json", "北京的酒店：类型、设施、价格、评分、周边。", (
+        Slot("名称", "name", "您想住哪家酒店？", gazetteer="hotel"),
+        Slot("酒店类型", "hotel_type", "您想住什么类型的酒店？", gazetteer="hotel_type"),
+        Slot("酒店设施", "facilities", "您需要酒店提供哪些设施？", gazetteer="facility", is_list=True),
+        Slot("价格", "price", "您对酒店价格有什么要求？", rules=("slot.price.room",)),
+        _rating("hotel"), *_NEARBY), results=_CONTACT),
+    CrossWozDomain("地铁", "metro", None, "地铁出行：从出发地到目的地。", _TRIP),
+    CrossWozDomain("出租", "taxi", None, "打车出行：从出发地到目的地。", _TRIP, results=(("车型", "car_type"), ("车牌", "plate"))),
+)
+
+
+def gold_slots(domain_zh: str) -> dict[str, str]:
+    """CrossWOZ slot name -> field name, for one domain (used to score against gold state)."""
+    spec = next(d for d in DOMAINS if d.zh == domain_zh)
+    return {s.zh: s.field for s in spec.slots}
+
+
+def _records(database_dir: Path, name: str) -> list[dict]:
+    if not (database_dir / name).is_file():
+        raise DatasetError(f"{database_dir} has no {name}",
+                           fix="pass CrossWOZ's `database/` directory (attraction_db.json, restaurant_db.json, hotel_db.json)")
+    rows = read_json(database_dir / name)
+    if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == 2 and isinstance(r[1], dict) for r in rows):
+        raise DatasetError(f"{database_dir / name} is not a CrossWOZ database file (a list of [name, record] pairs)",
+                           fix="pass the CrossWOZ `database/` directory as published")
+    return [r[1] for r in rows]
+
+
+def _names(records: list[dict]) -> dict[str, list[str]]:
+    """Entity name -> the other ways it is written: other brackets, and without its branch when unique."""
+    names = sorted({r["名称"] for r in records if r.get("名称")})
+    base_count: dict[str, int] = {}
+    for n in names:
+        base = _BRANCH.sub("", n)
+        base_count[base] = base_count.get(base, 0) + 1
+    out = {}
+    for n in names:
+        variants = {n.replace("（", "(").replace("）", ")"), n.replace("(", "（").replace(")", "）")}
+        base = _BRANCH.sub("", n)
+        if base != n and base_count[base] == 1 and len(base) >= 3:
+            variants.add(base)
+        out[n] = sorted(variants - {n})
+    return out
+
+
+def _vocabulary(records: list[dict], key: str, strip: str = "") -> dict[str, list[str]]:
+    """The distinct values of an attribute (strings or lists of strings) as canonical values."""
+    values = set()
+    for r in records:
+        v = r.get(key)
+        for item in v if isinstance(v, list) else [v]:
+            if isinstance(item, str) and len(item.strip()) >= 2:
+                values.add(item.strip())
+    out = {}
+    for v in sorted(values):
+        variants = {v.replace(" ", "")}
+        if strip and v.endswith(strip) and len(v) > len(strip) + 1:
+            variants.add(v[: -len(strip)])  # 经济型 -> 经济
+        out[v] = sorted(variants - {v})
+    return out
+
+
+def _vocabularies(database_dir: Path) -> dict[str, dict[str, list[str]]]:
+    attractions = _records(database_dir, "attraction_db.json")
+    restaurants = _records(database_dir, "restaurant_db.json")
+    hotels = _records(database_dir, "hotel_db.json")
+    return {
+        "attraction": _names(attractions), "restaurant": _names(restaurants), "hotel": _names(hotels),
+        "visit_duration": _vocabulary(attractions, "游玩时间"), "dish": _vocabulary(restaurants, "推荐菜"),
+        "hotel_type": _vocabulary(hotels, "酒店类型", strip="型"), "facility": _vocabulary(hotels, "酒店设施"),
+    }
+
+
+def _field(slot: Slot, vocab: dict[str, dict[str, list[str]]]) -> dict:
+    f: dict = {"type": "text", "description": f"CrossWOZ 槽位 {slot.zh}", "ask": {"zh": slot.ask}}
+    if slot.tool_only:
+        return {**f, "sources": ["tool"], "tool_keys": [slot.zh]}
+    if slot.gazetteer:
+        values = vocab[slot.gazetteer]
+        f["type"] = "list" if slot.is_list else "enum"
+        if slot.is_list:
+            f["items"] = {"type": "enum", "values": values}
+        else:
+            f["values"] = values
+    if slot.rules:
+        f["extract"] = list(slot.rules)
+    return f
+
+
+def domain_document(spec: CrossWozDomain, vocab: dict[str, dict[str, list[str]]]) -> dict:
+    """The domain document of one CrossWOZ domain."""
+    fields = {s.field: _field(s, vocab) for s in spec.slots}
+    for key, name in spec.results:
+        fields[name] = {"type": "text", "description": f"数据库字段 {key}（查询结果）", "sources": ["tool"], "tool_keys": [key]}
+    constraints = [s.field for s in spec.slots]
+    return {"domain": spec.name, "version": 1, "description": spec.description, "languages": ["zh"], "default_currency": "CNY",
+            "fields": fields,
+            "actions": {"track": track_action(list(fields), f"{spec.zh}：跟踪的全部字段。"),
+                        "search": {"description": f"按用户的条件查询{spec.zh}。", "fields": constraints, "recent_rounds": 1}}}
+
+
+def import_crosswoz(database_dir: str | Path, out_dir: str | Path) -> list[Path]:
+    """Write the five CrossWOZ domains, with gazetteers from `database_dir`, into `out_dir`."""
+    db = Path(database_dir)
+    if not db.is_dir():
+        raise DatasetError(f"no such directory: {db}", fix="pass CrossWOZ's `database/` directory (it holds attraction_db.json, …)")
+    vocab = _vocabularies(db)
+    docs = {}
+    for spec in DOMAINS:
+        header = (f"Imported from CrossWOZ {db.name}/ (domain {spec.zh}) by `context-editor import crosswoz`.\n"
+                  "Enum values are the database's entity names and attribute values (gazetteers); edit freely\n"
+                  "(docs/domain-format.md).")
+        docs[spec.name] = (domain_document(spec, vocab), header)
+    return write_domains(docs, out_dir)

@@ -1,0 +1,142 @@
+"""Schema importers: SGD services and CrossWOZ domains become domain files that lint and extract.
+
+The synthetic-schema tests run everywhere; the tests on the published files read them from
+../shared/data (relative to the repository) and skip, saying so, where that is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from context_editor import ContextEditor
+from context_editor.bench.cli import register
+from context_editor.domain import lint_domain, load_domain
+from context_editor.importers import DatasetError, import_crosswoz, import_sgd, read_json
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SGD_SCHEMA = DATA / "sgd" / "dev" / "schema.json.gz"
+CROSSWOZ_DB = DATA / "crosswoz" / "database"
+NOW = "2019-03-01T09:00:00"
+
+SERVICE = {
+    "service_name": "Restaurants_9",
+    "description": "Find and reserve restaurants",
+    "slots": [
+        {"name": "restaurant_name", "description": "Name of the restaurant", "is_categorical": False, "possible_values": []},
+        {"name": "date", "description": "Date of the reservation", "is_categorical": False, "possible_values": []},
+        {"name": "time", "description": "Time of the reservation", "is_categorical": False, "possible_values": []},
+        {"name": "number_of_seats", "description": "Number of seats to reserve", "is_categorical": True,
+         "possible_values": ["1", "2", "3", "4", "5", "6"]},
+        {"name": "price_range", "description": "Price range", "is_categorical": True,
+         "possible_values": ["cheap", "moderate", "pricey"]},
+        {"name": "has_seating_outdoors", "description": "Whether the restaurant has outdoor seating available",
+         "is_categorical": True, "possible_values": ["True", "False"]},
+        {"name": "city", "description": "City where the restaurant is located", "is_categorical": False, "possible_values": []},
+        {"name": "phone_number", "description": "Phone number of the restaurant", "is_categorical": False, "possible_values": []},
+    ],
+    "intents": [
+        {"name": "FindRestaurants", "description": "Find restaurants by city", "is_transactional": False,
+         "required_slots": ["city"], "optional_slots": {"price_range": "dontcare", "has_seating_outdoors": "dontcare"},
+         "result_slots": ["restaurant_name", "city", "phone_number"]},
+        {"name": "ReserveRestaurant", "description": "Reserve a table", "is_transactional": True,
+         "required_slots": ["restaurant_name", "time", "city"], "optional_slots": {"date": "2019-03-01", "number_of_seats": "2"},
+         "result_slots": ["restaurant_name", "date", "time", "number_of_seats", "city"]},
+    ],
+}
+
+
+@pytest.fixture
+def restaurants(tmp_path) -> Path:
+    schema = tmp_path / "schema.json.gz"
+    with gzip.open(schema, "wt", encoding="utf-8") as fh:
+        json.dump([SERVICE], fh)
+    [path] = import_sgd(schema, tmp_path / "domains")
+    return path
+
+
+def test_sgd_service_becomes_a_linted_editable_domain(restaurants):
+    assert restaurants.name == "restaurants_9.yaml"
+    assert lint_domain(restaurants)[1] == []
+    text = restaurants.read_text("utf-8")
+    assert text.startswith("# Imported from SGD") and "&id" not in text  # a person edits it: no YAML anchors
+    doc = yaml.safe_load(text)
+    f = doc["fields"]
+    assert f["price_range"] == {**f["price_range"], "type": "enum", "values": {"cheap": ["cheap"], "moderate": ["moderate"], "pricey": ["pricey"]}}
+    assert f["number_of_seats"]["type"] == "int" and f["number_of_seats"]["constraints"] == {"ge": 1, "le": 6}
+    assert "outdoor seating" in f["has_seating_outdoors"]["values"]["True"]
+    assert "no outdoor seating" in f["has_seating_outdoors"]["values"]["False"]
+    assert f["date"]["type"] == "date" and f["date"]["extract"] == ["slot.date.any"]
+    assert f["city"]["ask"] == {"en": "What is the city where the restaurant is located?"}
+    assert f["phone_number"]["sources"] == ["tool"] and "extract" not in f["phone_number"]  # a result, not an input
+    assert f["restaurant_name"]["sources"] == ["user", "assistant", "tool"]  # offered by search, required to reserve
+    assert "sources" not in f["price_range"]  # what the user wants is theirs alone
+    assert doc["machine"]["states"] == ["idle", "find_restaurants", "reserve_restaurant"]
+    assert doc["actions"]["reserve_restaurant"]["required"] == ["restaurant_name", "time", "city"]
+    assert set(doc["actions"]["track"]["fields"]) == set(f)
+
+
+def test_imported_sgd_domain_extracts_by_slot_type(restaurants):
+    editor = ContextEditor(load_domain(restaurants), "memory://")
+    state = editor.ingest("s", [
+        {"role": "user", "content": "I want to reserve a restaurant for 2 people at half past 11 in the morning."},
+        {"role": "assistant", "content": "Which city? How about Sino? They have a table for 4 people."},
+        {"role": "user", "content": "Please find restaurants in San Jose. Something cheap, with outdoor seating, on the 3rd of March."},
+    ], now=NOW)
+    assert state.get("number_of_seats") == 2  # the assistant's "4 people" only proposes
+    assert state.get("restaurant_name") == "Sino"  # the service offers restaurants: its offer counts
+    assert state.get("time") == "half past 11 in the morning"
+    assert state.get("city") == "San Jose"
+    assert state.get("price_range") == "cheap" and state.get("has_seating_outdoors") == "True"
+    assert state.get("date") == "2019-03-03"
+    assert state.phase == "find_restaurants"  # the latest intent said
+    assert "<field name=\"city\"" in editor.render("s", "track").xml
+
+
+@pytest.mark.skipif(not SGD_SCHEMA.exists(), reason=f"SGD data not found at {SGD_SCHEMA}")
+def test_every_published_sgd_service_imports_and_lints(tmp_path):
+    paths = import_sgd(SGD_SCHEMA, tmp_path)
+    assert len(paths) == 17
+    for p in paths:
+        assert lint_domain(p)[1] == [], p
+
+
+@pytest.mark.skipif(not CROSSWOZ_DB.exists(), reason=f"CrossWOZ database not found at {CROSSWOZ_DB}")
+def test_crosswoz_domains_use_the_database_as_gazetteer(tmp_path):
+    paths = {p.stem: p for p in import_crosswoz(CROSSWOZ_DB, tmp_path)}
+    assert sorted(paths) == ["attraction", "hotel", "metro", "restaurant", "taxi"]
+    for p in paths.values():
+        assert lint_domain(p)[1] == [], p
+    hotel = yaml.safe_load(paths["hotel"].read_text("utf-8"))["fields"]
+    assert hotel["hotel_type"]["values"]["经济型"] == ["经济"]
+    assert "早餐服务" in hotel["facilities"]["items"]["values"]
+    assert hotel["address"] == {**hotel["address"], "sources": ["tool"], "tool_keys": ["地址"]}
+    editor = ContextEditor(load_domain(paths["hotel"]), "memory://")
+    state = editor.ingest("s", [{"role": "user", "content": "帮我推荐一个评分4.5分以上，提供早餐服务和吹风机的经济型酒店，价格在200-300元。"}], now=NOW)
+    assert state.get("rating") == "4.5分以上" and state.get("hotel_type") == "经济型" and state.get("price") == "200-300元"
+    assert state.get("facilities") == ["早餐服务", "吹风机"]
+
+
+def test_read_json_reports_missing_and_malformed_files(tmp_path):
+    with pytest.raises(DatasetError, match="no such file") as err:
+        read_json(tmp_path / "nope.json")
+    assert err.value.fix
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", "utf-8")
+    with pytest.raises(DatasetError, match="not readable JSON"):
+        read_json(bad)
+
+
+def test_import_command(tmp_path, capsys):
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps([SERVICE]), "utf-8")
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["import", "sgd", str(schema), "--out", str(tmp_path / "out")])
+    assert args.func(args) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "out" / "restaurants_9.yaml")
