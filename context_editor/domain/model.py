@@ -239,7 +239,7 @@ def _semantic_problems(doc, library: dict[str, Rule]) -> list[DomainProblem]:
             problem(f"invalid expression: {exc.message}", path, "write a Python-like expression such as `days_between(a, b) >= 1`", "CE107")
             return
         for n in sorted(names - set(fields)):
-            problem(f"expression reads unknown name '{n}'", path, f"use a declared field or a helper (days_between, amount, len, min, max, abs, today)", "CE107")
+            problem(f"expression reads unknown name '{n}'", path, "use a declared field or a helper (days_between, amount, len, min, max, abs, today)", "CE107")
 
     m = d.get("machine")
     if m:

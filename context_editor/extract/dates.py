@@ -246,7 +246,7 @@ def _relative_day(m: re.Match[str], today: dt.date) -> dt.date:
     return today + dt.timedelta(days=_DAY_WORDS[_key(m[0])][0])
 
 
-@_rule(rf"(?P<shift>下下|下|这|本|上)?个?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天末])", ("周", "星期", "礼拜"))
+@_rule(r"(?P<shift>下下|下|这|本|上)?个?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天末])", ("周", "星期", "礼拜"))
 @_rule(rf"(?<![a-z])(?:(?P<shift>next|this\s+coming|this|last|coming|on)\s+)?(?P<wd>{_WEEKDAY_NAMES})")
 def _weekday(m: re.Match[str], today: dt.date) -> dt.date:
     weekday = _WEEKDAY_OF[m["wd"].rstrip(".").lower()]

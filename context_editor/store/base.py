@@ -9,11 +9,12 @@ Every backend gives the same guarantees, checked by one contract test suite:
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from ..errors import StoreError
-from ..model import Edit, Message
+from ..model import Edit, Message, canonical_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +26,36 @@ class SessionInfo:
     edits: int
 
 
+# One schema for every SQL backend. Bodies are TEXT (canonical JSON) so `audit verify` hashes
+# exactly the bytes that were written; seq/round/index columns exist for indexed reads.
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS domains (
+    version_hash TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    session TEXT PRIMARY KEY, domain TEXT NOT NULL, domain_version TEXT NOT NULL,
+    messages INTEGER NOT NULL DEFAULT 0, edits INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS messages (
+    session TEXT NOT NULL, idx INTEGER NOT NULL, round INTEGER NOT NULL, body TEXT NOT NULL, hash TEXT NOT NULL,
+    PRIMARY KEY (session, idx));
+CREATE INDEX IF NOT EXISTS messages_round ON messages (session, round);
+CREATE TABLE IF NOT EXISTS edits (
+    session TEXT NOT NULL, seq INTEGER NOT NULL, round INTEGER NOT NULL, message_index INTEGER NOT NULL,
+    body TEXT NOT NULL, hash TEXT NOT NULL,
+    PRIMARY KEY (session, seq));
+"""
+
+def edit_row(e: Edit) -> tuple:
+    """The row of an edit in an SQL store: key columns, canonical body, hash."""
+    return (e.session, e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash)
+
+
+def edit_from_row(body: str, hash_: str) -> Edit:
+    return Edit.from_dict({**json.loads(body), "hash": hash_})
+
+
+RETRY_FIX = "another writer appended to this session; reload its state and retry"
+
+
 def check_batch(message: Message, edits: list[Edit], n_messages: int, n_edits: int, last_hash: str) -> None:
     """Refuse an append that would not continue the session exactly where it stands.
 
@@ -33,16 +64,15 @@ def check_batch(message: Message, edits: list[Edit], n_messages: int, n_edits: i
     before anything is written.
     """
     where = f"session {message.session!r}"
-    retry = "another writer appended to this session; reload its state and retry"
     if message.index != n_messages:
-        raise StoreError(f"{where}: expected message index {n_messages}, got {message.index}", fix=retry)
+        raise StoreError(f"{where}: expected message index {n_messages}, got {message.index}", fix=RETRY_FIX)
     prev, seq = last_hash, n_edits
     for e in edits:
         if e.session != message.session or e.message_index != message.index:
             raise StoreError(f"{where}: edit {e.seq} belongs to {e.session!r} message {e.message_index}",
                              fix="commit each message with its own edits")
         if e.seq != seq or e.prev_hash != prev:
-            raise StoreError(f"{where}: edit seq {e.seq} does not continue the chain at seq {seq}", fix=retry)
+            raise StoreError(f"{where}: edit seq {e.seq} does not continue the chain at seq {seq}", fix=RETRY_FIX)
         prev, seq = e.hash, seq + 1
 
 

@@ -17,26 +17,9 @@ import psycopg
 
 from ..errors import StoreError
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
-from .base import SessionInfo, Store, check_batch
-from .sqlite import edit_from_row, edit_row
+from .base import RETRY_FIX, SCHEMA, SessionInfo, Store, check_batch, edit_from_row, edit_row
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS domains (
-    version_hash TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sessions (
-    session TEXT PRIMARY KEY, domain TEXT NOT NULL, domain_version TEXT NOT NULL,
-    messages INTEGER NOT NULL DEFAULT 0, edits INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE IF NOT EXISTS messages (
-    session TEXT NOT NULL, idx INTEGER NOT NULL, round INTEGER NOT NULL, body TEXT NOT NULL, hash TEXT NOT NULL,
-    PRIMARY KEY (session, idx));
-CREATE INDEX IF NOT EXISTS messages_round ON messages (session, round);
-CREATE TABLE IF NOT EXISTS edits (
-    session TEXT NOT NULL, seq INTEGER NOT NULL, round INTEGER NOT NULL, message_index INTEGER NOT NULL,
-    body TEXT NOT NULL, hash TEXT NOT NULL,
-    PRIMARY KEY (session, seq));
-"""
 
-RETRY_FIX = "another writer appended to this session; reload its state and retry"
 
 
 @contextmanager

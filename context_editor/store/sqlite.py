@@ -14,32 +14,9 @@ from pathlib import Path
 
 from ..errors import StoreError
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
-from .base import SessionInfo, Store, check_batch
+from .base import RETRY_FIX, SCHEMA, SessionInfo, Store, check_batch, edit_from_row, edit_row
 
 SCHEMA_VERSION = 1
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS domains (
-    version_hash TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sessions (
-    session TEXT PRIMARY KEY, domain TEXT NOT NULL, domain_version TEXT NOT NULL,
-    messages INTEGER NOT NULL DEFAULT 0, edits INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE IF NOT EXISTS messages (
-    session TEXT NOT NULL, idx INTEGER NOT NULL, round INTEGER NOT NULL, body TEXT NOT NULL, hash TEXT NOT NULL,
-    PRIMARY KEY (session, idx));
-CREATE INDEX IF NOT EXISTS messages_round ON messages (session, round);
-CREATE TABLE IF NOT EXISTS edits (
-    session TEXT NOT NULL, seq INTEGER NOT NULL, round INTEGER NOT NULL, message_index INTEGER NOT NULL,
-    body TEXT NOT NULL, hash TEXT NOT NULL,
-    PRIMARY KEY (session, seq));
-"""
-
-
-def edit_row(e: Edit) -> tuple:
-    return (e.session, e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash)
-
-
-def edit_from_row(body: str, hash_: str) -> Edit:
-    return Edit.from_dict({**json.loads(body), "hash": hash_})
 
 
 class SQLiteStore(Store):
@@ -108,7 +85,7 @@ class SQLiteStore(Store):
             c.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
             c.execute("ROLLBACK")
-            raise StoreError(f"session {message.session!r}: {exc}", fix="another writer appended to this session; reload its state and retry") from exc
+            raise StoreError(f"session {message.session!r}: {exc}", fix=RETRY_FIX) from exc
         except BaseException:
             if c.in_transaction:
                 c.execute("ROLLBACK")
