@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import ROOT, SAMPLE
+from conftest import SAMPLE
 
 
 def cli(*args: str, cwd=None, stdin: str | None = None, env=None) -> subprocess.CompletedProcess:
