@@ -90,7 +90,7 @@ class ReplayReport:
     first_difference: dict | None = None
 
 
-def replay(store: Store, session: str) -> ReplayReport:
+def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayReport:
     """Re-run the stored messages through the recorded domain version; compare the edit logs."""
     from .pipeline import ContextEditor  # the pipeline depends on audit's neighbours, not the reverse
 
@@ -98,7 +98,7 @@ def replay(store: Store, session: str) -> ReplayReport:
     if info is None:
         raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id")
     source = store.get_domain(info.domain_version)
-    domain = domain_from_source(source, f"<stored {info.domain} {info.domain_version}>")
+    domain = domain_from_source(source, f"<stored {info.domain} {info.domain_version}>", allow_plugins)
     editor = ContextEditor(domain, MemoryStore())
     for m in store.messages(session):
         editor.add(session, Message.from_dict(m.to_dict()))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from datetime import datetime, timezone
 
@@ -76,7 +77,11 @@ def _width(text: str) -> int:
     return sum(2 if "\u2e80" <= ch <= "\ufaff" or "\uff00" <= ch <= "\uffef" else 1 for ch in text)
 
 
-def _editor_for_session(session: str, store_url: str | None, model: str | None = None) -> ContextEditor:
+def _plugins(args) -> bool:
+    return bool(getattr(args, "allow_plugins", False) or os.environ.get("CONTEXT_EDITOR_ALLOW_PLUGINS") == "1")
+
+
+def _editor_for_session(session: str, store_url: str | None, model: str | None = None, allow_plugins: bool = False) -> ContextEditor:
     """The editor of an existing session, with the domain version it was processed with."""
     store = open_store(store_url)
     info = store.session(session)
@@ -85,7 +90,7 @@ def _editor_for_session(session: str, store_url: str | None, model: str | None =
         raise SessionNotFoundError(f"no session {session!r} in {store.url}",
                                    fix=f"run `context-editor ingest DOMAIN FILE --session {session}` first; known sessions: {known}")
     source = store.get_domain(info.domain_version)
-    domain = domain_from_source(source, f"<stored {info.domain} {info.domain_version}>")
+    domain = domain_from_source(source, f"<stored {info.domain} {info.domain_version}>", allow_plugins)
     return ContextEditor(domain, store, model=model)
 
 
@@ -120,7 +125,7 @@ def _print_result(editor: ContextEditor, session: str, args) -> None:
 
 
 def cmd_run(args) -> int:
-    editor = ContextEditor(args.domain, "memory://", model=args.model)
+    editor = ContextEditor(args.domain, "memory://", model=args.model, allow_plugins=_plugins(args))
     if args.action:
         editor.renderer.action(args.action)
     messages = read_conversation(args.conversation)
@@ -142,7 +147,7 @@ def _already_stored(stored: list, incoming: list[dict]) -> int:
 
 def cmd_ingest(args) -> int:
     messages = read_conversation(args.conversation)  # all checked before anything is stored
-    editor = ContextEditor(args.domain, args.store)
+    editor = ContextEditor(args.domain, args.store, allow_plugins=_plugins(args))
     skip = 0 if args.append_all else _already_stored(editor.store.messages(args.session), messages)
     if skip:
         print(f"session {args.session}: the first {skip} messages are already stored (an earlier run); continuing after them",
@@ -155,20 +160,20 @@ def cmd_ingest(args) -> int:
 
 
 def cmd_state(args) -> int:
-    editor = _editor_for_session(args.session, args.store)
+    editor = _editor_for_session(args.session, args.store, allow_plugins=_plugins(args))
     args.action = None
     _print_result(editor, args.session, args)
     return 0
 
 
 def cmd_render(args) -> int:
-    editor = _editor_for_session(args.session, args.store, model=args.model)
+    editor = _editor_for_session(args.session, args.store, model=args.model, allow_plugins=_plugins(args))
     print(editor.render(args.session, args.action, budget=args.budget, as_of_round=args.as_of_round).xml)
     return 0
 
 
 def cmd_why(args) -> int:
-    editor = _editor_for_session(args.session, args.store)
+    editor = _editor_for_session(args.session, args.store, allow_plugins=_plugins(args))
     info = editor.why(args.session, args.field)
     if args.json:
         print(json.dumps(info, ensure_ascii=False, indent=2))
@@ -215,7 +220,7 @@ def cmd_audit_export(args) -> int:
 
 
 def cmd_replay(args) -> int:
-    report = audit.replay(open_store(args.store), args.session)
+    report = audit.replay(open_store(args.store), args.session, _plugins(args))
     if report.identical:
         print(f"identical: {report.session} replays to the same {report.recorded} edits, byte for byte")
         return 0
@@ -241,6 +246,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="context-editor", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
         description="Turn a conversation into provenance-tagged state and render the minimal XML context an action needs.")
+    parser.add_argument("--allow-plugins", action="store_true",
+                        help="load the Python plugin modules a domain declares (they run code; "
+                             "also CONTEXT_EDITOR_ALLOW_PLUGINS=1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(name: str, func, help_: str) -> argparse.ArgumentParser:

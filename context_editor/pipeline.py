@@ -47,8 +47,9 @@ class ContextEditor:
     {'amount': 2000, 'currency': 'CNY'}
     """
 
-    def __init__(self, domain: Domain | str | Path, store: Store | str | None = None, model: str | None = None):
-        self.domain = domain if isinstance(domain, Domain) else load_domain(domain)
+    def __init__(self, domain: Domain | str | Path, store: Store | str | None = None, model: str | None = None,
+                 allow_plugins: bool = False):
+        self.domain = domain if isinstance(domain, Domain) else load_domain(domain, allow_plugins=allow_plugins)
         self.store = store if isinstance(store, Store) else open_store(store)
         self.extractor = Extractor(self.domain)
         self.validator = FieldValidator(self.domain)

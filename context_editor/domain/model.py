@@ -12,10 +12,11 @@ import difflib
 import hashlib
 import json
 import re
+import types
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import jsonschema
 
@@ -86,10 +87,11 @@ class MachineSpec:
 @dataclass(frozen=True)
 class RuleSpec:
     id: str
-    check: str
+    check: str | None  # a sandboxed expression, or
     code: str
     message: str
     fields: tuple[str, ...]
+    plugin: Callable | None = None  # a function of an explicitly enabled plugin module
 
 
 @dataclass(frozen=True)
@@ -185,7 +187,7 @@ def _schema_problems(doc) -> list[DomainProblem]:
     return out
 
 
-def _semantic_problems(doc, library: dict[str, Rule]) -> list[DomainProblem]:
+def _semantic_problems(doc, library: dict[str, Rule], doc_dir: Path) -> list[DomainProblem]:
     """Cross-references a schema cannot express: every name used must exist."""
     d = doc.data
     fields = d.get("fields") or {}
@@ -265,8 +267,21 @@ def _semantic_problems(doc, library: dict[str, Rule]) -> list[DomainProblem]:
                     known_field(cond, f"{base}/conditions/{j}")
                 else:
                     check_expr(cond, f"{base}/conditions/{j}")
+    plugins = d.get("plugins") or []
+    for i, name in enumerate(plugins):
+        if not (doc_dir / name).exists():
+            problem(f"plugin module '{name}' not found next to the domain file", f"plugins/{i}",
+                    f"create {doc_dir / name} or remove it from `plugins`", "CE108")
     for i, r in enumerate(d.get("rules") or []):
-        check_expr(r.get("check", ""), f"rules/{i}/check")
+        if "check" in r:
+            check_expr(r["check"], f"rules/{i}/check")
+            continue
+        module = r["plugin"].split(".")[0] + ".py"
+        if module not in plugins:
+            problem(f"rule '{r['id']}' uses plugin module '{module}', which is not listed under `plugins`",
+                    f"rules/{i}/plugin", f"add '{module}' to `plugins:`", "CE108")
+        for j, fname in enumerate(r["fields"]):
+            known_field(fname, f"rules/{i}/fields/{j}")
     for aname, a in (d.get("actions") or {}).items():
         base = f"actions/{aname}"
         scope = a.get("scope", aname)
@@ -302,7 +317,7 @@ def _problems(path: Path) -> tuple[Any, list[DomainProblem], dict]:
     library = load_rule_library(RULES_DIR)
     problems = doc.problems + _schema_problems(doc)
     if not problems:  # references are only meaningful in a structurally valid file
-        problems = _semantic_problems(doc, library)
+        problems = _semantic_problems(doc, library, path.parent)
     return doc, problems, library
 
 
@@ -342,8 +357,12 @@ def _build(doc_data: dict, path: Path, library: dict[str, Rule]) -> Domain:
                 when=when, conditions=tuple(t.get("conditions") or ()), on_fail=t.get("on_fail"),
                 set=dict(t.get("set") or {}), clear=tuple(t.get("clear") or ())))
         machine = MachineSpec(tuple(m["states"]), m.get("initial", m["states"][0]), tuple(transitions))
+    modules = _plugin_modules(d.get(PLUGIN_CODE) or {})
     rules = tuple(
         RuleSpec(r["id"], r["check"], r["code"], r.get("message", r["code"]), tuple(sorted(expression_names(r["check"]))))
+        if "check" in r else
+        RuleSpec(r["id"], None, r["code"], r.get("message", r["code"]), tuple(r["fields"]),
+                 plugin=getattr(modules[r["plugin"].split(".")[0]], r["plugin"].split(".")[1]))
         for r in d.get("rules") or [])
     actions = {
         name: ActionSpec(name, tuple(a["fields"]), tuple(a.get("required") or ()), int(a.get("recent_rounds", 2)),
@@ -362,15 +381,45 @@ def _build(doc_data: dict, path: Path, library: dict[str, Rule]) -> Domain:
         fields=fields, machine=machine, rules=rules, actions=actions, tools=tools, path=str(path), source=d, rule_library=library)
 
 
-def load_domain(domain: str | Path) -> Domain:
-    """Load and check a domain file (a path or a bundled name). Raises DomainError on any problem."""
+PLUGIN_CODE = "_plugin_code"  # plugin sources kept in the stored document: replay runs the same code
+
+
+def _plugins_refused(path: str) -> DomainError:
+    return DomainError([DomainProblem(
+        "this domain declares Python plugin rules, which run code; they are not loaded unless enabled", line=None,
+        fix="pass --allow-plugins (CLI) or allow_plugins=True (Python) if you trust this domain's plugin modules",
+        code="CE109")], file=path)
+
+
+def _plugin_modules(code: dict[str, str]) -> dict[str, types.ModuleType]:
+    """Execute each plugin's source in a module of its own (only ever called once enabled)."""
+    modules = {}
+    for filename, text in sorted(code.items()):
+        name = filename[:-3]
+        module = types.ModuleType(f"context_editor_plugin_{name}")
+        exec(compile(text, filename, "exec"), module.__dict__)  # noqa: S102 - explicitly enabled plugin code
+        modules[name] = module
+    return modules
+
+
+def load_domain(domain: str | Path, allow_plugins: bool = False) -> Domain:
+    """Load and check a domain file (a path or a bundled name). Raises DomainError on any problem.
+
+    A domain with `plugins:` is refused unless `allow_plugins` is true: plugin modules are Python."""
     path = resolve_domain_path(domain)
     doc, problems, library = _problems(path)
     if problems:
         raise DomainError(sorted(problems, key=lambda p: p.line or 0), file=str(path))
-    return _build(doc.data, path, library)
+    data = doc.data
+    if data.get("plugins"):
+        if not allow_plugins:
+            raise _plugins_refused(str(path))
+        data = {**data, PLUGIN_CODE: {n: (path.parent / n).read_text("utf-8") for n in data["plugins"]}}
+    return _build(data, path, library)
 
 
-def domain_from_source(source: dict, path: str = "<stored>") -> Domain:
+def domain_from_source(source: dict, path: str = "<stored>", allow_plugins: bool = False) -> Domain:
     """Rebuild a domain from the document stored with a session (for replay)."""
+    if source.get(PLUGIN_CODE) and not allow_plugins:
+        raise _plugins_refused(path)
     return _build(source, Path(path), load_rule_library(RULES_DIR))

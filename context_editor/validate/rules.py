@@ -1,4 +1,5 @@
-"""Validate, part 2: business rules declared in the domain (sandboxed expressions).
+"""Validate, part 2: business rules declared in the domain (sandboxed expressions, or functions of
+an explicitly enabled plugin module for rules that need code).
 
 A rule is checked only when every field it reads has a value; a violation rejects the edits of
 the current message that touched those fields (the earlier accepted values stay) and raises an
@@ -21,10 +22,13 @@ def violations(domain: Domain, values: dict, today: date | None) -> list[tuple[R
         if any(values.get(f) is None for f in rule.fields):
             continue
         try:
-            ok = bool(evaluate(rule.check, values, today))
+            if rule.plugin is not None:
+                verdict = rule.plugin({f: values[f] for f in rule.fields}, today)
+            else:
+                verdict = bool(evaluate(rule.check, values, today))
         except Exception as exc:  # a rule that cannot be evaluated on these values is a violation
             out.append((rule, f"{rule.message} (could not evaluate: {exc})"))
             continue
-        if not ok:
-            out.append((rule, rule.message))
+        if verdict is False or isinstance(verdict, str):  # a plugin may explain the violation
+            out.append((rule, verdict if isinstance(verdict, str) else rule.message))
     return out
