@@ -30,6 +30,7 @@ def test_round_200_context_keeps_early_constraints_in_under_10_percent():
 
     full = count_tokens(transcript(conv))
     assert ctx.tokens < 0.10 * full, (ctx.tokens, full)
+    assert 0 < ctx.compaction_ratio < 1  # also smaller than the raw window it was built from
 
     user_rounds = [i for i, m in enumerate(conv) if m["role"] == "user"]
     window = transcript(conv[user_rounds[-10]:])

@@ -53,6 +53,13 @@ class RenderedContext:
     fields: list[str]
     missing: list[str]
     dropped: list[str] = field(default_factory=list)
+    source_tokens: int = 0  # tokens of the raw messages the context was compacted from
+
+    @property
+    def compaction_ratio(self) -> float:
+        """Context tokens / tokens of the raw window it stands for (the first post-compaction check;
+        the second, survival of every critical field, is enforced when rendering)."""
+        return self.tokens / self.source_tokens if self.source_tokens else 1.0
 
 
 def _finalize(value: Any) -> Any:
@@ -167,7 +174,8 @@ class Renderer:
             alert = {"code": CRITICAL_COMPRESSION_FAILURE, "round": state.round,
                      "message": f"template {template.name} lost critical fields {', '.join(lost)}; default template used"}
             return self.render(state, action, messages, budget, language, _template=DEFAULT_TEMPLATE, _alerts=[alert])
-        return RenderedContext(action, xml, tokens, budget, fields, [m["name"] for m in missing], dropped)
+        source = count_tokens("\n".join(f"{m.role}: {m.content}" for m in visible), self.model)
+        return RenderedContext(action, xml, tokens, budget, fields, [m["name"] for m in missing], dropped, source)
 
     def _shown(self, name: str, state: State) -> bool:
         """Transient fields are instructions: shown only in the round they were given."""
