@@ -121,14 +121,11 @@ def plot(rows: list[TurnRow], scaling: ScalingResult, path: Path) -> bool:
         left.plot(turns, [median(by_turn[t][k]) for t in turns], label=k, linewidth=2 if k == "editor" else 1.2)
     left.set(xlabel="turn (utterance index)", ylabel="tokens (o200k_base, median)", title="context size vs turn")
     left.legend()
-    per_round: dict[int, list[float]] = defaultdict(list)
-    for rnd, ms in scaling.latencies:
-        per_round[rnd].append(ms)
+    per_round = scaling.per_round
     rounds = sorted(per_round)
-    right.scatter(rounds, [median(per_round[x]) for x in rounds], s=1, alpha=0.25, label="median per round")
+    right.scatter(rounds, [per_round[x] for x in rounds], s=1, alpha=0.25, label="mean per message, each round")
     buckets = range(0, scaling.rounds, 100)
-    right.plot([b + 50 for b in buckets], [median([m for x in range(b, b + 100) for m in per_round.get(x, [])]) for b in buckets],
-               color="black", label="median per 100 rounds")
+    right.plot([b + 50 for b in buckets], [scaling.window(b, b + 99) for b in buckets], color="black", label="median of 100 rounds")
     right.set(xlabel="round", ylabel="ms per message", title=f"ingest latency vs round ({scaling.domain})", yscale="log")
     right.yaxis.set_major_formatter(ScalarFormatter())
     right.legend()

@@ -1,8 +1,10 @@
 """The scaling run: is the work per message independent of how long the session already is?
 
 One session receives real utterances, cycled, for `rounds` user rounds (about twice as many
-messages). Every ingest is timed; `scaling_ratio` is the median per-message cost over the last
-hundred rounds divided by that over rounds 10-110. A flat editor scores about 1.0.
+messages). Every ingest is timed; a round's per-message cost is the mean over its messages (a
+user message costs ten times an assistant one, so the median of single messages would sit in
+the gap between the two and jump with noise), and `scaling_ratio` is the median of that over
+the last hundred rounds divided by the same over rounds 10-110. A flat editor scores about 1.0.
 
 The cycled pool holds a number of rounds that divides the distance between the two windows, so
 both windows ingest the very same utterances in the same order: the ratio then measures the
@@ -15,6 +17,7 @@ import itertools
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 
 from ..domain import load_domain
@@ -33,8 +36,17 @@ class ScalingResult:
     pool_rounds: int  # user rounds in the cycled pool
     latencies: list[tuple[int, float]]  # (round, ms) per message
 
+    @cached_property
+    def per_round(self) -> dict[int, float]:
+        """Round -> mean ms per message of that round."""
+        sums: dict[int, list[float]] = {}
+        for r, ms in self.latencies:
+            sums.setdefault(r, []).append(ms)
+        return {r: sum(v) / len(v) for r, v in sums.items()}
+
     def window(self, lo: int, hi: int) -> float:
-        return median([ms for r, ms in self.latencies if lo <= r <= hi])
+        """Median per-message cost of rounds lo..hi."""
+        return median([ms for r, ms in self.per_round.items() if lo <= r <= hi])
 
     def summary(self) -> dict:
         """The ratio, plus the early window's median in every cycle of the pool: the same
