@@ -221,6 +221,16 @@ class FieldState:
     set_at: str | None = None
     source: str | None = None
     history: list[HistoryEntry] = field(default_factory=list)
+    # How often each value (canonical JSON) was accepted, and the last one: tells a reversion
+    # from a correction in O(1), however long the history.
+    accepted: dict[str, int] = field(default_factory=dict)
+    last_accepted: str | None = None
+
+    def was_accepted_before(self, value: Any) -> bool:
+        """True if `value` was accepted earlier than the latest acceptance (or the field is now empty)."""
+        key = canonical_json(value)
+        earlier = self.accepted.get(key, 0) - (1 if key == self.last_accepted and self.value is not None else 0)
+        return earlier > 0
 
     @property
     def present(self) -> bool:
@@ -276,6 +286,9 @@ class State:
         if e.op == "set":
             fs.value, fs.provenance, fs.set_round, fs.set_at, fs.source = e.after, e.provenance, e.round, e.at, e.source
             status = "accepted"
+            key = canonical_json(e.after)
+            fs.accepted[key] = fs.accepted.get(key, 0) + 1
+            fs.last_accepted = key
             # An alert about a field stays open until the field gets an accepted value.
             self.alerts = [a for a in self.alerts if a.field != e.field]
         elif e.op in ("clear", "expire"):

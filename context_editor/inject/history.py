@@ -57,18 +57,31 @@ def words(text: str) -> set[str]:
     return out
 
 
+_STOP = {"the", "a", "of", "to", "and", "is"}
+_static_vocabulary: dict[tuple[str, str], frozenset[str]] = {}
+
+
+def _action_words(domain: Domain, action: ActionSpec) -> frozenset[str]:
+    """The fixed part of an action's vocabulary (name, fields, synonyms), once per domain version."""
+    key = (domain.version_hash, action.name)
+    if key not in _static_vocabulary:
+        vocab = words(action.name.replace("_", " ")) | words(action.description)
+        for name in action.fields:
+            vocab |= words(name.replace("_", " "))
+            for canonical, phrases in domain.fields[name].synonyms.items():
+                vocab |= words(canonical) | {w for p in phrases for w in words(p)}
+        _static_vocabulary[key] = frozenset(vocab - _STOP)
+    return _static_vocabulary[key]
+
+
 def action_vocabulary(domain: Domain, action: ActionSpec, state: State) -> set[str]:
     """Words that make a message relevant to this action: its name, its fields, their synonyms and values."""
-    vocab = words(action.name.replace("_", " ")) | words(action.description)
+    vocab = set(_action_words(domain, action))
     for name in action.fields:
-        spec = domain.fields[name]
-        vocab |= words(name.replace("_", " "))
-        for canonical, phrases in spec.synonyms.items():
-            vocab |= words(canonical) | {w for p in phrases for w in words(p)}
         value = state.get(name)
         if value is not None:
             vocab |= words(json.dumps(value, ensure_ascii=False))
-    return vocab - {"the", "a", "of", "to", "and", "is"}
+    return vocab - _STOP
 
 
 def default_score(msg: Message, ctx: dict) -> float:
@@ -173,6 +186,8 @@ def turn(domain: Domain, action: ActionSpec, state: State, msg: Message) -> dict
 def select_history(domain: Domain, action: ActionSpec, state: State, older: list[Message],
                    scorer: Scorer | None = None) -> list[Unit]:
     """Older units ranked best first (the renderer keeps as many as the budget allows)."""
+    if not older:
+        return []
     shown = set(action.fields)
     ctx = {
         "round": state.round,

@@ -74,10 +74,9 @@ def _classify(msg: Message, fs: FieldState | None, value) -> str:
     """initial | correction | reversion | tool, from the field's accepted history."""
     if msg.role == "tool":
         return "tool"
-    accepted = [h.value for h in fs.history if h.status == "accepted"] if fs else []
-    if not accepted:
+    if fs is None or not fs.accepted:
         return "initial"
-    return "reversion" if value in accepted[:-1] or (fs.value is None and value in accepted) else "correction"
+    return "reversion" if fs.was_accepted_before(value) else "correction"
 
 
 def _chosen(cands: list[Candidate]) -> Candidate:
