@@ -174,7 +174,7 @@ def cmd_render(args) -> int:
 
 def cmd_why(args) -> int:
     editor = _editor_for_session(args.session, args.store, allow_plugins=_plugins(args))
-    info = editor.why(args.session, args.field)
+    info = editor.why(args.session, args.field, as_of_round=args.as_of_round)
     if args.json:
         print(json.dumps(info, ensure_ascii=False, indent=2))
         return 0
@@ -309,6 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("field")
     session_opts(p)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--as-of-round", type=int, metavar="N", help="the field's history as it stood at the end of round N")
     store_opt(p)
 
     p = add("audit", lambda a: None, "Audit a store: verify its hash chains or export a session for auditors.")

@@ -178,13 +178,14 @@ class ContextEditor:
                     if as_of_round is None or m.round <= as_of_round]
         return self.renderer.render(state, action, messages, budget=budget)
 
-    def why(self, session: str, field: str) -> dict[str, Any]:
-        """Provenance and full history of one field: every accepted, rejected, cleared or expired value."""
+    def why(self, session: str, field: str, as_of_round: int | None = None) -> dict[str, Any]:
+        """Provenance and full history of one field: every accepted, rejected, cleared or expired
+        value (up to the end of round `as_of_round` if given)."""
         if field not in self.domain.fields:
             raise UnknownFieldError(f"unknown field {field!r} in domain {self.domain.name!r}",
                                     fix=f"use one of: {', '.join(sorted(self.domain.fields))}")
         self._require_session(session)
-        state = self._live(session)
+        state = self.state(session, as_of_round)
         fs = state.fields.get(field)
         history = []
         for h in fs.history if fs else []:

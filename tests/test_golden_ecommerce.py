@@ -85,6 +85,15 @@ def test_as_of_round_reads_history(editor, headphones):
     assert early.get("color") is None and early.phase == "browsing"
 
 
+def test_why_as_of_round_reads_history_as_it_stood():
+    editor = ContextEditor("ecommerce", "memory://")
+    for text in ["要黑色", "改成红色", "还是黑色吧"]:
+        editor.add("s", {"role": "user", "content": text, "timestamp": "2024-05-01T10:00:00"})
+    then = editor.why("s", "color", as_of_round=2)
+    assert then["value"] == "red" and [h["value"] for h in then["history"]] == ["black", "red"]
+    assert editor.why("s", "color")["value"] == "black"
+
+
 def test_correction_and_reversion_are_recorded():
     editor = ContextEditor("ecommerce", "memory://")
     ts = "2024-05-01T10:00:00+08:00"
