@@ -86,6 +86,12 @@ def test_days_ttl_is_measured_on_message_timestamps(editor):
     assert audit.replay(SQLiteStore(editor.store.path), "s").identical
 
 
+def test_naive_and_aware_timestamps_mix_without_error(editor):
+    say(editor, "订单ORDER-2024-001", ts="2024-05-01T10:00:00")
+    state = say(editor, "在吗", ts="2024-05-09T10:00:00+08:00")
+    assert state.get("order_id") is None and state.fields["order_id"].history[-1].status == "expired"
+
+
 def test_machine_effects_set_and_clear_with_source_machine(editor):
     say(editor, "用支付宝")
     state = say(editor, "取消订单")

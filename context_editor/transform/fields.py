@@ -19,7 +19,7 @@ TTL expiry happens here too: it is a change of state caused by time, recorded as
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Iterable
 
 from ..domain import Domain, FieldSpec
@@ -39,6 +39,11 @@ def edit(msg: Message, domain: Domain, op: str, field: str | None, before, after
                 domain_version=domain.version_hash, at=msg.timestamp)
 
 
+def _utc(dt: datetime) -> datetime:
+    """Timestamps without a zone are taken as UTC, so naive and aware ones can be compared."""
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
 def expiry_edits(state: State, domain: Domain, msg: Message) -> list[Edit]:
     """Fields whose TTL ran out by the time `msg` arrives."""
     out = []
@@ -52,7 +57,7 @@ def expiry_edits(state: State, domain: Domain, msg: Message) -> list[Edit]:
         if ttl == "turn":
             expired = msg.role == "user" and msg.round > (fs.set_round or 0)
         elif isinstance(ttl, dict) and now and fs.set_at:
-            expired = (now - datetime.fromisoformat(fs.set_at)).total_seconds() > ttl["days"] * 86400
+            expired = (_utc(now) - _utc(datetime.fromisoformat(fs.set_at))).total_seconds() > ttl["days"] * 86400
         if expired:
             out.append(edit(msg, domain, "expire", name, fs.value, None, "expiry", reason=f"TTL_{'TURN' if ttl == 'turn' else 'DAYS'}",
                             stage="expiry"))
