@@ -3,11 +3,11 @@
     python benchmarks/concurrency.py --store sqlite:///tmp/x.db --procs 8 --seconds 60
     python benchmarks/concurrency.py --pg --procs 8 --seconds 60   # a private PostgreSQL server
 
-Each child calls `store.append` directly with a realistic message and a few sealed edits, as
-fast as it can. Throughput alone proves little, so afterwards the parent re-reads every session
-and checks that nothing was lost or corrupted: message counts equal what the children reported,
-indexes and seqs are dense, and every message's and edit's hash recomputes and links unbroken
-from genesis.
+Each child runs the whole pipeline (`ContextEditor.add`: extract, transform, validate, commit)
+on realistic bilingual customer-service turns, as fast as it can. Throughput alone proves little,
+so afterwards the parent re-reads every session and checks that nothing was lost or corrupted:
+message counts equal what the children reported, and `audit verify` finds both hash chains
+dense and unbroken from genesis.
 Results go to benchmarks/out/concurrency.json; the exit status is 1 if any check failed.
 """
 
@@ -25,72 +25,54 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script from a checkout: import the package from here
 
+from context_editor import ContextEditor, audit  # noqa: E402
 from context_editor.errors import StoreError  # noqa: E402
-from context_editor.model import GENESIS_HASH, Edit, Message, Provenance  # noqa: E402
 from context_editor.store import open_store  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "concurrency.json"
-DOMAIN, VERSION = "ecommerce", "b" * 64
-USER = ("I'm looking for wireless over-ear headphones with active noise cancelling, budget around $300, "
-        "black or dark blue, must work with my iPhone; 我想要黑色的，不要白色，预算三百美元以内。 ")
-ASSISTANT = ("Here are three options that match: Sony WH-1000XM5 ($329, black), Bose QuietComfort Ultra "
-             "($299, midnight blue) and Apple AirPods Max (over budget). Shall I compare battery life? ")
-
-
-def turn(session: str, index: int, prev_message: str, seq: int, prev: str) -> tuple[Message, list[Edit]]:
-    """Message `index` of a session (≈1 KB) chained after `prev_message`, and three edits
-    chained after (`seq`, `prev`)."""
-    role = "user" if index % 2 == 0 else "assistant"
-    content = (USER if role == "user" else ASSISTANT) * 3 + f"#{index}"
-    m = Message(session=session, index=index, round=index // 2, role=role, content=content,
-                timestamp=f"2024-05-01T10:{index % 60:02d}:00+08:00", id=f"{session}-{index}").sealed(prev_message)
-    edits = []
-    for field, value, start in (("budget", 300, 75), ("color", "black", 105), ("category", "headphones", 9)):
-        prov = Provenance(message_index=index, round=m.round, role=role, span=(start, start + 20),
-                          text=content[start:start + 20], extractor="regex:demo", confidence=0.92,
-                          domain_version=VERSION, message_id=m.id)
-        e = Edit(session=session, seq=0, message_index=index, round=m.round, stage="extract", op="set",
-                 field=field, before=None, after=value, source="initial", reason=None, provenance=prov,
-                 domain_version=VERSION, at=m.timestamp).sealed(seq, prev)
-        edits.append(e)
-        seq, prev = seq + 1, e.hash
-    return m, edits
+TURNS = [
+    ("user", "I'm looking for wireless over-ear headphones with noise cancelling, budget is $300, black please"),
+    ("assistant", "Sony WH-1000XM5 ($329, black) or Bose QuietComfort Ultra ($299, midnight blue). Shall I compare?"),
+    ("user", "我想买蓝牙耳机，预算两千以内，不要白色的"),
+    ("assistant", "推荐Sony WH-1000XM5，现价1999元，有黑色现货。"),
+    ("user", "改成红色吧，要2件，用支付宝"),
+    ("tool", '{"orderId": "ORDER-2024-001", "status": "created", "items": [{"sku": "A123", "price": 1999}]}'),
+    ("user", "还是黑色吧，那帮我下单"),
+    ("assistant", "好的，已为您下单，订单号ORDER-2024-001。"),
+]
 
 
 def ingest(job: tuple[str, str, float]) -> dict:
-    """Child: append to one session until the time is up; report what was committed."""
+    """Child: ingest into one session through the pipeline until the time is up; report what was committed."""
     url, session, seconds = job
-    store = open_store(url)
-    appended, prev_message, seq, prev, errors = 0, GENESIS_HASH, 0, GENESIS_HASH, []
+    editor = ContextEditor("ecommerce", url)
+    appended, errors = 0, []
     start = time.monotonic()
     while time.monotonic() - start < seconds:
-        m, edits = turn(session, appended, prev_message, seq, prev)
+        role, content = TURNS[appended % len(TURNS)]
         try:
-            store.append(DOMAIN, VERSION, m, edits)
+            editor.add(session, {"role": role, "content": f"{content} #{appended}",
+                                 "timestamp": f"2024-05-01T10:{appended // 60 % 60:02d}:{appended % 60:02d}+08:00"})
         except StoreError as exc:  # must not happen: nobody else writes this session
             errors.append(str(exc))
             break
-        appended, prev_message, seq, prev = appended + 1, m.hash, edits[-1].seq + 1, edits[-1].hash
+        appended += 1
     elapsed = time.monotonic() - start
-    store.close()
-    return {"session": session, "messages": appended, "edits": seq, "seconds": round(elapsed, 3), "errors": errors}
+    edits = len(editor.store.edits(session))
+    editor.store.close()
+    return {"session": session, "messages": appended, "edits": edits, "seconds": round(elapsed, 3), "errors": errors}
 
 
 def verify(url: str, reports: list[dict]) -> list[str]:
     """Re-read every session from a fresh store instance; return what is wrong (nothing, ideally)."""
     store, problems = open_store(url), []
     for r in reports:
-        s, msgs, log = r["session"], store.messages(r["session"]), store.edits(r["session"])
-        if len(msgs) != r["messages"] or len(log) != r["edits"]:
-            problems.append(f"{s}: child reported {r['messages']} messages / {r['edits']} edits, "
-                            f"store has {len(msgs)} / {len(log)}")
-        for kind, chain in (("message", [(m.index, m) for m in msgs]), ("edit", [(e.seq, e) for e in log])):
-            prev = GENESIS_HASH
-            for i, (position, x) in enumerate(chain):
-                if (position, x.prev_hash, x.compute_hash()) != (i, prev, x.hash):
-                    problems.append(f"{s}: {kind} {i} breaks the dense, hash-linked chain")
-                    break
-                prev = x.hash
+        s, stored = r["session"], len(store.messages(r["session"]))
+        if stored != r["messages"]:
+            problems.append(f"{s}: child reported {r['messages']} messages, store has {stored}")
+        verdict = audit.verify_session(store, s)
+        if not verdict.ok:
+            problems.append(f"{s}: broken at {verdict.broken_at}: {verdict.reason}")
     store.close()
     return problems
 
