@@ -60,8 +60,8 @@ def verify_session(store: Store, session: str) -> Verdict:
         raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id (`context-editor sessions`)")
     msg_rows, edit_rows = store.raw_rows(session)
     verdict = Verdict(session, True, len(msg_rows), len(edit_rows))
-    message_rows = [(idx, body, h) for idx, body, h in msg_rows]
-    problem = _check_chain("message", message_rows, info.messages) or _check_chain("edit", [(seq, body, h) for seq, _, _, body, h in edit_rows], info.edits)
+    problem = (_check_chain("message", msg_rows, info.messages)
+               or _check_chain("edit", [(seq, body, h) for seq, _, _, body, h in edit_rows], info.edits))
     if problem is None:
         for seq, rnd, mindex, body, _ in edit_rows:
             doc = json.loads(body)

@@ -72,7 +72,8 @@ class Extractor:
         text = msg.content[:MAX_SCAN_CHARS]
         questions = question_spans(text) if msg.role == "assistant" else []
         out: list[Candidate] = []
-        ents: list | None = None
+        ents: list | None = None  # one model pass per message, only if a field asks for it
+        english = detect_language(text) == "en" if self.ner_fields else False
         for name, spec in self.domain.fields.items():
             proposing = msg.role == "assistant" and msg.role not in spec.sources and "user" in spec.sources
             if msg.role not in spec.sources and not (proposing and questions):
@@ -80,8 +81,8 @@ class Extractor:
             found = self._from_rules(msg, text, spec, now)
             if name in self.enum_matchers:
                 found.extend(self._from_enum(msg, text, spec))
-            if name in self.ner_fields and detect_language(text) == "en":
-                ents = entities(text) if ents is None else ents  # one model pass per message
+            if name in self.ner_fields and english:
+                ents = entities(text) if ents is None else ents
                 found.extend(self._from_ner(msg, text, spec, ents))
             if proposing:
                 found = [replace(c, kind="proposal") for c in found

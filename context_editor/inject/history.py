@@ -159,31 +159,31 @@ def tool_text(domain: Domain, msg: Message) -> str:
     return json.dumps(trim_json(data, rule.keep, rule.max_items), ensure_ascii=False)
 
 
-def mask_out_of_scope(domain: Domain, action: ActionSpec, state: State, msg: Message, text: str) -> str:
-    """Hide spans that were the source of fields this action may not see (e.g. card numbers)."""
-    if text is not msg.content:
-        return text  # trimmed tool JSON holds no prose spans
-    hidden = []
+def hidden_spans(domain: Domain, action: ActionSpec, state: State) -> dict[int, list[tuple[int, int, str]]]:
+    """Message index -> spans that were the source of fields this action may not see (e.g. card
+    numbers). Built once per render from the history of the scoped fields only."""
+    out: dict[int, list[tuple[int, int, str]]] = {}
     for name, fs in state.fields.items():
         spec = domain.fields.get(name)
         if spec is None or not spec.scopes or action.scope in spec.scopes:
             continue
         for h in fs.history:
             p = h.provenance
-            if p is not None and p.message_index == msg.index and p.span[1] > p.span[0]:
-                hidden.append((p.span[0], p.span[1], name))
-    for start, end, name in sorted(hidden, reverse=True):
-        text = text[:start] + f"[{name} hidden]" + text[end:]
-    return text
+            if p is not None and p.span[1] > p.span[0]:
+                out.setdefault(p.message_index, []).append((p.span[0], p.span[1], name))
+    return out
 
 
-def turn(domain: Domain, action: ActionSpec, state: State, msg: Message) -> dict:
+def turn(domain: Domain, msg: Message, hidden: dict[int, list[tuple[int, int, str]]]) -> dict:
+    """What the model sees of one message: trimmed tool JSON, or the text with hidden spans masked."""
     text = tool_text(domain, msg) if msg.role == "tool" else msg.content
-    return {"round": msg.round, "role": msg.role, "name": msg.name,
-            "content": mask_out_of_scope(domain, action, state, msg, text)}
+    if text is msg.content:  # trimmed tool JSON holds no prose spans
+        for start, end, name in sorted(hidden.get(msg.index, ()), reverse=True):
+            text = text[:start] + f"[{name} hidden]" + text[end:]
+    return {"round": msg.round, "role": msg.role, "name": msg.name, "content": text}
 
 
-def select_history(domain: Domain, action: ActionSpec, state: State, older: list[Message],
+def select_history(action: ActionSpec, state: State, older: list[Message], vocabulary: set[str],
                    scorer: Scorer | None = None) -> list[Unit]:
     """Older units ranked best first (the renderer keeps as many as the budget allows)."""
     if not older:
@@ -191,7 +191,7 @@ def select_history(domain: Domain, action: ActionSpec, state: State, older: list
     shown = set(action.fields)
     ctx = {
         "round": state.round,
-        "vocabulary": action_vocabulary(domain, action, state),
+        "vocabulary": vocabulary,
         "source_indexes": {fs.provenance.message_index for n, fs in state.fields.items()
                            if n in shown and fs.present and fs.provenance},
         "references": {str(v) for v in state.values().values() if isinstance(v, str) and _ID.fullmatch(v)},

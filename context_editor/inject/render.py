@@ -108,11 +108,12 @@ class Renderer:
         oversized = sum(1 for m in messages if m.role != "system" and len(m.content) > too_big)
         recent = history.chains(history.dedupe_tool_results([m for m in visible if m.round > recent_from]))
         older = [m for m in visible if recent_from - spec.history_rounds < m.round <= recent_from]
-        ranked = history.select_history(self.domain, spec, state, older, self.scorer)[: spec.max_history]
+        vocabulary = history.action_vocabulary(self.domain, spec, state)
+        ranked = history.select_history(spec, state, older, vocabulary, self.scorer)[: spec.max_history]
         # What the model may see of each message: trimmed tool JSON, out-of-scope spans masked.
         # Digest and entity graph are built from these texts too, so nothing hidden leaks through them.
-        seen = {m.index: history.turn(self.domain, spec, state, m) for m in visible}
-        vocabulary = history.action_vocabulary(self.domain, spec, state)
+        hidden = history.hidden_spans(self.domain, spec, state)
+        seen = {m.index: history.turn(self.domain, m, hidden) for m in visible}
         entities = compact.entity_graph([seen[m.index]["content"] for m in visible],
                                         [v for v in (state.get(n) for n in names) if isinstance(v, str)])
         template = self.env.get_template(_template) if _template else self._template(spec)
