@@ -62,7 +62,7 @@ def _state_table(state: State, editor: ContextEditor) -> str:
         if fs is None or not fs.present:
             continue
         p = fs.provenance
-        rows.append((name, format_value(editor.domain.fields[name], fs.value), str(fs.set_round), fs.source or "",
+        rows.append((name, format_value(fs.value), str(fs.set_round), fs.source or "",
                      p.extractor if p else fs.source or ""))
     widths = [max(_width(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c + " " * (w - _width(c)) for c, w in zip(r, widths)).rstrip() for r in rows]

@@ -149,7 +149,7 @@ class Edit:
     field: str | None
     before: Any
     after: Any
-    source: str
+    source: Source
     reason: str | None
     provenance: Provenance | None
     domain_version: str

@@ -81,9 +81,8 @@ class Harness:
             fs = state.fields.get(name)
             if fs is None or fs.value is None:
                 continue
-            spec = editor.domain.fields[name]
             items = tuple(str(v) for v in fs.value) if isinstance(fs.value, list) else ()
-            out[name] = Predicted(format_value(spec, fs.value), fs.provenance.text if fs.provenance else None, items)
+            out[name] = Predicted(format_value(fs.value), fs.provenance.text if fs.provenance else None, items)
         return out
 
     def _score(self, d: Dialogue, t: int, u: Utterance, meter: HistoryMeter) -> None:

@@ -17,7 +17,7 @@ from markupsafe import escape as xml_escape
 from jinja2 import FileSystemLoader, StrictUndefined, TemplateNotFound
 from jinja2.sandbox import SandboxedEnvironment
 
-from ..domain import ActionSpec, Domain, FieldSpec
+from ..domain import ActionSpec, Domain
 from ..errors import BudgetError, ContextEditorError, UnknownActionError
 from ..extract import detect_language
 from ..model import Message, State
@@ -31,14 +31,14 @@ TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 DEFAULT_TEMPLATE = "default.xml.j2"
 
 
-def format_value(spec: FieldSpec | None, value: Any) -> str:
+def format_value(value: Any) -> str:
     """A value as the model reads it: money as "2000 CNY", lists comma-separated."""
     if isinstance(value, dict) and "amount" in value:
         amount = value["amount"]
         amount = int(amount) if isinstance(amount, float) and amount.is_integer() else amount
         return f"{amount} {value.get('currency', '')}".strip()
     if isinstance(value, list):
-        return ", ".join(format_value(None, v) for v in value)
+        return ", ".join(format_value(v) for v in value)
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
@@ -217,7 +217,7 @@ class Renderer:
     def _field(self, state: State, name: str) -> dict:
         fs = state.fields[name]
         return {"name": name, "round": fs.set_round, "source": fs.source,
-                "text": format_value(self.domain.fields.get(name), fs.value)}
+                "text": format_value(fs.value)}
 
     def _ask(self, name: str, language: str) -> str:
         ask = self.domain.fields[name].ask
