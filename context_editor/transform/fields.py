@@ -20,6 +20,7 @@ TTL expiry happens here too: it is a change of state caused by time, recorded as
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from itertools import takewhile
 from typing import Iterable
 
 from ..domain import Domain, FieldSpec
@@ -150,7 +151,10 @@ def _confirmed(state: State, domain: Domain, msg: Message, mentioned: set[str]) 
     for name, fs in state.fields.items():
         if name in mentioned or "user" not in domain.fields[name].sources:
             continue
-        last = next((h for h in reversed(fs.history) if h.reason == PROPOSED and h.round == msg.round - 1), None)
+        # Only the newest entries can be last round's proposal: stop at the first older one, so a
+        # "yes" costs O(1) however long the field's history is.
+        recent = takewhile(lambda h: h.round >= msg.round - 1, reversed(fs.history))
+        last = next((h for h in recent if h.reason == PROPOSED and h.round == msg.round - 1), None)
         if last is not None:
             out[name] = Candidate(name, last.value, last.provenance, kind="confirmation")
     return out
