@@ -114,7 +114,7 @@ def cmd_demo(args) -> int:
 
 
 def _print_result(editor: ContextEditor, session: str, args) -> None:
-    if args.action:
+    if getattr(args, "action", None):  # `state` has no --action
         print(editor.render(session, args.action, budget=args.budget, as_of_round=args.as_of_round).xml)
         return
     state = editor.state(session, as_of_round=args.as_of_round)
@@ -161,7 +161,6 @@ def cmd_ingest(args) -> int:
 
 def cmd_state(args) -> int:
     editor = _editor_for_session(args.session, args.store, allow_plugins=_plugins(args))
-    args.action = None
     _print_result(editor, args.session, args)
     return 0
 
