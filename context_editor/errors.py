@@ -78,5 +78,9 @@ class StoreError(ContextEditorError):
     code = "CE500"
 
 
+class StoreConflictError(StoreError):
+    """Another writer appended to the session first: reload its state and try again."""
+
+
 class SessionNotFoundError(StoreError):
     code = "CE501"

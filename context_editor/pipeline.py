@@ -4,10 +4,16 @@ One message is processed atomically: every edit it causes is computed first, sea
 session's hash chain and committed with the raw message in one store transaction. The live
 state of a session is cached and advanced by folding the committed edits, so the work per
 message does not grow with the length of the conversation.
+
+Several editors (processes, service workers) may share one store. Every read checks the cached
+state against the store's session head (message and edit counts) and folds in what others
+appended; an append that loses a race is recomputed on the new head and retried. The cache
+holds at most `cache_sessions` sessions, least recently used first out.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,13 +22,17 @@ from typing import Any, Iterable
 from .conversation import normalise_message
 from .domain import Domain, load_domain
 from .echo import CONTEXT_LOOP_DETECTED, mask_echoes
-from .errors import SessionNotFoundError, UnknownFieldError
+from .errors import SessionNotFoundError, StoreConflictError, UnknownFieldError
 from .extract import Extractor
 from .inject import RenderedContext, Renderer
 from .model import Edit, Message, State
 from .store import Store, open_store
 from .transform import PhaseMachine, edit, expiry_edits, field_edits
 from .validate import FieldValidator, violations
+
+
+DEFAULT_CACHE_SESSIONS = 1024
+APPEND_ATTEMPTS = 8  # a writer losing this many races in a row on one session gives up with the conflict
 
 
 class _Chain:
@@ -48,36 +58,57 @@ class ContextEditor:
     """
 
     def __init__(self, domain: Domain | str | Path, store: Store | str | None = None, model: str | None = None,
-                 allow_plugins: bool = False):
+                 allow_plugins: bool = False, cache_sessions: int = DEFAULT_CACHE_SESSIONS):
         self.domain = domain if isinstance(domain, Domain) else load_domain(domain, allow_plugins=allow_plugins)
         self.store = store if isinstance(store, Store) else open_store(store)
         self.extractor = Extractor(self.domain)
         self.validator = FieldValidator(self.domain)
         self.machine = PhaseMachine(self.domain) if self.domain.machine else None
         self.renderer = Renderer(self.domain, model=model)
-        self._states: dict[str, State] = {}
+        self._states: OrderedDict[str, State] = OrderedDict()
+        self._cache_sessions = max(cache_sessions, 1)
         self.store.put_domain(self.domain.version_hash, self.domain.name, self.domain.source)
 
     # ------------------------------------------------------------------ ingest
-    def ingest(self, session: str, messages: Iterable[dict | Message], now: datetime | str | None = None) -> State:
-        """Process messages in order; returns the session's state after the last one."""
+    def ingest(self, session: str, messages: Iterable[dict | Message], now: datetime | str | None = None,
+               idempotent: bool = False) -> State:
+        """Process messages in order; returns the session's state after the last one.
+        `idempotent`: a message whose `id` the session already holds is skipped (a retried request)."""
         for m in messages:
-            self.add(session, m, now=now)
+            self.add(session, m, now=now, idempotent=idempotent)
         return self.state(session)
 
-    def add(self, session: str, message: dict | Message, now: datetime | str | None = None) -> list[Edit]:
-        """Process one message atomically; returns the edits it committed."""
+    def add(self, session: str, message: dict | Message, now: datetime | str | None = None,
+            idempotent: bool = False) -> list[Edit]:
+        """Process one message atomically; returns the edits it committed (none if `idempotent`
+        and a message with its id is already stored)."""
         raw = normalise_message(message.to_dict() if isinstance(message, Message) else message)
-        state = self._live(session)
-        msg = self._stamp(session, raw, state, now)
-        try:
-            edits = self._edits_for(state, msg)
-            self.store.append(self.domain.name, self.domain.version_hash, msg, edits)
+        if idempotent and self._stored(session, raw):
+            return []
+        for attempt in range(APPEND_ATTEMPTS):
+            state = self._live(session)
+            msg = self._stamp(session, raw, state, now)
+            try:
+                edits = self._edits_for(state, msg)
+                self.store.append(self.domain.name, self.domain.version_hash, msg, edits)
+            except StoreConflictError:
+                # Another writer got there first: the cached fold is ahead of the store. Re-read the
+                # head and recompute this message on it (unless the winner was this very message).
+                self._states.pop(session, None)
+                if attempt == APPEND_ATTEMPTS - 1:
+                    raise
+                if idempotent and self._stored(session, raw):
+                    return []
+                continue
+            except BaseException:
+                self._states.pop(session, None)  # the cached fold may be ahead of the store: rebuild on next use
+                raise
             state.round, state.message_index, state.last_message_hash = msg.round, msg.index, msg.hash
-        except BaseException:
-            self._states.pop(session, None)  # the cached fold may be ahead of the store: rebuild on next use
-            raise
-        return edits
+            return edits
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _stored(self, session: str, raw: dict) -> bool:
+        return bool(raw.get("id")) and bool(self.store.known_message_ids(session, [raw["id"]]))
 
     def _stamp(self, session: str, raw: dict, state: State, now) -> Message:
         """Give the message its place (index, round) and a timestamp, so replay sees the same clock."""
@@ -146,14 +177,26 @@ class ContextEditor:
 
     # ------------------------------------------------------------------ read
     def _live(self, session: str) -> State:
+        """The session's current state: the cached fold if it matches the store's head, else the
+        cached fold caught up with what other writers appended (or a fresh fold)."""
+        info = self.store.session(session)
+        head = (info.messages, info.edits) if info else (0, 0)
         state = self._states.get(session)
-        if state is None:
-            state = State.fold(self.domain.name, self.domain.version_hash, session, self.store.edits(session))
-            # Messages that caused no edit still move the session on: take the position of the last one.
-            tail = self.store.messages(session, since_round=state.round)
-            if tail:
-                state.round, state.message_index, state.last_message_hash = tail[-1].round, tail[-1].index, tail[-1].hash
-            self._states[session] = state
+        if state is not None and (state.message_index + 1, state.last_seq + 1) == head:
+            self._states.move_to_end(session)
+            return state
+        if state is None or state.message_index + 1 > head[0] or state.last_seq + 1 > head[1]:
+            state = State(self.domain.name, self.domain.version_hash, session)  # nothing cached, or the store went back
+        for e in self.store.edits(session, since_seq=state.last_seq):
+            state.apply(e)
+        # Messages that caused no edit still move the session on: take the position of the last one.
+        tail = self.store.messages(session, since_round=state.round)
+        if tail:
+            state.round, state.message_index, state.last_message_hash = tail[-1].round, tail[-1].index, tail[-1].hash
+        self._states[session] = state
+        self._states.move_to_end(session)
+        while len(self._states) > self._cache_sessions:
+            self._states.popitem(last=False)
         return state
 
     def state(self, session: str, as_of_round: int | None = None) -> State:
@@ -174,8 +217,9 @@ class ContextEditor:
         state = self.state(session, as_of_round)
         view = self.domain.actions[action]
         since = max(state.round - view.recent_rounds - view.history_rounds + 1, 0)
+        # Only messages the state has seen: another writer may have appended since it was read.
         messages = [m for m in self.store.messages(session, since_round=since)
-                    if as_of_round is None or m.round <= as_of_round]
+                    if (m.index <= state.message_index if as_of_round is None else m.round <= as_of_round)]
         return self.renderer.render(state, action, messages, budget=budget)
 
     def why(self, session: str, field: str, as_of_round: int | None = None) -> dict[str, Any]:

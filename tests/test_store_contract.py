@@ -10,46 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields, replace
 
-import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from psycopg import sql
 
-import pg_server
 from context_editor.errors import StoreError
 from context_editor.model import GENESIS_HASH, Edit, Message, Provenance, canonical_json
-from context_editor.store import Store, open_store
+from context_editor.store import KeyRecord, Store, open_store
 
 DOMAIN, VERSION = "shop", "v" * 64
-
-
-@pytest.fixture(scope="session")
-def pg_url():
-    if reason := pg_server.unavailable_reason():
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI is set: the PostgreSQL store must be tested there)")
-        pytest.skip(reason)
-    with pg_server.postgres_url() as url:
-        yield url
-
-
-@pytest.fixture
-def pg_schema_url(pg_url):
-    """A URL whose search_path is a fresh schema: every test gets empty tables, and a database
-    given through CONTEXT_EDITOR_TEST_PG is never touched outside that schema."""
-    schema = f"t_{uuid.uuid4().hex}"
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-    yield f"{pg_url}{'&' if '?' in pg_url else '?'}options=-csearch_path%3D{schema}"
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
@@ -322,3 +296,25 @@ def test_any_sequence_of_appends_round_trips(store, turns):
     assert [m.to_dict() for m in store.messages(session)] == [m.to_dict() for m, _ in written]
     assert [e.to_dict() for e in store.edits(session)] == [e.to_dict() for _, es in written for e in es]
     assert_chains(store, session)
+
+
+def test_edits_since_seq_and_known_message_ids(store):
+    written = [add(store, "s", f"turn {i}", n_edits=2) for i in range(3)]
+    everything = [e.to_dict() for _, es in written for e in es]
+    assert [e.to_dict() for e in store.edits("s", since_seq=-1)] == everything
+    assert [e.to_dict() for e in store.edits("s", since_seq=3)] == everything[4:]
+    assert store.edits("s", since_seq=5) == [] and store.edits("unknown", since_seq=0) == []
+    assert store.known_message_ids("s", ["m0", "m2", "m9"]) == {"m0", "m2"}
+    assert store.known_message_ids("s", []) == set() and store.known_message_ids("other", ["m0"]) == set()
+
+
+def test_keys_are_stored_by_hash_listed_and_revoked_once(store):
+    a = KeyRecord("k1", "h" * 64, "acme", "writer", "2024-05-01T10:00:00+00:00")
+    b = KeyRecord("k0", "g" * 64, "globex", "auditor", "2024-05-01T11:00:00+00:00")
+    store.put_key(a)
+    store.put_key(b)
+    assert store.get_key("h" * 64) == a and store.get_key("x" * 64) is None
+    assert [k.key_id for k in store.keys()] == ["k0", "k1"]
+    assert store.revoke_key("k1", "2024-05-02T00:00:00+00:00") is True
+    assert store.revoke_key("k1", "2024-05-03T00:00:00+00:00") is False and store.revoke_key("nope", "x") is False
+    assert store.get_key("h" * 64).revoked == "2024-05-02T00:00:00+00:00"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from ..errors import StoreError
-from .base import SessionInfo, Store
+from .base import KeyRecord, SessionInfo, Store
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
 
@@ -30,4 +30,4 @@ def open_store(url: str | None = None) -> Store:
     return SQLiteStore(url)
 
 
-__all__ = ["open_store", "Store", "SessionInfo", "MemoryStore", "SQLiteStore", "DEFAULT_STORE"]
+__all__ = ["open_store", "Store", "SessionInfo", "KeyRecord", "MemoryStore", "SQLiteStore", "DEFAULT_STORE"]

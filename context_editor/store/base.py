@@ -13,8 +13,23 @@ import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from ..errors import StoreError
+from ..errors import StoreConflictError, StoreError
 from ..model import Edit, Message, canonical_json
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRecord:
+    """An API key of the service, as stored: only the SHA-256 of the secret, never the secret.
+
+    `key_id` is the public part (printed, listed, used to revoke); the tenant and role come
+    from here and nowhere else."""
+
+    key_id: str
+    key_hash: str
+    tenant: str
+    role: str
+    created: str
+    revoked: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +57,18 @@ CREATE TABLE IF NOT EXISTS edits (
     session TEXT NOT NULL, seq INTEGER NOT NULL, round INTEGER NOT NULL, message_index INTEGER NOT NULL,
     body TEXT NOT NULL, hash TEXT NOT NULL,
     PRIMARY KEY (session, seq));
+CREATE TABLE IF NOT EXISTS api_keys (
+    key_id TEXT PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL, role TEXT NOT NULL,
+    created TEXT NOT NULL, revoked TEXT);
 """
+
+KEY_COLUMNS = "key_id, key_hash, tenant, role, created, revoked"
+
+
+def astuple_key(key: KeyRecord) -> tuple:
+    """A key record as a row of api_keys, in KEY_COLUMNS order."""
+    return (key.key_id, key.key_hash, key.tenant, key.role, key.created, key.revoked)
+
 
 def edit_row(e: Edit) -> tuple:
     """The row of an edit in an SQL store: key columns, canonical body, hash."""
@@ -65,14 +91,14 @@ def check_batch(message: Message, edits: list[Edit], n_messages: int, n_edits: i
     """
     where = f"session {message.session!r}"
     if message.index != n_messages:
-        raise StoreError(f"{where}: expected message index {n_messages}, got {message.index}", fix=RETRY_FIX)
+        raise StoreConflictError(f"{where}: expected message index {n_messages}, got {message.index}", fix=RETRY_FIX)
     prev, seq = last_hash, n_edits
     for e in edits:
         if e.session != message.session or e.message_index != message.index:
             raise StoreError(f"{where}: edit {e.seq} belongs to {e.session!r} message {e.message_index}",
                              fix="commit each message with its own edits")
         if e.seq != seq or e.prev_hash != prev:
-            raise StoreError(f"{where}: edit seq {e.seq} does not continue the chain at seq {seq}", fix=RETRY_FIX)
+            raise StoreConflictError(f"{where}: edit seq {e.seq} does not continue the chain at seq {seq}", fix=RETRY_FIX)
         prev, seq = e.hash, seq + 1
 
 
@@ -102,8 +128,28 @@ class Store(ABC):
         """Messages in index order (those with round >= since_round when given)."""
 
     @abstractmethod
-    def edits(self, session: str) -> list[Edit]:
-        """The whole edit log of a session in seq order."""
+    def edits(self, session: str, since_seq: int | None = None) -> list[Edit]:
+        """The edit log of a session in seq order (those with seq > since_seq when given)."""
+
+    @abstractmethod
+    def known_message_ids(self, session: str, ids: list[str]) -> set[str]:
+        """Which of these caller-given message ids the session already holds (idempotent ingest)."""
+
+    @abstractmethod
+    def put_key(self, key: KeyRecord) -> None:
+        """Store a new API key record."""
+
+    @abstractmethod
+    def get_key(self, key_hash: str) -> KeyRecord | None:
+        """The key record with this secret hash (revoked ones included), or None."""
+
+    @abstractmethod
+    def keys(self) -> list[KeyRecord]:
+        """Every key record, by key id."""
+
+    @abstractmethod
+    def revoke_key(self, key_id: str, when: str) -> bool:
+        """Mark a key revoked at `when`; False if there is no such unrevoked key."""
 
     @abstractmethod
     def sessions(self) -> list[str]:

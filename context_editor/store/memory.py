@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
-from bisect import bisect_left
+import threading
+from bisect import bisect_left, bisect_right
+from dataclasses import replace
 
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
-from .base import SessionInfo, Store, check_batch
+from .base import KeyRecord, SessionInfo, Store, check_batch
 
 
 class MemoryStore(Store):
@@ -17,6 +19,8 @@ class MemoryStore(Store):
         self._sessions: dict[str, tuple[str, str]] = {}
         self._messages: dict[str, list[Message]] = {}
         self._edits: dict[str, list[Edit]] = {}
+        self._keys: dict[str, KeyRecord] = {}
+        self._lock = threading.Lock()  # the service appends from several threads
 
     def put_domain(self, version_hash: str, name: str, source: dict) -> None:
         self._domains.setdefault(version_hash, (name, copy.deepcopy(source)))
@@ -32,21 +36,45 @@ class MemoryStore(Store):
         return SessionInfo(session, name, version, len(self._messages[session]), len(self._edits[session]))
 
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
-        msgs = self._messages.get(message.session, [])
-        log = self._edits.get(message.session, [])
-        check_batch(message, edits, len(msgs), len(log), log[-1].hash if log else GENESIS_HASH)
-        # All checks are done; nothing below can fail, so the append is all-or-nothing.
-        self._messages.setdefault(message.session, msgs).append(message)
-        self._edits.setdefault(message.session, log).extend(edits)
-        self._sessions[message.session] = (domain, domain_version)
+        with self._lock:
+            msgs = self._messages.get(message.session, [])
+            log = self._edits.get(message.session, [])
+            check_batch(message, edits, len(msgs), len(log), log[-1].hash if log else GENESIS_HASH)
+            # All checks are done; nothing below can fail, so the append is all-or-nothing.
+            self._messages.setdefault(message.session, msgs).append(message)
+            self._edits.setdefault(message.session, log).extend(edits)
+            self._sessions[message.session] = (domain, domain_version)
 
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
         msgs = self._messages.get(session, [])
         start = 0 if since_round is None else bisect_left(msgs, since_round, key=lambda m: m.round)
         return msgs[start:]
 
-    def edits(self, session: str) -> list[Edit]:
-        return list(self._edits.get(session, []))
+    def edits(self, session: str, since_seq: int | None = None) -> list[Edit]:
+        log = self._edits.get(session, [])
+        return log[bisect_right(log, since_seq, key=lambda e: e.seq):] if since_seq is not None else list(log)
+
+    def known_message_ids(self, session: str, ids: list[str]) -> set[str]:
+        wanted = set(ids)
+        return {m.id for m in self._messages.get(session, []) if m.id in wanted}
+
+    def put_key(self, key: KeyRecord) -> None:
+        with self._lock:
+            self._keys[key.key_id] = key
+
+    def get_key(self, key_hash: str) -> KeyRecord | None:
+        return next((k for k in self._keys.values() if k.key_hash == key_hash), None)
+
+    def keys(self) -> list[KeyRecord]:
+        return [self._keys[k] for k in sorted(self._keys)]
+
+    def revoke_key(self, key_id: str, when: str) -> bool:
+        with self._lock:
+            key = self._keys.get(key_id)
+            if key is None or key.revoked:
+                return False
+            self._keys[key_id] = replace(key, revoked=when)
+            return True
 
     def sessions(self) -> list[str]:
         return sorted(self._sessions)

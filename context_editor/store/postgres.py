@@ -15,9 +15,10 @@ from contextlib import contextmanager
 
 import psycopg
 
-from ..errors import StoreError
+from ..errors import StoreConflictError, StoreError
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
-from .base import RETRY_FIX, SCHEMA, SessionInfo, Store, check_batch, edit_from_row, edit_row
+from .base import (KEY_COLUMNS, RETRY_FIX, SCHEMA, KeyRecord, SessionInfo, Store, astuple_key, check_batch,
+                   edit_from_row, edit_row)
 
 
 
@@ -28,8 +29,8 @@ def _database_errors(action: str) -> Iterator[None]:
     try:
         yield
     except psycopg.errors.IntegrityError as exc:
-        raise StoreError(f"{action}: rejected by the database: {exc.diag.message_primary or exc}",
-                         fix=RETRY_FIX) from exc
+        raise StoreConflictError(f"{action}: rejected by the database: {exc.diag.message_primary or exc}",
+                                 fix=RETRY_FIX) from exc
     except psycopg.Error as exc:
         raise StoreError(f"{action}: PostgreSQL error: {exc}",
                          fix="check that the server is running and the store URL "
@@ -102,11 +103,40 @@ class PostgresStore(Store):
                 (session, since_round if since_round is not None else -1)).fetchall()
         return [Message.from_dict({**json.loads(b), "hash": h}) for b, h in rows]
 
-    def edits(self, session: str) -> list[Edit]:
+    def edits(self, session: str, since_seq: int | None = None) -> list[Edit]:
         with _database_errors(f"reading edits of session {session!r}"):
-            rows = self._conn().execute("SELECT body, hash FROM edits WHERE session = %s ORDER BY seq",
-                                        (session,)).fetchall()
+            rows = self._conn().execute("SELECT body, hash FROM edits WHERE session = %s AND seq > %s ORDER BY seq",
+                                        (session, since_seq if since_seq is not None else -1)).fetchall()
         return [edit_from_row(b, h) for b, h in rows]
+
+    def known_message_ids(self, session: str, ids: list[str]) -> set[str]:
+        if not ids:
+            return set()
+        with _database_errors(f"reading message ids of session {session!r}"):
+            rows = self._conn().execute(
+                "SELECT body::json->>'id' FROM messages WHERE session = %s AND body::json->>'id' = ANY(%s)",
+                (session, list(ids))).fetchall()
+        return {r[0] for r in rows}
+
+    def put_key(self, key: KeyRecord) -> None:
+        with _database_errors(f"storing key {key.key_id}"):
+            self._conn().execute("INSERT INTO api_keys VALUES (%s, %s, %s, %s, %s, %s)", astuple_key(key))
+
+    def get_key(self, key_hash: str) -> KeyRecord | None:
+        with _database_errors("reading a key"):
+            row = self._conn().execute(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = %s", (key_hash,)).fetchone()
+        return KeyRecord(*row) if row else None
+
+    def keys(self) -> list[KeyRecord]:
+        with _database_errors("listing keys"):
+            rows = self._conn().execute(f'SELECT {KEY_COLUMNS} FROM api_keys ORDER BY key_id COLLATE "C"').fetchall()
+        return [KeyRecord(*r) for r in rows]
+
+    def revoke_key(self, key_id: str, when: str) -> bool:
+        with _database_errors(f"revoking key {key_id}"):
+            cur = self._conn().execute("UPDATE api_keys SET revoked = %s WHERE key_id = %s AND revoked IS NULL",
+                                       (when, key_id))
+        return cur.rowcount == 1
 
     def sessions(self) -> list[str]:
         # COLLATE "C" sorts by code point, like sorted() in the other stores, whatever the database locale.

@@ -12,9 +12,9 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from ..errors import StoreError
+from ..errors import StoreConflictError, StoreError
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
-from .base import RETRY_FIX, SCHEMA, SessionInfo, Store, check_batch, edit_from_row, edit_row
+from .base import RETRY_FIX, SCHEMA, KeyRecord, SessionInfo, Store, KEY_COLUMNS, astuple_key, check_batch, edit_from_row, edit_row
 
 SCHEMA_VERSION = 1
 
@@ -85,7 +85,7 @@ class SQLiteStore(Store):
             c.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
             c.execute("ROLLBACK")
-            raise StoreError(f"session {message.session!r}: {exc}", fix=RETRY_FIX) from exc
+            raise StoreConflictError(f"session {message.session!r}: {exc}", fix=RETRY_FIX) from exc
         except BaseException:
             if c.in_transaction:
                 c.execute("ROLLBACK")
@@ -97,9 +97,32 @@ class SQLiteStore(Store):
             (session, since_round if since_round is not None else -1)).fetchall()
         return [Message.from_dict({**json.loads(b), "hash": h}) for b, h in rows]
 
-    def edits(self, session: str) -> list[Edit]:
-        rows = self._conn().execute("SELECT body, hash FROM edits WHERE session = ? ORDER BY seq", (session,)).fetchall()
+    def edits(self, session: str, since_seq: int | None = None) -> list[Edit]:
+        rows = self._conn().execute("SELECT body, hash FROM edits WHERE session = ? AND seq > ? ORDER BY seq",
+                                    (session, since_seq if since_seq is not None else -1)).fetchall()
         return [edit_from_row(b, h) for b, h in rows]
+
+    def known_message_ids(self, session: str, ids: list[str]) -> set[str]:
+        if not ids:
+            return set()
+        rows = self._conn().execute(
+            "SELECT json_extract(body, '$.id') FROM messages WHERE session = ? AND json_extract(body, '$.id') IN "
+            f"({', '.join('?' * len(ids))})", (session, *ids)).fetchall()
+        return {r[0] for r in rows}
+
+    def put_key(self, key: KeyRecord) -> None:
+        self._conn().execute("INSERT INTO api_keys VALUES (?, ?, ?, ?, ?, ?)", astuple_key(key))
+
+    def get_key(self, key_hash: str) -> KeyRecord | None:
+        row = self._conn().execute(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = ?", (key_hash,)).fetchone()
+        return KeyRecord(*row) if row else None
+
+    def keys(self) -> list[KeyRecord]:
+        return [KeyRecord(*r) for r in self._conn().execute(f"SELECT {KEY_COLUMNS} FROM api_keys ORDER BY key_id")]
+
+    def revoke_key(self, key_id: str, when: str) -> bool:
+        cur = self._conn().execute("UPDATE api_keys SET revoked = ? WHERE key_id = ? AND revoked IS NULL", (when, key_id))
+        return cur.rowcount == 1
 
     def sessions(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT session FROM sessions ORDER BY session")]
