@@ -241,6 +241,45 @@ def cmd_lint(args) -> int:
     return 0
 
 
+def _service():
+    """The service package, which needs the `service` extra."""
+    try:
+        from . import service
+    except ImportError as exc:
+        raise ContextEditorError(f"the HTTP service needs packages that are not installed ({exc.name})", code="CE800",
+                                 fix='pip install "context-editor[service]"') from None
+    return service
+
+
+def cmd_serve(args) -> int:
+    service = _service()
+    print(f"context-editor service on http://{args.host}:{args.port} (store {open_store(args.store).url}); "
+          f"OpenAPI at /openapi.json, inspector at /ui/sessions", file=sys.stderr)
+    service.serve(args.store, host=args.host, port=args.port, max_body_bytes=args.max_body_bytes,
+                  max_message_bytes=args.max_message_bytes)
+    return 0
+
+
+def cmd_keys_create(args) -> int:
+    key, record = _service().keys.create_key(open_store(args.store), args.tenant, args.role)
+    print(key)
+    print(f"key {record.key_id}: tenant {record.tenant}, role {record.role}. This is the only time the key is shown; "
+          f"the store keeps its hash.", file=sys.stderr)
+    return 0
+
+
+def cmd_keys_revoke(args) -> int:
+    _service().keys.revoke_key(open_store(args.store), args.key_id)
+    print(f"key {args.key_id} revoked", file=sys.stderr)
+    return 0
+
+
+def cmd_keys_list(args) -> int:
+    for k in open_store(args.store).keys():
+        print(f"{k.key_id}  {k.tenant}  {k.role:<8} created {k.created}" + (f"  REVOKED {k.revoked}" if k.revoked else ""))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="context-editor", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
@@ -331,6 +370,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("lint", cmd_lint, "Check a domain file and report every problem with its line and a fix.")
     p.add_argument("domain")
+
+    p = add("serve", cmd_serve, "Run the HTTP service (API under /v1, OpenAPI at /openapi.json, inspector at /ui/sessions).")
+    store_opt(p)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8300, help="port (default 8300)")
+    p.add_argument("--max-body-bytes", type=int, default=8_000_000, metavar="N", help="larger requests get 413 (default 8 MB)")
+    p.add_argument("--max-message-bytes", type=int, default=1_000_000, metavar="N",
+                   help="a larger message in a request gets 413 (default 1 MB)")
+
+    p = add("keys", lambda a: None, "API keys of the service: one tenant and role per key; only a hash is stored.")
+    keys_sub = p.add_subparsers(dest="keys_command", required=True, metavar="SUBCOMMAND")
+    k = keys_sub.add_parser("create", help="print a new key once (stdout); the store keeps its hash")
+    k.add_argument("--tenant", required=True, metavar="ID")
+    k.add_argument("--role", default="writer", choices=["writer", "reader", "auditor"],
+                   help="writer: add and read; reader: read; auditor: read, verify, export (default writer)")
+    store_opt(k)
+    k.set_defaults(func=cmd_keys_create)
+    k = keys_sub.add_parser("revoke", help="revoke a key by its id (the part after ce_, before the next _)")
+    k.add_argument("key_id")
+    store_opt(k)
+    k.set_defaults(func=cmd_keys_revoke)
+    k = keys_sub.add_parser("list", help="key ids, tenants, roles and revocations (never the keys)")
+    store_opt(k)
+    k.set_defaults(func=cmd_keys_list)
 
     from .bench.cli import register  # `import` and `bench`: schema importers and the real-data runners
 

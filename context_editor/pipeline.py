@@ -25,6 +25,7 @@ from .echo import CONTEXT_LOOP_DETECTED, mask_echoes
 from .errors import SessionNotFoundError, StoreConflictError, UnknownFieldError
 from .extract import Extractor
 from .inject import RenderedContext, Renderer
+from .inject.tokens import count_tokens
 from .model import Edit, Message, State
 from .store import Store, open_store
 from .transform import PhaseMachine, edit, expiry_edits, field_edits
@@ -65,6 +66,7 @@ class ContextEditor:
         self.validator = FieldValidator(self.domain)
         self.machine = PhaseMachine(self.domain) if self.domain.machine else None
         self.renderer = Renderer(self.domain, model=model)
+        self._renderers: dict[str, Renderer] = {}
         self._states: OrderedDict[str, State] = OrderedDict()
         self._cache_sessions = max(cache_sessions, 1)
         self.store.put_domain(self.domain.version_hash, self.domain.name, self.domain.source)
@@ -211,16 +213,30 @@ class ContextEditor:
             raise SessionNotFoundError(f"no session {session!r} in {self.store.url}",
                                        fix=f"ingest a conversation first; known sessions: {known}")
 
-    def render(self, session: str, action: str, budget: int | None = None, as_of_round: int | None = None) -> RenderedContext:
-        """The XML context of `action` for this session (at `as_of_round` if given)."""
-        self.renderer.action(action)  # unknown action: fail before touching the store
+    def render(self, session: str, action: str, budget: int | None = None, as_of_round: int | None = None,
+               model: str | None = None) -> RenderedContext:
+        """The XML context of `action` for this session (at `as_of_round` if given), counted with
+        `model`'s tokenizer (default: the editor's model)."""
+        renderer = self._renderer(model)
+        renderer.action(action)  # unknown action: fail before touching the store
         state = self.state(session, as_of_round)
         view = self.domain.actions[action]
         since = max(state.round - view.recent_rounds - view.history_rounds + 1, 0)
         # Only messages the state has seen: another writer may have appended since it was read.
         messages = [m for m in self.store.messages(session, since_round=since)
                     if (m.index <= state.message_index if as_of_round is None else m.round <= as_of_round)]
-        return self.renderer.render(state, action, messages, budget=budget)
+        return renderer.render(state, action, messages, budget=budget)
+
+    def _renderer(self, model: str | None) -> Renderer:
+        """The editor's renderer, or one counting with another model's tokenizer (a few are kept)."""
+        if model is None or model == self.renderer.model:
+            return self.renderer
+        if model not in self._renderers:
+            count_tokens("", model)  # an unknown model fails here, before any work
+            if len(self._renderers) >= 8:
+                self._renderers.pop(next(iter(self._renderers)))
+            self._renderers[model] = Renderer(self.domain, model=model)
+        return self._renderers[model]
 
     def why(self, session: str, field: str, as_of_round: int | None = None) -> dict[str, Any]:
         """Provenance and full history of one field: every accepted, rejected, cleared or expired

@@ -1,0 +1,294 @@
+"""The HTTP API: the same ContextEditor behind versioned resources under /v1.
+
+Every request but /healthz carries `Authorization: Bearer KEY`; the tenant is the key's, so a
+session id in a URL only ever names one of the caller's own sessions. Bodies and messages have
+size limits (413). Errors are `{"error": {"code", "message", "fix"}}` with the CLI's codes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from time import perf_counter
+from typing import Any
+
+from fastapi import Depends, FastAPI, Query, Request, Security
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic import BaseModel, Field, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .. import __version__, audit
+from ..conversation import normalise_message
+from ..domain import lint_domain, load_domain
+from ..errors import ContextEditorError
+from ..inject import RenderedContext
+from ..model import State
+from ..store import Store, open_store
+from .errors import INTERNAL, MalformedRequestError, NotFoundError, TooLargeError, error_body, status_for
+from .keys import Principal, authenticate
+from .metrics import Metrics
+from .sessions import Sessions, bundled_domains
+
+log = logging.getLogger("context_editor.service")
+MAX_BODY_BYTES = 8_000_000
+MAX_MESSAGE_BYTES = 1_000_000
+COOKIE = "ce_key"  # the inspector page's login cookie (HttpOnly); the API itself takes only the header
+
+
+class IngestRequest(BaseModel):
+    """POST /v1/sessions/{session}/messages"""
+
+    domain: str = Field(description="a bundled domain name (GET /v1/domains); a session keeps the domain it was created with")
+    messages: list[dict[str, Any]] = Field(min_length=1, description="messages in the project's format "
+                                           '({"role", "content", "id"?, "timestamp"?, "name"?, "tool_call_id"?, '
+                                           '"tool_calls"?}); a message whose id the session holds is skipped')
+    now: str | None = Field(None, description="ISO 8601 clock for messages without a timestamp")
+
+
+class Service:
+    """What the routes share: the store, the editors, the limits and the metrics."""
+
+    def __init__(self, store: Store, max_body_bytes: int, max_message_bytes: int, cache_sessions: int):
+        self.store = store
+        self.sessions = Sessions(store, cache_sessions)
+        self.max_body_bytes, self.max_message_bytes = max_body_bytes, max_message_bytes
+        self.metrics = Metrics()
+
+    def principal(self, request: Request, bearer: HTTPAuthorizationCredentials | None) -> Principal:
+        key = bearer.credentials if bearer else None
+        if key is None and request.url.path.startswith("/ui"):
+            key = request.cookies.get(COOKIE)
+        return authenticate(self.store, key)
+
+    async def body(self, request: Request) -> bytes:
+        """The request body, refused with 413 as soon as it passes the limit."""
+        limit = self.max_body_bytes
+        fix = f"send at most {limit:,} bytes per request (split the messages over several requests)"
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > limit:
+            raise TooLargeError(f"request body is {int(declared):,} bytes, the limit is {limit:,}", fix=fix)
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise TooLargeError(f"request body is over the limit of {limit:,} bytes", fix=fix)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def ingest(self, p: Principal, session: str, req: IngestRequest) -> dict[str, Any]:
+        messages = []
+        for i, raw in enumerate(req.messages):
+            size = len(json.dumps(raw, ensure_ascii=False).encode("utf-8"))
+            if size > self.max_message_bytes:
+                raise TooLargeError(f"messages[{i}] is {size:,} bytes, the limit is {self.max_message_bytes:,}",
+                                    fix="store large payloads elsewhere and send a reference, or trim the tool result")
+            messages.append(normalise_message(raw, file="<request>", where=f"messages[{i}]"))
+        key = self.sessions.key(p.tenant, session)
+        editor = self.sessions.editor_for_write(p.tenant, session, req.domain)
+        with self.sessions.lock(key):
+            before = editor.state(key).message_index
+            for m in messages:
+                start = perf_counter()
+                editor.add(key, m, now=req.now, idempotent=True)
+                self.metrics.ingest.observe(perf_counter() - start)
+            state = editor.state(key)
+            added = state.message_index - before
+            self.metrics.messages.inc(added)
+            return {"session": session, "added": added, "skipped": len(messages) - added,
+                    "state": self.state_json(state, session)}
+
+    @staticmethod
+    def state_json(state: State, session: str) -> dict[str, Any]:
+        return {**state.to_json(), "session": session, "message_index": state.message_index}
+
+    def read(self, p: Principal, session: str, work: Callable[[Any, str], Any]) -> Any:
+        """Run `work(editor, store key)` on one of the caller's sessions, under its lock."""
+        info = self.sessions.info(p.tenant, session)
+        key = info.session
+        with self.sessions.lock(key):
+            return work(self.sessions.editor_of(info), key)
+
+    def context(self, p: Principal, session: str, action: str, budget: int | None, model: str | None,
+                as_of_round: int | None) -> dict[str, Any]:
+        def work(editor: Any, key: str) -> RenderedContext:
+            start = perf_counter()
+            ctx = editor.render(key, action, budget=budget, as_of_round=as_of_round, model=model)
+            self.metrics.render.observe(perf_counter() - start)
+            return ctx
+
+        ctx = self.read(p, session, work)
+        return {"session": session, "action": ctx.action, "xml": ctx.xml, "tokens": ctx.tokens, "budget": ctx.budget,
+                "tokens_estimated": getattr(ctx, "estimated", False), "fields": ctx.fields,
+                "missing": ctx.missing, "dropped": ctx.dropped}
+
+
+def create_app(store: Store | str | None, *, max_body_bytes: int = MAX_BODY_BYTES,
+               max_message_bytes: int = MAX_MESSAGE_BYTES, cache_sessions: int = 1024) -> FastAPI:
+    """The ASGI application over one store (a Store or its URL)."""
+    svc = Service(store if isinstance(store, Store) else open_store(store), max_body_bytes, max_message_bytes,
+                  cache_sessions)
+    app = FastAPI(title="context-editor", version=__version__,
+                  description="Conversations -> provenance-tagged state -> the minimal XML context each action needs.")
+    app.state.service = svc
+    bearer = HTTPBearer(auto_error=False, description="a key from `context-editor keys create --tenant T`")
+
+    def caller(request: Request, creds: HTTPAuthorizationCredentials | None = Security(bearer)) -> Principal:
+        return svc.principal(request, creds)
+
+    def role(permission: str) -> Callable[..., Principal]:
+        def check(p: Principal = Depends(caller)) -> Principal:
+            p.require(permission)
+            return p
+        return check
+
+    reader, writer, auditor = role("read"), role("write"), role("audit")
+
+    @app.middleware("http")
+    async def measure(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        start = perf_counter()
+        response = await call_next(request)
+        route = getattr(request.scope.get("route"), "path", "unmatched")
+        svc.metrics.requests.labels(request.method, route, str(response.status_code)).inc()
+        svc.metrics.latency.labels(request.method, route).observe(perf_counter() - start)
+        return response
+
+    @app.exception_handler(ContextEditorError)
+    async def on_error(request: Request, exc: ContextEditorError) -> JSONResponse:
+        return JSONResponse(error_body(exc), status_code=status_for(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        err = NotFoundError(f"{request.method} {request.url.path}: {exc.detail}",
+                            fix="see GET /openapi.json for the endpoints and their methods")
+        return JSONResponse(error_body(err), status_code=exc.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first.get("loc", ()))
+        err = MalformedRequestError(f"{where}: {first.get('msg')}", fix="see GET /openapi.json for the parameters")
+        return JSONResponse(error_body(err), status_code=400)
+
+    @app.exception_handler(Exception)
+    async def on_bug(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        err = ContextEditorError(f"internal error ({type(exc).__name__})", code=INTERNAL,
+                                 fix="this is a bug: report it with the request; nothing was half-stored")
+        return JSONResponse(error_body(err), status_code=500)
+
+    @app.get("/healthz", tags=["ops"], summary="Liveness and store reachability (no key needed)")
+    def healthz() -> dict[str, Any]:
+        svc.store.session("healthz")  # a cheap read: fails with CE500 (503) if the store is down
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/metrics", tags=["ops"], summary="Prometheus text: requests, latency, ingest and render timings")
+    def metrics(p: Principal = Depends(caller)) -> Response:
+        return Response(svc.metrics.text(), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/v1/sessions", tags=["sessions"], summary="The caller's tenant's sessions")
+    def list_sessions(p: Principal = Depends(reader)) -> dict[str, Any]:
+        out = []
+        for s in svc.sessions.tenant_sessions(p.tenant):
+            info = svc.store.session(svc.sessions.key(p.tenant, s))
+            if info:
+                out.append({"session": s, "domain": info.domain, "messages": info.messages, "edits": info.edits})
+        return {"tenant": p.tenant, "sessions": out}
+
+    @app.post("/v1/sessions/{session}/messages", tags=["sessions"], summary="Add messages; returns the state after them",
+              openapi_extra={"requestBody": {"required": True, "content": {
+                  "application/json": {"schema": IngestRequest.model_json_schema()}}}})
+    async def post_messages(session: str, request: Request, p: Principal = Depends(writer)) -> dict[str, Any]:
+        body = await svc.body(request)
+        try:
+            data = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise MalformedRequestError(f"the body is not JSON: {exc}",
+                                        fix='send {"domain": "ecommerce", "messages": [{"role": "user", "content": "..."}]}') from None
+        try:
+            req = IngestRequest.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in first["loc"]) or "body"
+            raise MalformedRequestError(f"{where}: {first['msg']}",
+                                        fix='send {"domain": "ecommerce", "messages": [{"role": "user", "content": "..."}]}') from None
+        return await run_in_threadpool(svc.ingest, p, session, req)
+
+    @app.get("/v1/sessions/{session}/state", tags=["sessions"], summary="The state now, or at the end of round N")
+    def get_state(session: str, as_of_round: int | None = Query(None, ge=0),
+                  p: Principal = Depends(reader)) -> dict[str, Any]:
+        return svc.read(p, session, lambda ed, key: svc.state_json(ed.state(key, as_of_round), session))
+
+    @app.get("/v1/sessions/{session}/context", tags=["sessions"],
+             summary="The XML context of an action: {xml, tokens, budget, missing, dropped}")
+    def get_context(session: str, action: str, budget: int | None = Query(None, gt=0), model: str | None = None,
+                    as_of_round: int | None = Query(None, ge=0), p: Principal = Depends(reader)) -> dict[str, Any]:
+        return svc.context(p, session, action, budget, model, as_of_round)
+
+    @app.get("/v1/sessions/{session}/why/{field}", tags=["sessions"], summary="A field's provenance and full history")
+    def get_why(session: str, field: str, as_of_round: int | None = Query(None, ge=0),
+                p: Principal = Depends(reader)) -> dict[str, Any]:
+        return {**svc.read(p, session, lambda ed, key: ed.why(key, field, as_of_round)), "session": session}
+
+    @app.get("/v1/sessions/{session}/export", tags=["audit"], summary="The session as JSONL: header, messages, edits",
+             response_class=StreamingResponse)
+    def get_export(session: str, p: Principal = Depends(auditor)) -> StreamingResponse:
+        key = svc.sessions.info(p.tenant, session).session
+        records = list(audit.export(svc.store, key))
+
+        def lines() -> Iterator[str]:
+            for r in records:
+                yield json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n"
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+    @app.post("/v1/audit/verify", tags=["audit"], summary="Verify the hash chains of every session of the caller's tenant")
+    def post_verify(p: Principal = Depends(auditor)) -> dict[str, Any]:
+        verdicts = []
+        for s in svc.sessions.tenant_sessions(p.tenant):
+            v = audit.verify_session(svc.store, svc.sessions.key(p.tenant, s))
+            verdicts.append({"session": s, "ok": v.ok, "messages": v.messages, "edits": v.edits,
+                             "broken_at": v.broken_at, "reason": v.reason})
+        return {"ok": all(v["ok"] for v in verdicts), "sessions": verdicts}
+
+    @app.get("/v1/domains", tags=["domains"], summary="The bundled domains: fields, actions, version hash")
+    def get_domains(p: Principal = Depends(reader)) -> dict[str, Any]:
+        return {"domains": [_describe(name) for name in bundled_domains()]}
+
+    @app.post("/v1/domains/lint", tags=["domains"], summary="Lint a domain file sent as the body (YAML)",
+              openapi_extra={"requestBody": {"required": True, "content": {"application/yaml": {"schema": {"type": "string"}}}}})
+    async def post_lint(request: Request, p: Principal = Depends(reader)) -> dict[str, Any]:
+        body = await svc.body(request)
+        return await run_in_threadpool(_lint, body)
+
+    from .inspector import mount  # the page for people, served by the same process
+
+    mount(app, svc, caller)
+    return app
+
+
+_described: dict[str, dict[str, Any]] = {}
+
+
+def _describe(name: str) -> dict[str, Any]:
+    if name not in _described:
+        d = load_domain(name)
+        _described[name] = {"name": d.name, "version": d.version, "version_hash": d.version_hash,
+                            "languages": list(d.languages), "fields": list(d.fields), "actions": list(d.actions)}
+    return _described[name]
+
+
+def _lint(body: bytes) -> dict[str, Any]:
+    """Lint YAML text in a private temporary folder (the body never names a server path)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "domain.yaml"
+        path.write_bytes(body)
+        _, problems = lint_domain(path)
+    return {"ok": not problems, "problems": [{"line": x.line, "code": x.code, "message": x.message, "fix": x.fix,
+                                              "path": x.path} for x in problems]}
+

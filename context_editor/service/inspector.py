@@ -1,0 +1,3 @@
+"""placeholder"""
+def mount(app, svc, caller):
+    pass

@@ -1,0 +1,96 @@
+"""The service's editors over one store: one ContextEditor per domain version, shared by all
+tenants, and the mapping from a tenant's session id to the store key.
+
+A session id in a URL is always read as `tenant/-/session` with the tenant of the caller's key,
+so one tenant can never name another's session: it simply does not exist for them (404).
+Work on one session is serialised in this process by a striped lock (the cached state is
+mutable); other processes over the same store are handled by the editor's head check and retry.
+"""
+
+from __future__ import annotations
+
+import threading
+import zlib
+
+from ..domain import domain_from_source, load_domain
+from ..domain.model import DOMAINS_DIR
+from ..errors import DomainError, DomainProblem, SessionNotFoundError
+from ..model import session_key
+from ..pipeline import ContextEditor
+from ..store import SessionInfo, Store
+from .errors import DomainMismatchError
+
+LOCK_STRIPES = 64
+
+
+def bundled_domains() -> list[str]:
+    return sorted(p.stem for p in DOMAINS_DIR.glob("*.yaml"))
+
+
+class Sessions:
+    def __init__(self, store: Store, cache_sessions: int = 1024):
+        self.store, self.cache_sessions = store, cache_sessions
+        self._editors: dict[str, ContextEditor] = {}  # by domain version hash
+        self._bundled: dict[str, str] = {}  # bundled domain name -> its version hash
+        self._lock = threading.Lock()
+        self._stripes = [threading.Lock() for _ in range(LOCK_STRIPES)]
+
+    @staticmethod
+    def key(tenant: str, session: str) -> str:
+        return session_key(session, tenant=tenant)
+
+    @staticmethod
+    def external(tenant: str, key: str) -> str | None:
+        """The tenant's own id of a store key, or None if the key is not theirs."""
+        prefix = f"{tenant}/-/"
+        return key[len(prefix):] if key.startswith(prefix) else None
+
+    def lock(self, key: str) -> threading.Lock:
+        return self._stripes[zlib.crc32(key.encode("utf-8")) % LOCK_STRIPES]
+
+    def tenant_sessions(self, tenant: str) -> list[str]:
+        return [s for s in (self.external(tenant, k) for k in self.store.sessions()) if s is not None]
+
+    def info(self, tenant: str, session: str) -> SessionInfo:
+        info = self.store.session(self.key(tenant, session))
+        if info is None:
+            raise SessionNotFoundError(f"no session {session!r}",
+                                       fix="POST messages to /v1/sessions/{session}/messages first, "
+                                           "or list your sessions with GET /v1/sessions")
+        return info
+
+    def editor_of(self, info: SessionInfo) -> ContextEditor:
+        """The editor of an existing session, with the domain version it was processed with."""
+        with self._lock:
+            editor = self._editors.get(info.domain_version)
+            if editor is None:
+                source = self.store.get_domain(info.domain_version)
+                domain = domain_from_source(source or {}, f"<stored {info.domain} {info.domain_version}>")
+                editor = self._editors[info.domain_version] = ContextEditor(domain, self.store,
+                                                                            cache_sessions=self.cache_sessions)
+            return editor
+
+    def editor_for_write(self, tenant: str, session: str, domain: str) -> ContextEditor:
+        """The editor to add messages with: the session's own domain version, or the bundled
+        `domain` for a new session."""
+        info = self.store.session(self.key(tenant, session))
+        if info is not None:
+            if info.domain != domain:
+                raise DomainMismatchError(f"session {session!r} belongs to domain {info.domain!r}, not {domain!r}",
+                                          fix=f"send \"domain\": \"{info.domain}\" or use a new session id")
+            return self.editor_of(info)
+        with self._lock:
+            version = self._bundled.get(domain)
+            if version is None:
+                loaded = load_domain(self._bundled_name(domain))
+                version = self._bundled[domain] = loaded.version_hash
+                self._editors.setdefault(version, ContextEditor(loaded, self.store, cache_sessions=self.cache_sessions))
+            return self._editors[version]
+
+    @staticmethod
+    def _bundled_name(domain: str) -> str:
+        """Only bundled domains by name: a client must never make the server open a path."""
+        if domain in bundled_domains():
+            return domain
+        raise DomainError([DomainProblem(f"unknown domain {domain!r}", line=None, code="CE103",
+                                         fix=f"use one of: {', '.join(bundled_domains())} (GET /v1/domains)")], None)
