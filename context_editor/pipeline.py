@@ -205,7 +205,13 @@ class ContextEditor:
         """The session's state now, or as it stood at the end of round `as_of_round`."""
         if as_of_round is None:
             return self._live(session)
-        return State.fold(self.domain.name, self.domain.version_hash, session, self.store.edits(session), as_of_round)
+        state = State.fold(self.domain.name, self.domain.version_hash, session, self.store.edits(session), as_of_round)
+        # The session stood at round `as_of_round` even if its last edits are older: take the
+        # position of its last message by then (so renders count recent rounds from there).
+        tail = [m for m in self.store.messages(session, since_round=state.round) if m.round <= as_of_round]
+        if tail:
+            state.round, state.message_index, state.last_message_hash = tail[-1].round, tail[-1].index, tail[-1].hash
+        return state
 
     def _require_session(self, session: str) -> None:
         if self.store.session(session) is None:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import os
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 
 import httpx
+
+from context_editor.cli import main
 
 
 def free_port() -> int:
@@ -20,10 +23,11 @@ def free_port() -> int:
 
 
 def create_key(store: str, tenant: str, role: str = "writer") -> str:
-    """A key from the real CLI (printed once on stdout)."""
-    out = subprocess.run([sys.executable, "-m", "context_editor", "keys", "create", "--tenant", tenant, "--role", role,
-                          "--store", store], capture_output=True, text=True, check=True)
-    return out.stdout.strip()
+    """A key made by the CLI's own command, in this process (printed once on stdout)."""
+    out = io.StringIO()
+    with redirect_stdout(out), redirect_stderr(io.StringIO()):
+        assert main(["keys", "create", "--tenant", tenant, "--role", role, "--store", store]) == 0
+    return out.getvalue().strip()
 
 
 @contextmanager

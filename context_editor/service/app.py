@@ -39,7 +39,6 @@ from .sessions import Sessions, bundled_domains
 log = logging.getLogger("context_editor.service")
 MAX_BODY_BYTES = 8_000_000
 MAX_MESSAGE_BYTES = 1_000_000
-COOKIE = "ce_key"  # the inspector page's login cookie (HttpOnly); the API itself takes only the header
 
 
 class IngestRequest(BaseModel):
@@ -62,10 +61,7 @@ class Service:
         self.metrics = Metrics()
 
     def principal(self, request: Request, bearer: HTTPAuthorizationCredentials | None) -> Principal:
-        key = bearer.credentials if bearer else None
-        if key is None and request.url.path.startswith("/ui"):
-            key = request.cookies.get(COOKIE)
-        return authenticate(self.store, key)
+        return authenticate(self.store, bearer.credentials if bearer else None)
 
     async def body(self, request: Request) -> bytes:
         """The request body, refused with 413 as soon as it passes the limit."""
@@ -268,7 +264,7 @@ def create_app(store: Store | str | None, *, max_body_bytes: int = MAX_BODY_BYTE
 
     from .inspector import mount  # the page for people, served by the same process
 
-    mount(app, svc, caller)
+    mount(app, svc)
     return app
 
 
