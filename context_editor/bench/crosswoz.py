@@ -9,6 +9,8 @@ facilities) as sets. Every dialogue is fed to all five domains.
 
 from __future__ import annotations
 
+from typing import Any
+
 from datetime import datetime
 from pathlib import Path
 
@@ -22,7 +24,7 @@ _ROLES = {"usr": "user", "sys": "assistant"}
 _LISTS = {(d.zh, s.zh) for d in DOMAINS for s in d.slots if s.is_list}
 
 
-def _gold(state: dict) -> dict[str, dict[str, Gold]]:
+def _gold(state: dict[str, Any]) -> dict[str, dict[str, Gold]]:
     out = {}
     for spec in DOMAINS:
         slots = gold_slots(spec.zh)
@@ -33,7 +35,7 @@ def _gold(state: dict) -> dict[str, dict[str, Gold]]:
     return out
 
 
-def _dialogue(did: str, d: dict) -> Dialogue:
+def _dialogue(did: str, d: dict[str, Any]) -> Dialogue:
     msgs = d["messages"]
     utterances = []
     for i, m in enumerate(msgs):

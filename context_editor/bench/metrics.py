@@ -16,6 +16,8 @@ and recall count the same scores as soft true positives.
 
 from __future__ import annotations
 
+from typing import Any
+
 import difflib
 import re
 import statistics
@@ -106,7 +108,7 @@ class DomainScore:
         for k, v in other.errors.items():
             self.errors[k] = self.errors.get(k, 0) + v
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         p = self.tp / self.predicted if self.predicted else 0.0
         r = self.tp / self.gold if self.gold else 0.0
         f1 = 2 * p * r / (p + r) if p + r else 0.0

@@ -13,6 +13,8 @@ session's length, not a difference in what was said.
 
 from __future__ import annotations
 
+from typing import Any
+
 import itertools
 import time
 from dataclasses import dataclass
@@ -48,7 +50,7 @@ class ScalingResult:
         """Median per-message cost of rounds lo..hi."""
         return median([ms for r, ms in self.per_round.items() if lo <= r <= hi])
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """The ratio, plus the early window's median in every cycle of the pool: the same
         utterances at growing session lengths, which tells a trend from machine noise."""
         early = self.window(*EARLY)
