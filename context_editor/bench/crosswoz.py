@@ -9,10 +9,9 @@ facilities) as sets. Every dialogue is fed to all five domains.
 
 from __future__ import annotations
 
-from typing import Any
-
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from ..importers import DatasetError, import_crosswoz, read_json
 from ..importers.crosswoz import DOMAINS, gold_slots

@@ -16,13 +16,12 @@ and recall count the same scores as soft true positives.
 
 from __future__ import annotations
 
-from typing import Any
-
 import difflib
 import re
 import statistics
 import unicodedata
 from dataclasses import dataclass, field
+from typing import Any
 
 _NON_ALNUM = re.compile(r"[^\w]+")
 

@@ -6,13 +6,12 @@ message and everything else is still written.
 
 from __future__ import annotations
 
-from typing import Any
-
 import json
 import resource
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from .metrics import DomainScore, median, percentile
 from .runner import Harness, TurnRow

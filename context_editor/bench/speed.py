@@ -13,14 +13,13 @@ session's length, not a difference in what was said.
 
 from __future__ import annotations
 
-from typing import Any
-
 import itertools
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from ..domain import load_domain
 from ..pipeline import ContextEditor

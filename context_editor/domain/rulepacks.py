@@ -10,12 +10,11 @@ literally, longest first (a city list, a brand list).
 
 from __future__ import annotations
 
-from typing import Any
-
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from ..errors import DomainError, DomainProblem
 from .yamlines import load_lined_yaml

@@ -13,11 +13,10 @@ that a user's plain yes in the next round turns into values (see confirm.py).
 
 from __future__ import annotations
 
-from typing import Any
-
 from dataclasses import replace
 from datetime import datetime
 from functools import cached_property
+from typing import Any
 
 from ..domain import Domain, FieldSpec
 from ..model import Candidate, Message, Provenance

@@ -22,11 +22,10 @@ The benchmark reads the same table to map gold slot names to fields (`gold_slots
 
 from __future__ import annotations
 
-from typing import Any
-
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .common import DatasetError, read_json, track_action, write_domains
 

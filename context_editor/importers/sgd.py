@@ -25,12 +25,11 @@ The mapping, chosen so that a person can read and improve the result:
 
 from __future__ import annotations
 
-from typing import Any
-
 import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .common import DatasetError, read_json, snake, track_action, words, write_domains
 

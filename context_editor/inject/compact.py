@@ -13,10 +13,9 @@ touched, and the same log always compacts to the same lines.
 
 from __future__ import annotations
 
-from typing import Any
-
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from ..model import Message
 from .history import words

@@ -9,11 +9,10 @@ Every backend gives the same guarantees, checked by one contract test suite:
 
 from __future__ import annotations
 
-from typing import Any
-
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import StoreError
 from ..model import Edit, Message, canonical_json

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import copy
 from bisect import bisect_left
+from typing import Any
 
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
 from .base import SessionInfo, Store, check_batch

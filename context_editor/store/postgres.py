@@ -8,12 +8,11 @@ Bodies are TEXT holding canonical JSON, so hashes are verified on exactly the st
 
 from __future__ import annotations
 
-from typing import Any
-
 import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 

@@ -7,12 +7,11 @@ for indexed reads and are cross-checked against the body.
 
 from __future__ import annotations
 
-from typing import Any
-
 import json
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 from ..errors import StoreError
 from ..model import GENESIS_HASH, Edit, Message, canonical_json

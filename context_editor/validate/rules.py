@@ -8,9 +8,8 @@ alert with the rule's code.
 
 from __future__ import annotations
 
-from typing import Any
-
 from datetime import date
+from typing import Any
 
 from ..domain import Domain
 from ..domain.model import RuleSpec
