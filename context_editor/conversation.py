@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from . import adapters
 from .errors import ConversationError
 from .model import ROLES
 
@@ -42,12 +43,13 @@ def _content_text(content: Any, where: str, file: str, line: int | None) -> str:
                             file=file, line=line, fix="put the message text in a JSON string")
 
 
-def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = None, where: str = "message") -> dict:
+def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = None, where: str = "message") -> dict[str, Any]:
     """Check one raw message and return it with only the known keys."""
     if not isinstance(raw, dict):
         raise ConversationError(f"{where}: expected a JSON object, got {type(raw).__name__}", file=file, line=line,
                                 fix='write each message as {"role": "user", "content": "..."}')
-    role = ROLE_ALIASES.get(raw.get("role"), raw.get("role"))
+    role = raw.get("role")
+    role = ROLE_ALIASES.get(role, role) if isinstance(role, str) else role
     if role not in ROLES:
         raise ConversationError(f"{where}: unknown role {raw.get('role')!r}", file=file, line=line,
                                 fix=f"use one of: {', '.join(ROLES)}")
@@ -61,7 +63,7 @@ def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = Non
     if lone:
         raise ConversationError(f"{where}: lone surrogate \\u{ord(lone.group(0)):04x} at character {lone.start()} is not valid Unicode",
                                 file=file, line=line, fix="fix the encoder that produced this text (a \\ud83d escape without its pair)")
-    msg = {"role": role, "content": content}
+    msg: dict[str, Any] = {"role": role, "content": content}
     ts = raw.get("timestamp")
     if ts is not None:
         try:
@@ -81,8 +83,10 @@ def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = Non
     return msg
 
 
-def parse_conversation(data: bytes, file: str = "<input>") -> list[dict]:
-    """Parse a whole conversation (JSONL or a JSON array); raise on the first bad line."""
+def parse_conversation(data: bytes, file: str = "<input>", format: str | None = None) -> list[dict[str, Any]]:
+    """Parse a whole conversation (JSONL, a JSON array, or a request object such as Anthropic's
+    {"system", "messages"} or OpenAI Responses' {"instructions", "input"}) in `format` (detected
+    when None: see `adapters`); raise on the first bad line or message."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -90,31 +94,60 @@ def parse_conversation(data: bytes, file: str = "<input>") -> list[dict]:
         raise ConversationError(f"invalid UTF-8 at byte {exc.start}", file=file, line=line,
                                 fix="save the file as UTF-8") from None
     stripped = text.lstrip("\ufeff \t\r\n")
-    if stripped.startswith("["):
-        try:
-            items = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise ConversationError(f"invalid JSON: {exc.msg}", file=file, line=exc.lineno,
-                                    fix="fix the JSON syntax (or write one message per line as JSONL)") from None
-        return [normalise_message(m, file=file, where=f"message {i}") for i, m in enumerate(items)]
-    out = []
-    for n, line in enumerate(text.lstrip("\ufeff").splitlines(), start=1):
-        if not line.strip():
+    whole = _whole_document(stripped, file)
+    if whole is not None:
+        return adapt(whole, file, format)
+    rows: list[tuple[int, Any]] = []
+    for n, row in enumerate(text.lstrip("\ufeff").splitlines(), start=1):
+        if not row.strip():
             continue
         try:
-            raw = json.loads(line)
+            rows.append((n, json.loads(row)))
         except json.JSONDecodeError as exc:
             raise ConversationError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, line=n,
                                     fix='each line must be one JSON object like {"role": "user", "content": "..."}') from None
-        out.append(normalise_message(raw, file=file, line=n, where=f"line {n}"))
-    return out
+    if adapters.detect([r for _, r in rows]) == "project" and format in (None, "auto", "project"):
+        return [normalise_message(raw, file=file, line=n, where=f"line {n}") for n, raw in rows]
+    return adapt([r for _, r in rows], file, format)
 
 
-def read_conversation(path: str) -> list[dict]:
+def _whole_document(text: str, file: str) -> Any:
+    """A JSON array, or one JSON object holding a conversation; None for JSONL."""
+    if text.startswith("["):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConversationError(f"invalid JSON: {exc.msg}", file=file, line=exc.lineno,
+                                    fix="fix the JSON syntax (or write one message per line as JSONL)") from None
+    if text.startswith("{"):
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError:
+            return None  # several lines: JSONL
+        if isinstance(doc, dict) and ({"messages", "input"} & set(doc)):
+            return doc
+    return None
+
+
+def adapt(doc: Any, file: str = "<input>", format: str | None = None) -> list[dict[str, Any]]:
+    """Messages of any supported format, converted by its adapter and checked one by one."""
+    try:
+        raw = adapters.to_messages(doc, format)
+    except ConversationError as exc:
+        exc.file = file
+        raise
+    except (KeyError, TypeError, AttributeError) as exc:  # a required key of the format is missing
+        raise ConversationError(f"not a valid {format or adapters.detect(doc)} conversation: {type(exc).__name__} {exc}",
+                                file=file, fix="check the messages against the format's documentation, "
+                                "or pass --format explicitly") from None
+    return [normalise_message(m, file=file, where=f"message {i}") for i, m in enumerate(raw)]
+
+
+def read_conversation(path: str, format: str | None = None) -> list[dict[str, Any]]:
     """A conversation from a file path, or stdin for `-`."""
     if path == "-":
-        return parse_conversation(sys.stdin.buffer.read(), "<stdin>")
+        return parse_conversation(sys.stdin.buffer.read(), "<stdin>", format)
     p = Path(path)
     if not p.exists():
         raise ConversationError("file not found", file=path, fix="check the path of the conversation file")
-    return parse_conversation(p.read_bytes(), path)
+    return parse_conversation(p.read_bytes(), path, format)

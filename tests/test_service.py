@@ -79,6 +79,15 @@ def test_ingest_then_read_every_view(svc):
     records = [json.loads(x) for x in lines]
     assert sum(1 for r in records if r.get("type") == "message") == len(headphones)
 
+    anthropic = {"domain": "ecommerce", "messages": [  # another message format, detected
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "stock", "input": {"sku": "XM5"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "in stock"},
+                                     {"type": "text", "text": "好的"}]}]}
+    added = call(svc, "POST", "/v1/sessions/shop-1/messages", json=anthropic).json()
+    assert added["added"] == 3
+    xml = call(svc, "GET", "/v1/sessions/shop-1/context?action=recommend_product&budget=2000").json()["xml"]
+    assert 'tool_call="stock">{&#34;sku&#34;:&#34;XM5&#34;}</turn>' in xml
+
     verdict = call(svc, "POST", "/v1/audit/verify", key=("acme", "auditor")).json()
     assert verdict["ok"] and "shop-1" in [v["session"] for v in verdict["sessions"]]
     listed = call(svc, "GET", "/v1/sessions", key=("acme", "reader")).json()
@@ -129,6 +138,8 @@ def test_bad_input_is_refused_whole_with_code_and_fix(svc):
     error(call(svc, "POST", path, json={"domain": "../../etc/passwd", "messages": [MSG]}), 404, "CE103")
     error(call(svc, "POST", path, json={"domain": "ecommerce", "messages": [MSG, {"role": "wizard", "content": "x"}]}),
           400, "CE200")
+    error(call(svc, "POST", path, json={"domain": "ecommerce", "format": "anthropic",
+                                        "messages": [{"role": "user", "content": [{"type": "hologram"}]}]}), 400, "CE200")
     error(call(svc, "POST", path, json={"domain": "ecommerce", "messages": [{**MSG, "content": "x" * 60_000}]}),
           413, "CE805")
     error(call(svc, "POST", path, json={"domain": "ecommerce", "messages": [MSG] * 2000}), 413, "CE805")

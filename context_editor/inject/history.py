@@ -19,7 +19,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from ..domain import ActionSpec, Domain
 from ..model import Message, State
@@ -34,7 +34,7 @@ _LATIN_WORD = re.compile(r"[A-Za-z0-9]+")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 _ID = re.compile(r"\b[A-Z]{1,6}-?\d[\w-]*\b")
 
-Scorer = Callable[[Message, dict], float]
+Scorer = Callable[[Message, dict[str, Any]], float]
 
 
 @dataclass
@@ -84,7 +84,7 @@ def action_vocabulary(domain: Domain, action: ActionSpec, state: State) -> set[s
     return vocab - _STOP
 
 
-def default_score(msg: Message, ctx: dict) -> float:
+def default_score(msg: Message, ctx: dict[str, Any]) -> float:
     """Deterministic relevance of an older message to the action being rendered."""
     score = ROLE_WEIGHT.get(msg.role, 0.3)
     if msg.index in ctx["source_indexes"]:
@@ -119,7 +119,7 @@ def chains(messages: list[Message]) -> list[list[Message]]:
 
 def dedupe_tool_results(messages: list[Message]) -> list[Message]:
     """Drop a tool result identical (same tool, same content) to a later one."""
-    seen: set[tuple] = set()
+    seen: set[tuple[Any, ...]] = set()
     keep: list[Message] = []
     for m in reversed(messages):
         key = (m.name, m.content) if m.role == "tool" else None
@@ -131,7 +131,7 @@ def dedupe_tool_results(messages: list[Message]) -> list[Message]:
     return keep[::-1]
 
 
-def trim_json(value, keep: tuple[str, ...], max_items: int, depth: int = 0):
+def trim_json(value: Any, keep: tuple[str, ...], max_items: int, depth: int = 0) -> Any:
     """Keep only `keep` keys (when given) and the first `max_items` of long arrays."""
     if depth > 20:
         return "…"
@@ -174,13 +174,48 @@ def hidden_spans(domain: Domain, action: ActionSpec, state: State) -> dict[int, 
     return out
 
 
-def turn(domain: Domain, msg: Message, hidden: dict[int, list[tuple[int, int, str]]]) -> dict:
-    """What the model sees of one message: trimmed tool JSON, or the text with hidden spans masked."""
+def turn(domain: Domain, msg: Message, hidden: dict[int, list[tuple[int, int, str]]]) -> dict[str, Any]:
+    """What the model sees of one message: trimmed tool JSON, or the text with hidden spans masked;
+    an assistant's tool calls as the called names and their (trimmed) arguments."""
     text = tool_text(domain, msg) if msg.role == "tool" else msg.content
     if text is msg.content:  # trimmed tool JSON holds no prose spans
         for start, end, name in sorted(hidden.get(msg.index, ()), reverse=True):
             text = text[:start] + f"[{name} hidden]" + text[end:]
-    return {"round": msg.round, "role": msg.role, "name": msg.name, "content": text}
+    calls = [tool_call_parts(c) for c in msg.tool_calls if isinstance(c, dict)]
+    if calls:
+        text = "\n".join([text, *(args for _, args in calls)] if text else [args for _, args in calls])
+    return {"round": msg.round, "role": msg.role, "name": msg.name, "content": text,
+            "tool_call": ",".join(name for name, _ in calls) or None}
+
+
+MAX_ARGUMENT_CHARS = 300
+
+
+def tool_call_parts(call: dict[str, Any]) -> tuple[str, str]:
+    """(name, arguments as compact JSON) of one tool call, OpenAI-shaped ({function: {name,
+    arguments}}) or flat ({name, arguments}). Long arguments keep their first top-level keys
+    whole and say how many were left out: a value is never cut."""
+    nested = call.get("function")
+    fn: dict[str, Any] = nested if isinstance(nested, dict) else call
+    name = str(fn.get("name") or "tool")
+    args: Any = fn.get("arguments", fn.get("input", {}))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except json.JSONDecodeError:
+            return name, args if len(args) <= MAX_ARGUMENT_CHARS else f"[{len(args)} characters of arguments omitted]"
+    compact = json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+    if len(compact) <= MAX_ARGUMENT_CHARS or not isinstance(args, dict):
+        return name, compact if len(compact) <= MAX_ARGUMENT_CHARS else f"[{len(compact)} characters of arguments omitted]"
+    kept: dict[str, Any] = {}
+    for key, value in args.items():
+        trial = {**kept, key: value}
+        if len(json.dumps(trial, ensure_ascii=False, separators=(",", ":"))) > MAX_ARGUMENT_CHARS - 40:
+            break
+        kept = trial
+    omitted = len(args) - len(kept)
+    return name, json.dumps({**kept, "…": f"{omitted} more argument{'s' if omitted != 1 else ''} omitted"},
+                            ensure_ascii=False, separators=(",", ":"))
 
 
 def select_history(action: ActionSpec, state: State, older: list[Message], vocabulary: set[str],

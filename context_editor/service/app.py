@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from time import perf_counter
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import Depends, FastAPI, Query, Request, Security
 from fastapi.concurrency import run_in_threadpool
@@ -25,11 +25,12 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__, audit
-from ..conversation import normalise_message
+from ..conversation import adapt
 from ..domain import lint_domain, load_domain
 from ..errors import ContextEditorError
 from ..inject import RenderedContext
 from ..model import State
+from ..pipeline import ContextEditor
 from ..store import Store, open_store
 from .errors import INTERNAL, MalformedRequestError, NotFoundError, TooLargeError, error_body, status_for
 from .keys import Principal, authenticate
@@ -37,6 +38,7 @@ from .metrics import Metrics
 from .sessions import Sessions, bundled_domains
 
 log = logging.getLogger("context_editor.service")
+T = TypeVar("T")
 MAX_BODY_BYTES = 8_000_000
 MAX_MESSAGE_BYTES = 1_000_000
 
@@ -48,6 +50,8 @@ class IngestRequest(BaseModel):
     messages: list[dict[str, Any]] = Field(min_length=1, description="messages in the project's format "
                                            '({"role", "content", "id"?, "timestamp"?, "name"?, "tool_call_id"?, '
                                            '"tool_calls"?}); a message whose id the session holds is skipped')
+    format: str | None = Field(None, description="the messages' format: project, openai-chat, openai-responses, "
+                               "anthropic or langchain (detected when omitted)")
     now: str | None = Field(None, description="ISO 8601 clock for messages without a timestamp")
 
 
@@ -79,13 +83,12 @@ class Service:
         return b"".join(chunks)
 
     def ingest(self, p: Principal, session: str, req: IngestRequest) -> dict[str, Any]:
-        messages = []
         for i, raw in enumerate(req.messages):
             size = len(json.dumps(raw, ensure_ascii=False).encode("utf-8"))
             if size > self.max_message_bytes:
                 raise TooLargeError(f"messages[{i}] is {size:,} bytes, the limit is {self.max_message_bytes:,}",
                                     fix="store large payloads elsewhere and send a reference, or trim the tool result")
-            messages.append(normalise_message(raw, file="<request>", where=f"messages[{i}]"))
+        messages = adapt(req.messages, "<request>", req.format)  # all checked before anything is stored
         key = self.sessions.key(p.tenant, session)
         editor = self.sessions.editor_for_write(p.tenant, session, req.domain)
         with self.sessions.lock(key):
@@ -104,7 +107,7 @@ class Service:
     def state_json(state: State, session: str) -> dict[str, Any]:
         return {**state.to_json(), "session": session, "message_index": state.message_index}
 
-    def read(self, p: Principal, session: str, work: Callable[[Any, str], Any]) -> Any:
+    def read(self, p: Principal, session: str, work: Callable[[ContextEditor, str], T]) -> T:
         """Run `work(editor, store key)` on one of the caller's sessions, under its lock."""
         info = self.sessions.info(p.tenant, session)
         key = info.session
@@ -113,7 +116,7 @@ class Service:
 
     def context(self, p: Principal, session: str, action: str, budget: int | None, model: str | None,
                 as_of_round: int | None) -> dict[str, Any]:
-        def work(editor: Any, key: str) -> RenderedContext:
+        def work(editor: ContextEditor, key: str) -> RenderedContext:
             start = perf_counter()
             ctx = editor.render(key, action, budget=budget, as_of_round=as_of_round, model=model)
             self.metrics.render.observe(perf_counter() - start)

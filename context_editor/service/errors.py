@@ -7,6 +7,8 @@ The HTTP status follows from the code; nothing returns a traceback.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import ContextEditorError, SessionNotFoundError, StoreConflictError
 
 
@@ -42,6 +44,6 @@ def status_for(exc: ContextEditorError) -> int:
     return _BY_CODE.get(exc.code) or _BY_FAMILY.get(exc.code[:3], 400)
 
 
-def error_body(exc: ContextEditorError) -> dict:
+def error_body(exc: ContextEditorError) -> dict[str, Any]:
     return {"error": {"code": exc.code, "message": exc.message, "fix": exc.fix,
                       **({"line": exc.line} if exc.line else {})}}

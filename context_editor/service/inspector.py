@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote
 
 from fastapi import FastAPI, Query, Request
@@ -30,6 +30,9 @@ from ..inject import format_value
 from ..model import Edit, Message, State
 from ..pipeline import ContextEditor
 from .keys import AuthError, Principal, authenticate
+
+if TYPE_CHECKING:
+    from .app import Service
 
 COOKIE = "ce_key"
 _env = Environment(loader=FileSystemLoader(str(Path(__file__).parent / "templates")),
@@ -99,7 +102,7 @@ def session_page(editor: ContextEditor, key: str, session: str) -> str:
         actions=list(editor.domain.actions), snapshots=Markup(data), quote=quote)
 
 
-def mount(app: FastAPI, svc: Any) -> None:
+def mount(app: FastAPI, svc: "Service") -> None:
     """Add the /ui routes to the service's app."""
 
     def viewer(request: Request) -> Principal | None:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import threading
 import zlib
 
-from ..domain import domain_from_source, load_domain
+from ..domain import load_domain
 from ..domain.model import DOMAINS_DIR
 from ..errors import DomainError, DomainProblem, SessionNotFoundError
 from ..model import session_key
-from ..pipeline import ContextEditor
+from ..pipeline import ContextEditor, stored_domain
 from ..store import SessionInfo, Store
 from .errors import DomainMismatchError
 
@@ -64,10 +64,8 @@ class Sessions:
         with self._lock:
             editor = self._editors.get(info.domain_version)
             if editor is None:
-                source = self.store.get_domain(info.domain_version)
-                domain = domain_from_source(source or {}, f"<stored {info.domain} {info.domain_version}>")
-                editor = self._editors[info.domain_version] = ContextEditor(domain, self.store,
-                                                                            cache_sessions=self.cache_sessions)
+                editor = self._editors[info.domain_version] = ContextEditor(
+                    stored_domain(self.store, info), self.store, cache_sessions=self.cache_sessions)
             return editor
 
     def editor_for_write(self, tenant: str, session: str, domain: str) -> ContextEditor:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import StoreConflictError, StoreError
 from ..model import Edit, Message, canonical_json
@@ -65,12 +66,12 @@ CREATE TABLE IF NOT EXISTS api_keys (
 KEY_COLUMNS = "key_id, key_hash, tenant, role, created, revoked"
 
 
-def astuple_key(key: KeyRecord) -> tuple:
+def astuple_key(key: KeyRecord) -> tuple[Any, ...]:
     """A key record as a row of api_keys, in KEY_COLUMNS order."""
     return (key.key_id, key.key_hash, key.tenant, key.role, key.created, key.revoked)
 
 
-def edit_row(e: Edit) -> tuple:
+def edit_row(e: Edit) -> tuple[Any, ...]:
     """The row of an edit in an SQL store: key columns, canonical body, hash."""
     return (e.session, e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash)
 
@@ -108,11 +109,11 @@ class Store(ABC):
     url: str = ""
 
     @abstractmethod
-    def put_domain(self, version_hash: str, name: str, source: dict) -> None:
+    def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
         """Remember a domain document by its version hash (idempotent), keeping its key order."""
 
     @abstractmethod
-    def get_domain(self, version_hash: str) -> dict | None:
+    def get_domain(self, version_hash: str) -> dict[str, Any] | None:
         """The domain document stored under this hash."""
 
     @abstractmethod
@@ -156,7 +157,7 @@ class Store(ABC):
         """All session ids, sorted."""
 
     @abstractmethod
-    def raw_rows(self, session: str) -> tuple[list[tuple], list[tuple]]:
+    def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         """Rows exactly as stored, for `audit verify`: messages as (index, body, hash) and edits
         as (seq, round, message_index, body, hash), each in storage order of its key."""
 
