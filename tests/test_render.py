@@ -139,7 +139,8 @@ def test_tool_chains_stay_whole_and_duplicates_are_shown_once():
     root = parse(editor.render("s", "handle_complaint", budget=2000))
     turns = [(t.get("role"), t.text) for t in root.find("recent_turns")]
     assert turns.count(("tool", '{"status": "shipped"}')) == 1
-    assert ("assistant", None) in turns  # the call is kept with its result
+    assert ("assistant", "{}") in turns  # the call is kept with its result, shown by name and arguments
+    assert [t.get("tool_call") for t in root.find("recent_turns") if t.get("role") == "assistant"] == ["lookup"]
 
 
 def test_large_json_tool_results_are_trimmed_by_declaration(tmp_path):

@@ -22,7 +22,7 @@ from ..errors import BudgetError, ContextEditorError, UnknownActionError
 from ..extract import detect_language
 from ..model import Message, State
 from . import compact, history
-from .tokens import count_tokens, max_token_bytes
+from .tokens import count_tokens, max_token_bytes, tokenizer_for
 from .xmltext import xml_safe
 
 CRITICAL_COMPRESSION_FAILURE = "CRITICAL_COMPRESSION_FAILURE"
@@ -54,6 +54,7 @@ class RenderedContext:
     missing: list[str]
     dropped: list[str] = field(default_factory=list)
     source_tokens: int = 0  # tokens of the raw messages the context was compacted from
+    estimated: bool = False  # counted by an estimate (a model without a published tokenizer), not exactly
 
     @property
     def compaction_ratio(self) -> float:
@@ -104,6 +105,7 @@ class Renderer:
         recent_from = state.round - spec.recent_rounds
         # A message that cannot fit even alone is dropped whole up front, without tokenising it.
         too_big = max_token_bytes(self.model) * limit
+        estimated = tokenizer_for(self.model).estimated
         visible = [m for m in messages if m.role != "system" and len(m.content) <= too_big]
         oversized = sum(1 for m in messages if m.role != "system" and len(m.content) > too_big)
         recent = history.chains(history.dedupe_tool_results([m for m in visible if m.round > recent_from]))
@@ -130,6 +132,7 @@ class Renderer:
             dropped = _dropped_summary(len(recent) - kept["recent"], len(optional) - kept["optional"],
                                        len(ranked) - kept["history"], oversized, len(lines) - len(digest))
             ctx = {"action": action, "domain": self.domain.name, "round": state.round, "budget": budget,
+                   "tokens_estimated": estimated,
                    "phase": state.phase, "fields": [self._field(state, n) for n in fields], "missing": missing,
                    "alerts": alerts, "dropped": ", ".join(dropped),
                    "entities": entities[: kept["entities"]],
@@ -176,7 +179,8 @@ class Renderer:
                      "message": f"template {template.name} lost critical fields {', '.join(lost)}; default template used"}
             return self.render(state, action, messages, budget, language, _template=DEFAULT_TEMPLATE, _alerts=[alert])
         source = count_tokens("\n".join(f"{m.role}: {m.content}" for m in visible), self.model)
-        return RenderedContext(action, xml, tokens, budget, fields, [m["name"] for m in missing], dropped, source)
+        return RenderedContext(action, xml, tokens, budget, fields, [m["name"] for m in missing], dropped, source,
+                               estimated)
 
     def _shown(self, name: str, state: State) -> bool:
         """Transient fields are instructions: shown only in the round they were given."""

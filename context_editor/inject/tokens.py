@@ -11,15 +11,18 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import importlib.util
+import json
+import math
 import threading
 from functools import lru_cache
-import importlib.util
 from pathlib import Path
+from typing import Any, Protocol
 
 import tiktoken
 import tiktoken_ext.openai_public as openai_public
 
-from ..errors import ContextEditorError
+from ..errors import ContextEditorError, MissingExtraError
 
 DEFAULT_MODEL = "gpt-4o"
 ENCODINGS = {"o200k_base": openai_public.o200k_base, "cl100k_base": openai_public.cl100k_base}
@@ -67,30 +70,123 @@ def get_encoding(name: str) -> tiktoken.Encoding:
 
 
 def encoding_for_model(model: str | None) -> tiktoken.Encoding:
-    """The encoding a model uses (gpt-4o, o1, gpt-4.1 … -> o200k_base; gpt-4, gpt-3.5 -> cl100k_base)."""
+    """The tiktoken encoding an OpenAI model uses (gpt-4o, o1, gpt-4.1 … -> o200k_base; gpt-4,
+    gpt-3.5 -> cl100k_base)."""
     model = model or DEFAULT_MODEL
     if model in ENCODINGS:
         return get_encoding(model)
     try:
         name = tiktoken.encoding_name_for_model(model)
     except KeyError:
-        raise ContextEditorError(f"unknown model {model!r}", code="CE403",
-                                 fix="pass a model tiktoken knows (gpt-4o, gpt-4, …) or an encoding (o200k_base, cl100k_base)") from None
+        raise ContextEditorError(f"unknown model {model!r}", code="CE403", fix=MODEL_FIX) from None
     return get_encoding(name)
 
 
-@lru_cache(maxsize=8)
+MODEL_FIX = ("pass a model tiktoken knows (gpt-4o, gpt-4, …), an encoding (o200k_base, cl100k_base), the path of a "
+             "Hugging Face tokenizer.json (Qwen, Llama, DeepSeek …), or a claude-… model (estimated)")
+# Claude's tokenizer is not published: its counts are estimated from o200k_base with this margin
+# on top, so a context that fits the estimate fits the budget with room to spare.
+ESTIMATE_MARGIN = 0.30
+NO_BOUND = 1 << 30  # "a token may be this long": disables the up-front size check
+
+
+class Tokenizer(Protocol):
+    """What the renderer needs of a tokenizer: an exact (or, if `estimated`, a stated) count, and
+    the longest token in bytes (a text of C characters is at least C / that many tokens)."""
+
+    name: str
+    estimated: bool
+    max_token_bytes: int
+
+    def count(self, text: str) -> int: ...
+
+
+class TiktokenCounter:
+    estimated = False
+
+    def __init__(self, model: str):
+        self.encoding = encoding_for_model(model)
+        self.name = self.encoding.name
+        self.max_token_bytes = max(len(t) for t in self.encoding.token_byte_values())
+
+    def count(self, text: str) -> int:
+        return len(self.encoding.encode(text, disallowed_special=()))  # special-token text counts as plain text
+
+
+class HuggingFaceCounter:
+    """A model's own tokenizer.json (the `tokenizers` package; the [hf] extra), counted exactly.
+    Special tokens a model adds around a prompt (BOS …) are not counted: the context is a part."""
+
+    estimated = False
+
+    def __init__(self, path: Path):
+        try:
+            from tokenizers import Tokenizer as HFTokenizer
+        except ImportError:
+            raise MissingExtraError("tokenizers", "hf", f"counting with {path}") from None
+        file = path / "tokenizer.json" if path.is_dir() else path
+        try:
+            spec = json.loads(file.read_text("utf-8"))
+            self.tokenizer = HFTokenizer.from_file(str(file))
+        except Exception as exc:  # OSError, bad JSON, or the Rust library's own Exception
+            raise ContextEditorError(f"cannot load tokenizer {file}: {exc}", code="CE404", file=str(file),
+                                     fix="pass a Hugging Face tokenizer.json (as saved by tokenizers or transformers)") from None
+        self.name = str(file)
+        self.max_token_bytes = self._longest(spec)
+
+    def _longest(self, spec: dict[str, Any]) -> int:
+        """The vocabulary's longest token in bytes, if every text is encoded byte by byte at
+        worst; else NO_BOUND (an unknown-word token may stand for a word of any length)."""
+        model = spec.get("model") or {}
+        pre = json.dumps(spec.get("pre_tokenizer"))
+        bytewise = '"ByteLevel"' in pre or bool(model.get("byte_fallback"))
+        if not bytewise:
+            return NO_BOUND
+        return max((len(tok.encode("utf-8")) for tok in self.tokenizer.get_vocab()), default=NO_BOUND)
+
+    def count(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+class EstimatedCounter:
+    """For models whose tokenizer is not published (claude-…): o200k_base plus ESTIMATE_MARGIN,
+    rounded up, and marked `estimated` so the context says tokens_estimated="true"."""
+
+    estimated = True
+
+    def __init__(self, model: str):
+        self.base = TiktokenCounter("o200k_base")
+        self.name = f"{model} (estimated: o200k_base + {ESTIMATE_MARGIN:.0%})"
+        self.max_token_bytes = self.base.max_token_bytes  # the estimate is never below the base count
+
+    def count(self, text: str) -> int:
+        return math.ceil(self.base.count(text) * (1 + ESTIMATE_MARGIN))
+
+
+@lru_cache(maxsize=16)
+def tokenizer_for(model: str | None = None) -> Tokenizer:
+    """The tokenizer of `model`: an OpenAI model or encoding (tiktoken), a path to a Hugging
+    Face tokenizer.json (or its folder), or claude-… (estimated)."""
+    model = model or DEFAULT_MODEL
+    path = Path(model)
+    if model.endswith(".json") or (path.is_dir() and (path / "tokenizer.json").exists()):
+        return HuggingFaceCounter(path)
+    if model.startswith("claude"):
+        return EstimatedCounter(model)
+    return TiktokenCounter(model)
+
+
 def max_token_bytes(model: str | None = None) -> int:
     """The longest token of the model's vocabulary, in bytes. A text of C characters has at
     least C UTF-8 bytes, hence at least C / this many tokens: a message longer than
     this × budget characters cannot fit, and is dropped without tokenising all of it."""
-    enc = encoding_for_model(model)
-    return max(len(t) for t in enc.token_byte_values())
+    return tokenizer_for(model).max_token_bytes
 
 
 def count_tokens(text: str, model: str | None = None) -> int:
-    """Exact number of tokens of `text` for `model` (special-token text counts as plain text)."""
-    return len(encoding_for_model(model).encode(text, disallowed_special=()))
+    """The number of tokens of `text` for `model`: exact, except for models marked estimated."""
+    return tokenizer_for(model).count(text)
 
 
-__all__ = ["count_tokens", "encoding_for_model", "get_encoding", "DEFAULT_MODEL"]
+__all__ = ["count_tokens", "encoding_for_model", "get_encoding", "tokenizer_for", "Tokenizer", "DEFAULT_MODEL",
+           "ESTIMATE_MARGIN"]

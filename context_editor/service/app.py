@@ -116,6 +116,10 @@ class Service:
 
     def context(self, p: Principal, session: str, action: str, budget: int | None, model: str | None,
                 as_of_round: int | None) -> dict[str, Any]:
+        if model and ("/" in model or "\\" in model or model.endswith(".json")):
+            raise MalformedRequestError(f"model {model!r} looks like a file path; the service never opens paths a "
+                                        "client names", fix="pass a model name (gpt-4o, o200k_base, claude-…)")
+
         def work(editor: ContextEditor, key: str) -> RenderedContext:
             start = perf_counter()
             ctx = editor.render(key, action, budget=budget, as_of_round=as_of_round, model=model)
@@ -124,7 +128,7 @@ class Service:
 
         ctx = self.read(p, session, work)
         return {"session": session, "action": ctx.action, "xml": ctx.xml, "tokens": ctx.tokens, "budget": ctx.budget,
-                "tokens_estimated": getattr(ctx, "estimated", False), "fields": ctx.fields,
+                "tokens_estimated": ctx.estimated, "fields": ctx.fields,
                 "missing": ctx.missing, "dropped": ctx.dropped}
 
 
