@@ -15,14 +15,14 @@ from datetime import datetime, timezone
 from . import audit
 from .conversation import read_conversation
 from .domain import domain_from_source, lint_domain, load_domain
-from .domain.model import DOMAINS_DIR
 from .errors import ContextEditorError, SessionNotFoundError
 from .inject import format_value
 from .model import State, session_key
 from .pipeline import ContextEditor
+from .resources import sample_conversation
 from .store import DEFAULT_STORE, open_store
 
-SAMPLE = DOMAINS_DIR / "samples" / "ecommerce_headphones.jsonl"
+SAMPLE = sample_conversation("ecommerce_headphones")
 
 EPILOG = """\
 examples:

@@ -125,3 +125,8 @@ class PostgresStore(Store):
         for conn in self._opened:
             conn.close()
         self._opened.clear()
+
+
+def from_url(url: str) -> PostgresStore:
+    """Registered stores `postgresql://…` and `postgres://…`."""
+    return PostgresStore(url)

@@ -116,3 +116,8 @@ class SQLiteStore(Store):
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+def from_url(url: str) -> SQLiteStore:
+    """Registered stores `sqlite:///path.db` and `file` (a plain path)."""
+    return SQLiteStore(url[len("sqlite:///"):] if url.startswith("sqlite:///") else url)
