@@ -71,10 +71,11 @@ class Registry(Generic[T]):
 
 
 stores: Registry[Any] = Registry("context_editor.stores", "store URL scheme")
-"""URL scheme -> a factory `(url: str) -> Store` (see `store.base.Store` for the contract).
+"""URL scheme -> a factory `(url: str, create: bool = True) -> Store` (see `store.base.Store`).
 
-`open_store("redis://host/0")` calls the factory registered as `redis` with the whole URL. The
-store must pass the contract suite in `tests/test_store_contract.py`."""
+`open_store("redis://host/0")` calls the factory registered as `redis` with the whole URL;
+`create=False` (read-only commands) must not create a store that does not exist. The store must
+pass the contract suite in `tests/test_store_contract.py`. Built-ins: `store/urls.py`."""
 
 extractors: Registry[Any] = Registry("context_editor.extractors", "extractor")
 """Prefix -> a callable `(text: str) -> list[(start, end, text, label)]`.

@@ -24,8 +24,8 @@ class LiteStore(SQLiteStore):
     pass
 
 
-def from_url(url):
-    return LiteStore(url.split("://", 1)[1])
+def from_url(url, create=True):
+    return LiteStore(url.split("://", 1)[1], create=create)
 '''
 
 

@@ -14,25 +14,26 @@ DEFAULT_STORE = "./context_editor.db"
 
 
 def scheme_of(url: str) -> str:
-    """`postgresql://…` -> 'postgresql'; a plain path is SQLite; `:memory:` is memory."""
+    """`postgresql://…` -> 'postgresql'; a plain path is SQLite ('file'); `:memory:` is memory."""
     if url == ":memory:":
         return "memory"
     return url.split("://", 1)[0].lower() if "://" in url else "file"
 
 
-def open_store(url: str | None = None) -> Store:
-    """Open the store a URL names, through the store registered for its scheme.
+def open_store(url: str | None = None, create: bool = True) -> Store:
+    """Open the store a URL names, through the factory registered for its scheme.
 
     Built-ins: `memory://`, `sqlite:///path.db`, a plain path (SQLite), `postgresql://…`.
     Other schemes come from packages registering `context_editor.stores` entry points.
-    Default: $CONTEXT_EDITOR_STORE, else ./context_editor.db."""
+    Default: $CONTEXT_EDITOR_STORE, else ./context_editor.db. With `create=False` (read-only
+    commands) a store that does not exist is an error, never created."""
     url = url or os.environ.get("CONTEXT_EDITOR_STORE") or DEFAULT_STORE
     scheme = scheme_of(url)
     if scheme not in registry.stores:
         raise StoreError(f"unknown store URL scheme in {url!r} (registered: {', '.join(registry.stores.names())})",
                          fix="use memory://, sqlite:///path.db, a file path, or postgresql://user@host/db, or install "
                              "the package that registers this scheme (entry-point group context_editor.stores)")
-    store: Store = registry.stores.get(scheme)(url)
+    store: Store = registry.stores.get(scheme)(url, create=create)
     return store
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Callable, Iterable, Protocol, TypeVar
 
-import cn2an  # type: ignore[import-untyped]
+import cn2an
 
 from .lexicon import FLAGS, Vocabulary, alt, vocabulary, words_pattern
 
