@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import tiktoken
 import tiktoken_ext.openai_public as openai_public
 
+from .. import registry
 from ..errors import ContextEditorError, MissingExtraError
 
 DEFAULT_MODEL = "gpt-4o"
@@ -54,11 +55,8 @@ def _packaged_bpe(url: str, expected_hash: str | None = None) -> dict[bytes, int
     return ranks
 
 
-@lru_cache(maxsize=4)
-def get_encoding(name: str) -> tiktoken.Encoding:
-    """The tiktoken Encoding `name`, built from packaged files (no network)."""
-    if name not in ENCODINGS:
-        raise ContextEditorError(f"unknown encoding {name!r}", fix=f"use one of: {', '.join(ENCODINGS)}", code="CE402")
+def _tiktoken(name: str) -> tiktoken.Encoding:
+    """A tiktoken Encoding built from packaged files (no network)."""
     with _lock:  # swap the loader only while tiktoken's constructor runs
         original = openai_public.load_tiktoken_bpe
         openai_public.load_tiktoken_bpe = _packaged_bpe
@@ -69,17 +67,36 @@ def get_encoding(name: str) -> tiktoken.Encoding:
     return tiktoken.Encoding(**params)
 
 
+def o200k_base() -> tiktoken.Encoding:
+    """Registered tokenizer `o200k_base` (gpt-4o, o1, gpt-4.1 …)."""
+    return _tiktoken("o200k_base")
+
+
+def cl100k_base() -> tiktoken.Encoding:
+    """Registered tokenizer `cl100k_base` (gpt-4, gpt-3.5)."""
+    return _tiktoken("cl100k_base")
+
+
+@lru_cache(maxsize=4)
+def get_encoding(name: str) -> Any:
+    """The tokenizer registered as `name` (entry-point group `context_editor.tokenizers`)."""
+    if name not in registry.tokenizers:
+        raise ContextEditorError(f"unknown encoding {name!r}", fix=f"use one of: {', '.join(registry.tokenizers.names())}",
+                                 code="CE402")
+    return registry.tokenizers.get(name)()
+
+
 def encoding_for_model(model: str | None) -> tiktoken.Encoding:
     """The tiktoken encoding an OpenAI model uses (gpt-4o, o1, gpt-4.1 … -> o200k_base; gpt-4,
     gpt-3.5 -> cl100k_base)."""
     model = model or DEFAULT_MODEL
-    if model in ENCODINGS:
-        return get_encoding(model)
-    try:
-        name = tiktoken.encoding_name_for_model(model)
-    except KeyError:
-        raise ContextEditorError(f"unknown model {model!r}", code="CE403", fix=MODEL_FIX) from None
-    return get_encoding(name)
+    if model not in registry.tokenizers:
+        try:
+            model = tiktoken.encoding_name_for_model(model)
+        except KeyError:
+            raise ContextEditorError(f"unknown model {model!r}", code="CE403", fix=MODEL_FIX) from None
+    encoding: tiktoken.Encoding = get_encoding(model)
+    return encoding
 
 
 MODEL_FIX = ("pass a model tiktoken knows (gpt-4o, gpt-4, …), an encoding (o200k_base, cl100k_base), the path of a "
@@ -104,9 +121,9 @@ class Tokenizer(Protocol):
 class TiktokenCounter:
     estimated = False
 
-    def __init__(self, model: str):
-        self.encoding = encoding_for_model(model)
-        self.name = self.encoding.name
+    def __init__(self, encoding: tiktoken.Encoding):
+        self.encoding = encoding
+        self.name = encoding.name
         self.max_token_bytes = max(len(t) for t in self.encoding.token_byte_values())
 
     def count(self, text: str) -> int:
@@ -148,6 +165,19 @@ class HuggingFaceCounter:
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
 
 
+class EncoderCounter:
+    """Any other registered encoder: exact counts from `encode(text)`, no size bound."""
+
+    estimated = False
+    max_token_bytes = NO_BOUND
+
+    def __init__(self, name: str, encoder: Any):
+        self.name, self.encoder = name, encoder
+
+    def count(self, text: str) -> int:
+        return len(self.encoder.encode(text))
+
+
 class EstimatedCounter:
     """For models whose tokenizer is not published (claude-…): o200k_base plus ESTIMATE_MARGIN,
     rounded up, and marked `estimated` so the context says tokens_estimated="true"."""
@@ -155,7 +185,7 @@ class EstimatedCounter:
     estimated = True
 
     def __init__(self, model: str):
-        self.base = TiktokenCounter("o200k_base")
+        self.base = TiktokenCounter(get_encoding("o200k_base"))
         self.name = f"{model} (estimated: o200k_base + {ESTIMATE_MARGIN:.0%})"
         self.max_token_bytes = self.base.max_token_bytes  # the estimate is never below the base count
 
@@ -163,17 +193,33 @@ class EstimatedCounter:
         return math.ceil(self.base.count(text) * (1 + ESTIMATE_MARGIN))
 
 
+def claude() -> EstimatedCounter:
+    """Registered tokenizer `claude` (every claude-… model): an estimate, marked as one."""
+    return EstimatedCounter("claude")
+
+
 @lru_cache(maxsize=16)
 def tokenizer_for(model: str | None = None) -> Tokenizer:
-    """The tokenizer of `model`: an OpenAI model or encoding (tiktoken), a path to a Hugging
-    Face tokenizer.json (or its folder), or claude-… (estimated)."""
+    """The tokenizer of `model`: a path to a Hugging Face tokenizer.json (or its folder), else a
+    tokenizer registered under the model's name (entry-point group `context_editor.tokenizers`:
+    o200k_base, cl100k_base, claude for claude-…), else tiktoken's encoding for an OpenAI model."""
     model = model or DEFAULT_MODEL
     path = Path(model)
     if model.endswith(".json") or (path.is_dir() and (path / "tokenizer.json").exists()):
         return HuggingFaceCounter(path)
-    if model.startswith("claude"):
-        return EstimatedCounter(model)
-    return TiktokenCounter(model)
+    name = "claude" if model.startswith("claude") and "claude" in registry.tokenizers else model
+    if name not in registry.tokenizers:
+        try:
+            name = tiktoken.encoding_name_for_model(model)
+        except KeyError:
+            raise ContextEditorError(f"unknown model {model!r}", code="CE403", fix=MODEL_FIX) from None
+    encoder = get_encoding(name)
+    if isinstance(encoder, tiktoken.Encoding):
+        return TiktokenCounter(encoder)
+    if hasattr(encoder, "count") and hasattr(encoder, "estimated"):
+        counter: Tokenizer = encoder
+        return counter
+    return EncoderCounter(name, encoder)
 
 
 def max_token_bytes(model: str | None = None) -> int:

@@ -13,7 +13,7 @@ import threading
 import zlib
 
 from ..domain import load_domain
-from ..domain.model import DOMAINS_DIR
+from ..resources import domains_dir
 from ..errors import DomainError, DomainProblem, SessionNotFoundError
 from ..model import session_key
 from ..pipeline import ContextEditor, stored_domain
@@ -24,7 +24,7 @@ LOCK_STRIPES = 64
 
 
 def bundled_domains() -> list[str]:
-    return sorted(p.stem for p in DOMAINS_DIR.glob("*.yaml"))
+    return sorted(p.stem for p in domains_dir().glob("*.yaml"))
 
 
 class Sessions:
