@@ -3,6 +3,7 @@
     python benchmarks/service_load.py                          # 32 clients × 200 messages, SQLite, 2 servers
     python benchmarks/service_load.py --pg                     # the same over a private PostgreSQL server
     python benchmarks/service_load.py --clients 4 --messages 10 --servers 1
+    python benchmarks/service_load.py --readme                 # write the figures into README.md
 
 Every client owns one session and, for each message, POSTs it (with an id) and then GETs the
 context of an action, as an agent does before each model call. Consecutive requests of a
@@ -37,7 +38,9 @@ sys.path.insert(0, str(ROOT / "tests"))  # the service and PostgreSQL launchers 
 
 from concurrency import TURNS  # noqa: E402  (bilingual customer-service turns)
 
-OUT = ROOT / "benchmarks" / "out" / "service_load.json"
+OUT = ROOT / "benchmarks" / "out"
+README = ROOT / "README.md"
+MARKERS = ("<!-- service-load:start -->\n", "<!-- service-load:end -->")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -118,8 +121,12 @@ def main() -> int:
     parser.add_argument("--messages", type=int, default=200)
     parser.add_argument("--servers", type=int, default=2, help="service processes over the one store")
     parser.add_argument("--pg", action="store_true", help="a private PostgreSQL server (tests/pg_server.py) instead of SQLite")
-    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--out", type=Path, help="result JSON (default benchmarks/out/service_load[_pg].json)")
+    parser.add_argument("--readme", action="store_true", help="only write the last results into README.md")
     args = parser.parse_args()
+    if args.readme:
+        return write_readme()
+    args.out = args.out or OUT / f"service_load{'_pg' if args.pg else ''}.json"
 
     from service_server import create_key, running_service
 
@@ -139,12 +146,39 @@ def main() -> int:
         result = load(bases, key, args.clients, args.messages)
     result |= {"store": "postgresql" if args.pg else "sqlite", "date": time.strftime("%Y-%m-%d"),
                "machine": f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
-                          f"Python {platform.python_version()}, shared with other jobs"}
+                          f"Python {platform.python_version()}, shared with other jobs",
+               "load_avg_5min": round(os.getloadavg()[1], 1)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", "utf-8")
     print(json.dumps(result, indent=2))
     ok = result["errors"] == 0 and result["sessions_complete"] and result["audit_verify_ok"]
     return 0 if ok else 1
+
+
+def write_readme() -> int:
+    """The README's load figures, from the result files of the last runs."""
+    rows = []
+    for path in sorted(OUT.glob("service_load*.json")):
+        r = json.loads(path.read_text("utf-8"))
+        ok = "yes" if r["sessions_complete"] and r["audit_verify_ok"] else "NO"
+        rows.append(f"| {r['store']} | {r['clients']} × {r['messages_per_client']} | {r['servers']} | {r['load_avg_5min']} | "
+                    f"{r['ingest_ms']['p50']} / {r['ingest_ms']['p99']} | {r['context_ms']['p50']} / {r['context_ms']['p99']} | "
+                    f"{r['requests_per_s']} | {r['errors']} | {ok} |")
+    if not rows:
+        print("no results in benchmarks/out/: run the benchmark first", file=sys.stderr)
+        return 1
+    first = json.loads(sorted(OUT.glob("service_load*.json"))[0].read_text("utf-8"))
+    block = (f"Measured on {first['date']} ({first['machine']}) by `python benchmarks/service_load.py [--pg]`: "
+             "every client owns a session and, per message, POSTs it and GETs the `place_order` context; its "
+             "requests alternate between the service processes over one store; every 10th POST is sent twice. "
+             "Clients, servers and the store share the two cores, so latency is mostly queueing: 32 clients keep "
+             "both processes saturated, and the throughput is the figure to compare.\n\n"
+             "| store | clients × messages | processes | machine load (5 min) | ingest p50 / p99 ms | context p50 / p99 ms | requests/s | errors | all stored, audit verify ok |\n"
+             "|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+    text = README.read_text("utf-8")
+    start, end = text.index(MARKERS[0]) + len(MARKERS[0]), text.index(MARKERS[1])
+    README.write_text(text[:start] + block + text[end:], "utf-8")
+    return 0
 
 
 if __name__ == "__main__":

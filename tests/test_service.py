@@ -196,10 +196,13 @@ def test_concurrent_writers_of_one_session_with_retries(svc):
 
 
 def test_load_benchmark_small(svc):
-    """benchmarks/service_load.py's client loop, small: 4 clients × 5 messages, 0 errors, verified."""
+    """benchmarks/service_load.py's client loop, small: 4 clients × 5 messages over two service
+    processes on one store (each request of a session goes to the other process than the last,
+    so no process may serve its cached state stale): 0 errors, every message once, verified."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from service_load import load
 
-    result = load([svc["base"]], svc["keys"][("acme", "writer")], clients=4, messages=5)
+    with running_service(svc["store"]) as second:  # a second process over the same store: requests alternate
+        result = load([svc["base"], second], svc["keys"][("acme", "writer")], clients=4, messages=5)
     assert result["errors"] == 0, result["first_errors"]
     assert result["sessions_complete"] and result["audit_verify_ok"] and result["ingest_requests"] == 4 * 5
