@@ -232,12 +232,16 @@ def cmd_lint(args) -> int:
     path, problems = lint_domain(args.domain)
     for p in problems:
         print(p.format(str(path)))
-    if problems:
-        print(f"{len(problems)} problem(s) in {path}", file=sys.stderr)
+    errors = sum(p.is_error for p in problems)
+    warnings = len(problems) - errors
+    if errors or (warnings and args.strict):
+        strict = " (--strict: warnings count as errors)" if warnings and args.strict else ""
+        print(f"{errors} error(s), {warnings} warning(s) in {path}{strict}", file=sys.stderr)
         return 1
     domain = load_domain(path)
+    note = f", {warnings} warning(s)" if warnings else ""
     print(f"{path}: ok (domain {domain.name} version {domain.version}, hash {domain.version_hash}, "
-          f"{len(domain.fields)} fields, {len(domain.actions)} actions)")
+          f"{len(domain.fields)} fields, {len(domain.actions)} actions{note})")
     return 0
 
 
@@ -329,8 +333,9 @@ def build_parser() -> argparse.ArgumentParser:
     session_opts(p)
     store_opt(p)
 
-    p = add("lint", cmd_lint, "Check a domain file and report every problem with its line and a fix.")
+    p = add("lint", cmd_lint, "Check a domain file and report every problem (errors and warnings) with its line and a fix.")
     p.add_argument("domain")
+    p.add_argument("--strict", action="store_true", help="warnings count as errors (exit 1)")
 
     from .bench.cli import register  # `import` and `bench`: schema importers and the real-data runners
 

@@ -56,60 +56,110 @@ def _expand(pattern: str, macros: dict[str, str], seen: tuple = ()) -> str:
     return _MACRO.sub(sub, pattern)
 
 
-def _load_pack(path: Path, macros: dict[str, str], problems: list[tuple[Path, DomainProblem]]) -> list[Rule]:
-    doc = load_lined_yaml(path.read_text(encoding="utf-8"), str(path))
+def compile_rule(r: object, macros: dict[str, str], language: str, source: str) -> Rule | tuple[str, str]:
+    """One rule written as a mapping (in a pack or inline under a field): a Rule, or (problem, fix)."""
+    if not isinstance(r, dict) or not r.get("id") or not r.get("pattern"):
+        return "a rule needs an `id` and a `pattern`", "add both keys to this rule"
+    try:
+        flags = re.IGNORECASE if r.get("ignore_case", True) else 0
+        compiled = re.compile(_expand(str(r["pattern"]), macros), flags)
+    except KeyError as exc:
+        return (f"unknown macro <<{exc.args[0]}>>",
+                "define it in rules/common/macros.yaml (or a macros.yaml in your rule pack directory) or fix its name")
+    except (re.error, RecursionError) as exc:
+        return f"invalid regular expression: {exc}", "fix the pattern (test it with Python's `re`)"
+    parse = r.get("parse")
+    if parse is not None and parse not in PARSERS:
+        return f"unknown parser '{parse}'", f"use one of: {', '.join(PARSERS)}"
+    groups = tuple(sorted(g for g in compiled.groupindex if g.startswith("value"))) or (0,)
+    return Rule(str(r["id"]), language, compiled, parse, float(r.get("confidence", 0.9)), source, groups)
+
+
+def _load_pack(path: Path, macros: dict[str, str], problems: list[tuple[Path, DomainProblem]],
+               label: str | None = None) -> list[Rule]:
+    try:
+        doc = load_lined_yaml(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append((path, DomainProblem(f"cannot read rule pack: {exc}", line=None, fix="save it as UTF-8 text",
+                                             code="CE110")))
+        return []
     for p in doc.problems:
-        problems.append((path, p))
-    data = doc.data or {}
-    lang = data.get("language", path.parent.name)
+        if p.is_error:
+            problems.append((path, p))
+    data = doc.data if isinstance(doc.data, dict) else {}
+    if doc.data is not None and not isinstance(doc.data, dict):
+        problems.append((path, DomainProblem("a rule pack must be a mapping with `rules:`", line=1,
+                                             fix="write `language: en` and `rules: [{id: …, pattern: …}]`", code="CE110")))
+    default_lang = path.parent.name if path.parent.name in ("zh", "en", "common") else "any"
+    lang = str(data.get("language", default_lang))
     rules = []
     for i, r in enumerate(data.get("rules") or []):
         line = doc.line(f"rules/{i}")
-        def bad(msg: str, fix: str) -> None:
-            problems.append((path, DomainProblem(msg, line=line, path=f"rules/{i}", fix=fix, code="CE110")))
-        if not isinstance(r, dict) or not r.get("id") or not r.get("pattern"):
-            bad("a rule needs an `id` and a `pattern`", "add both keys to this rule")
+        compiled = compile_rule(r, macros, lang, f"{label or path.parent.name + '/' + path.name}:{line}")
+        if isinstance(compiled, tuple):
+            problems.append((path, DomainProblem(compiled[0], line=line, path=f"rules/{i}", fix=compiled[1], code="CE110")))
             continue
-        try:
-            flags = re.IGNORECASE if r.get("ignore_case", True) else 0
-            compiled = re.compile(_expand(str(r["pattern"]), macros), flags)
-        except KeyError as exc:
-            bad(f"unknown macro <<{exc.args[0]}>>", "define it in rules/common/macros.yaml or fix its name")
-            continue
-        except (re.error, RecursionError) as exc:
-            bad(f"invalid regular expression: {exc}", "fix the pattern (test it with Python's `re`)")
-            continue
-        parse = r.get("parse")
-        if parse is not None and parse not in PARSERS:
-            bad(f"unknown parser '{parse}'", f"use one of: {', '.join(PARSERS)}")
-            continue
-        groups = tuple(sorted(g for g in compiled.groupindex if g.startswith("value"))) or (0,)
-        rules.append(Rule(str(r["id"]), lang, compiled, parse, float(r.get("confidence", 0.9)),
-                          f"{path.parent.name}/{path.name}:{line}", groups))
+        rules.append(compiled)
     return rules
+
+
+def read_macros(path: Path) -> dict[str, str]:
+    """A macros file (`NAME: regex` or `NAME: [phrase, …]`) as regex texts; {} if there is none."""
+    if not path.is_file():
+        return {}
+    data = load_lined_yaml(path.read_text("utf-8"), str(path)).data
+    return {k: _macro_text(v) for k, v in (data or {}).items()} if isinstance(data, dict) else {}
+
+
+def pack_files(location: Path) -> list[Path]:
+    """The pack files of a location: the file itself, or a directory's `*.yaml` and `*/*.yaml`
+    (its `macros.yaml` excluded)."""
+    if location.is_file():
+        return [location]
+    return sorted(p for p in [*location.glob("*.yaml"), *location.glob("*/*.yaml")] if p.name != "macros.yaml")
+
+
+def add_rules(library: dict[str, Rule], rules: list[Rule], path: Path, problems: list[tuple[Path, DomainProblem]]) -> None:
+    """Add rules to a library; an id defined twice is a problem naming both places."""
+    for rule in rules:
+        if rule.id in library:
+            problems.append((path, DomainProblem(f"rule id '{rule.id}' is defined twice (also in {library[rule.id].source})",
+                                                 line=None, fix="give each rule a unique id", code="CE111")))
+            continue
+        library[rule.id] = rule
 
 
 @lru_cache(maxsize=4)
 def load_rule_library(rules_dir: Path = RULES_DIR) -> dict[str, Rule]:
-    """All rules of all packs by id. Broken packs are a DomainError naming the pack file."""
-    macros: dict[str, str] = {}
+    """All rules of all bundled packs by id. Broken packs are a DomainError naming the pack file."""
     macro_file = rules_dir / "common" / "macros.yaml"
-    if macro_file.exists():
-        macros = {k: _macro_text(v) for k, v in (load_lined_yaml(macro_file.read_text("utf-8"), str(macro_file)).data or {}).items()}
+    macros = read_macros(macro_file)
     problems: list[tuple[Path, DomainProblem]] = []
     library: dict[str, Rule] = {}
     for path in sorted(rules_dir.glob("*/*.yaml")):
-        if path == macro_file:
-            continue
-        for rule in _load_pack(path, macros, problems):
-            if rule.id in library:
-                problems.append((path, DomainProblem(f"rule id '{rule.id}' is defined twice (also in {library[rule.id].source})",
-                                                     line=None, fix="give each rule a unique id", code="CE111")))
-            library[rule.id] = rule
+        if path != macro_file:
+            add_rules(library, _load_pack(path, macros, problems), path, problems)
     if problems:
         path, _ = problems[0]
         raise DomainError([p for _, p in problems], file=str(path))
     return library
+
+
+def package_macros(rules_dir: Path = RULES_DIR) -> dict[str, str]:
+    return read_macros(rules_dir / "common" / "macros.yaml")
+
+
+def rule_document(rule: Rule) -> dict:
+    """A compiled rule as stored with the domain version (macros already expanded)."""
+    return {"pattern": rule.pattern.pattern, "flags": int(rule.pattern.flags & ~re.UNICODE), "parse": rule.parse,
+            "confidence": rule.confidence, "language": rule.language, "source": rule.source}
+
+
+def rule_from_document(rid: str, d: dict) -> Rule:
+    """The rule exactly as it was stored: replay does not read today's packs."""
+    compiled = re.compile(d["pattern"], d["flags"])
+    groups = tuple(sorted(g for g in compiled.groupindex if g.startswith("value"))) or (0,)
+    return Rule(rid, d["language"], compiled, d["parse"], d["confidence"], d["source"], groups)
 
 
 def ner_label(ref: str) -> str | None:
