@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DomainProblem
-from .regexcheck import slow_rule
+from .regexcheck import SAMPLE_LENGTH, slow_rule
 from .rulepacks import (Rule, _load_pack, add_rules, compile_rule, load_rule_library, pack_files, package_macros,
                         read_macros, rule_document, rule_from_document, select_rules)
 
@@ -184,7 +184,7 @@ def resolve(data: dict, base: Path, line_of, check_backtracking: bool = True) ->
         if slow:
             rule = res.library[slow]
             res.problems.append(DomainProblem(
-                f"rule '{slow}' ({rule.source}) takes seconds on a {40}-character input: its pattern backtracks catastrophically",
+                f"rule '{slow}' ({rule.source}) takes seconds on a {SAMPLE_LENGTH + 1}-character input: its pattern backtracks catastrophically",
                 line=line_of("rule_packs") if not rule.source.startswith("inline:") else line_of(f"fields/{rule.source[7:]}/extract"),
                 path="", fix="avoid nested repetition such as (a+)+ or (\\w|\\d)*: make the alternatives exclusive "
                              "or the inner part fixed-length", code="CE115"))

@@ -129,9 +129,13 @@ def add_rules(library: dict[str, Rule], rules: list[Rule], path: Path, problems:
         library[rule.id] = rule
 
 
-@lru_cache(maxsize=4)
-def load_rule_library(rules_dir: Path = RULES_DIR) -> dict[str, Rule]:
+def load_rule_library(rules_dir: Path | None = None) -> dict[str, Rule]:
     """All rules of all bundled packs by id. Broken packs are a DomainError naming the pack file."""
+    return _library(rules_dir or RULES_DIR)
+
+
+@lru_cache(maxsize=4)
+def _library(rules_dir: Path) -> dict[str, Rule]:
     macro_file = rules_dir / "common" / "macros.yaml"
     macros = read_macros(macro_file)
     problems: list[tuple[Path, DomainProblem]] = []
@@ -145,8 +149,8 @@ def load_rule_library(rules_dir: Path = RULES_DIR) -> dict[str, Rule]:
     return library
 
 
-def package_macros(rules_dir: Path = RULES_DIR) -> dict[str, str]:
-    return read_macros(rules_dir / "common" / "macros.yaml")
+def package_macros() -> dict[str, str]:
+    return read_macros(RULES_DIR / "common" / "macros.yaml")
 
 
 def rule_document(rule: Rule) -> dict:

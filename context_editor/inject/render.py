@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from markupsafe import escape as xml_escape
-from jinja2 import FileSystemLoader, StrictUndefined, TemplateNotFound
+from jinja2 import ChoiceLoader, DictLoader, FileSystemLoader, StrictUndefined, TemplateNotFound
 from jinja2.sandbox import SandboxedEnvironment
 
 from ..domain import ActionSpec, Domain
@@ -72,7 +72,9 @@ class Renderer:
     def __init__(self, domain: Domain, templates_dir: Path = TEMPLATES_DIR, model: str | None = None,
                  scorer: history.Scorer | None = None):
         self.domain, self.model, self.scorer = domain, model, scorer
-        self.env = SandboxedEnvironment(loader=FileSystemLoader(str(templates_dir)), autoescape=True,
+        # The domain's own templates (stored with its version) first, then the bundled ones.
+        loader = ChoiceLoader([DictLoader(domain.templates), FileSystemLoader(str(templates_dir))])
+        self.env = SandboxedEnvironment(loader=loader, autoescape=True,
                                         undefined=StrictUndefined, finalize=_finalize, keep_trailing_newline=False)
 
     def action(self, name: str) -> ActionSpec:
@@ -208,7 +210,8 @@ class Renderer:
                                  fix="report this with the conversation that caused it")
 
     def _template(self, spec: ActionSpec):
-        name = spec.template or (f"{spec.name}.xml.j2" if (TEMPLATES_DIR / f"{spec.name}.xml.j2").exists() else DEFAULT_TEMPLATE)
+        own = f"{spec.name}.xml.j2"
+        name = spec.template or (own if own in self.domain.templates or (TEMPLATES_DIR / own).exists() else DEFAULT_TEMPLATE)
         try:
             return self.env.get_template(name)
         except TemplateNotFound:
