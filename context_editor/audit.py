@@ -4,7 +4,8 @@
 Each row must hash to its stored hash, link to the previous row's hash, sit at the next dense
 index, and agree with its indexed columns; the session's counters must match, so a deleted last
 row is caught too. `replay` re-runs the stored raw messages through the domain version recorded
-with the session, in memory, and compares the edit log byte for byte.
+with the session, in memory, and compares the edit log byte for byte; a session upgraded to a
+new domain version is replayed segment by segment, each under the version it ran with.
 """
 
 from __future__ import annotations
@@ -97,12 +98,22 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
     info = store.session(session)
     if info is None:
         raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id")
-    source = store.get_domain(info.domain_version)
-    domain = domain_from_source(source, f"<stored {info.domain} {info.domain_version}>", allow_plugins)
+
+    def stored_domain(version: str):
+        return domain_from_source(store.get_domain(version), f"<stored {info.domain} {version}>", allow_plugins)
+
+    edits = store.edits(session)
+    # Each segment runs under the version it ran with: the first one, then each `upgrade` edit's.
+    upgrades = {e.message_index: e.after for e in edits if e.op == "upgrade"}
+    first = next((e.before if e.op == "upgrade" else e.domain_version for e in edits[:1]), info.domain_version)
+    domain = stored_domain(first)
     editor = ContextEditor(domain, MemoryStore())
     for m in store.messages(session):
+        if m.index in upgrades:
+            domain = stored_domain(upgrades[m.index])
+            editor = ContextEditor(domain, editor.store, upgrade=True)
         editor.add(session, Message.from_dict(m.to_dict()))
-    recorded = [e.to_dict() for e in store.edits(session)]
+    recorded = [e.to_dict() for e in edits]
     replayed = [e.to_dict() for e in editor.store.edits(session)]
     report = ReplayReport(session, recorded == replayed, len(recorded), len(replayed))
     if not report.identical:

@@ -29,6 +29,7 @@ examples:
   context-editor demo
   context-editor run ecommerce conversation.jsonl --action place_order --budget 300
   context-editor ingest travel chat.json --session alice-1
+  context-editor ingest travel_v2.yaml more.jsonl --session alice-1 --upgrade
   context-editor state --session alice-1 --as-of-round 3 --json
   context-editor render --session alice-1 --action book_flight
   context-editor why --session alice-1 budget_max
@@ -37,7 +38,7 @@ examples:
   context-editor replay --session alice-1
 
 Conversations are JSONL (one {"role", "content", "timestamp"?, "id"?, "name"?, "tool_call_id"?}
-per line) or a JSON array in the OpenAI chat format; `-` reads stdin.
+per line), a JSON array in the OpenAI chat format, or the output of `audit export`; `-` reads stdin.
 The store is $CONTEXT_EDITOR_STORE or ./context_editor.db unless --store URL is given
 (memory://, sqlite:///path.db, a path, postgresql://user@host/db).
 """
@@ -147,7 +148,7 @@ def _already_stored(stored: list, incoming: list[dict]) -> int:
 
 def cmd_ingest(args) -> int:
     messages = read_conversation(args.conversation)  # all checked before anything is stored
-    editor = ContextEditor(args.domain, args.store, allow_plugins=_plugins(args))
+    editor = ContextEditor(args.domain, args.store, allow_plugins=_plugins(args), upgrade=args.upgrade)
     skip = 0 if args.append_all else _already_stored(editor.store.messages(args.session), messages)
     if skip:
         print(f"session {args.session}: the first {skip} messages are already stored (an earlier run); continuing after them",
@@ -293,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--append-all", action="store_true",
                    help="append every message even if the file's first messages equal the session's last ones "
                         "(by default they are taken as already ingested by an interrupted run and skipped)")
+    p.add_argument("--upgrade", action="store_true",
+                   help="move a session processed with an older version of this domain to this version "
+                        "(recorded as an edit; replay runs each part under its own version)")
     store_opt(p)
 
     p = add("state", cmd_state, "Print a stored session's state (as a table, or --json).")

@@ -88,3 +88,9 @@ class StoreError(ContextEditorError):
 
 class SessionNotFoundError(StoreError):
     code = "CE501"
+
+
+class SessionDomainError(StoreError):
+    """A session belongs to one domain, and moves to a new version of it only when told to."""
+
+    code = "CE502"
