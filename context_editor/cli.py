@@ -33,7 +33,8 @@ examples:
   context-editor state --session alice-1 --as-of-round 3 --json
   context-editor render --session alice-1 --action book_flight
   context-editor why --session alice-1 budget_max
-  context-editor lint my_domain.yaml
+  context-editor lint my_domain.yaml --strict
+  context-editor test my_domain.yaml tests/my_domain/ --junit report.xml
   context-editor audit verify --store prod.db
   context-editor replay --session alice-1
 
@@ -246,6 +247,23 @@ def cmd_lint(args) -> int:
     return 0
 
 
+def cmd_test(args) -> int:
+    from . import domaintest  # the test runner drives whole editors: only loaded for this command
+
+    domain = load_domain(args.domain, allow_plugins=_plugins(args))
+    cases = domaintest.load_cases(args.directory)
+    suite = domaintest.run_suite(domain, cases)
+    print(domaintest.report(suite))
+    if args.compare:
+        old = domaintest.run_suite(load_domain(args.compare, allow_plugins=_plugins(args)), cases)
+        print()
+        print(domaintest.compare(old, suite))
+    if args.junit:
+        with open(args.junit, "w", encoding="utf-8") as fh:
+            fh.write(domaintest.junit(suite))
+    return 0 if suite.passed else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="context-editor", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
@@ -340,6 +358,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("lint", cmd_lint, "Check a domain file and report every problem (errors and warnings) with its line and a fix.")
     p.add_argument("domain")
     p.add_argument("--strict", action="store_true", help="warnings count as errors (exit 1)")
+
+    p = add("test", cmd_test, "Run a domain's test conversations (DIR/*.yaml, docs/testing-domains.md): per-field precision "
+                              "and recall, every miss with its why; exit 1 if any expectation fails.")
+    p.add_argument("domain", help="domain file path or bundled domain name")
+    p.add_argument("directory", help="directory of test case files (one conversation per .yaml)")
+    p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report (for CI systems)")
+    p.add_argument("--compare", metavar="OLD.yaml", help="also run an older version of the domain and show what changed")
 
     from .bench.cli import register  # `import` and `bench`: schema importers and the real-data runners
 
