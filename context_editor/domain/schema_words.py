@@ -71,6 +71,8 @@ def _name(path: list[str]) -> str:
         return f"item {int(last) + 1} of `{parent[-1] if parent else 'the list'}`"
     if len(parent) >= 2 and parent[-2] in ("fields", "actions", "tools"):
         return f"`{last}` of {parent[-2][:-1]} '{parent[-1]}'"
+    if parent and parent[-1] in ("fields", "actions", "tools"):
+        return f"{parent[-1][:-1]} '{last}'"
     return f"`{last}`"
 
 

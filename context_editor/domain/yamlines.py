@@ -58,7 +58,7 @@ def _build(node: yaml.Node, path: str, lines: dict[str, int], problems: list[Dom
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            if _yaml11_bool(key_node, path, True, problems):
+            if _yaml11_bool(key_node, f"{path}/{key_node.value}" if path else str(key_node.value), True, problems):
                 key = key_node.value
             else:
                 key = _constructor.construct_object(key_node, deep=True)
