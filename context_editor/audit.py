@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
-from typing import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterator
 
-from .domain import domain_from_source
+from .domain import Domain
 from .errors import SessionNotFoundError
 from .model import GENESIS_HASH, Edit, Message, canonical_json
 from .store import MemoryStore, Store
@@ -88,29 +88,29 @@ class ReplayReport:
     identical: bool
     recorded: int
     replayed: int
-    first_difference: dict | None = None
+    first_difference: dict[str, Any] | None = None
 
 
 def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayReport:
     """Re-run the stored messages through the recorded domain version; compare the edit logs."""
-    from .pipeline import ContextEditor  # the pipeline depends on audit's neighbours, not the reverse
+    from .pipeline import ContextEditor, stored_domain  # the pipeline depends on audit's neighbours, not the reverse
 
     info = store.session(session)
     if info is None:
         raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id")
 
-    def stored_domain(version: str):
-        return domain_from_source(store.get_domain(version), f"<stored {info.domain} {version}>", allow_plugins)
+    def version(v: str) -> Domain:
+        return stored_domain(store, replace(info, domain_version=v), allow_plugins)
 
     edits = store.edits(session)
     # Each segment runs under the version it ran with: the first one, then each `upgrade` edit's.
-    upgrades = {e.message_index: e.after for e in edits if e.op == "upgrade"}
-    first = next((e.before if e.op == "upgrade" else e.domain_version for e in edits[:1]), info.domain_version)
-    domain = stored_domain(first)
+    upgrades = {e.message_index: str(e.after) for e in edits if e.op == "upgrade"}
+    first = next((str(e.before) if e.op == "upgrade" else e.domain_version for e in edits[:1]), info.domain_version)
+    domain = version(first)
     editor = ContextEditor(domain, MemoryStore())
     for m in store.messages(session):
         if m.index in upgrades:
-            domain = stored_domain(upgrades[m.index])
+            domain = version(upgrades[m.index])
             editor = ContextEditor(domain, editor.store, upgrade=True)
         editor.add(session, Message.from_dict(m.to_dict()))
     recorded = [e.to_dict() for e in edits]
@@ -132,7 +132,7 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
     return report
 
 
-def export(store: Store, session: str) -> Iterator[dict]:
+def export(store: Store, session: str) -> Iterator[dict[str, Any]]:
     """The session for auditors: a header, then messages and edits interleaved in commit order."""
     info = store.session(session)
     if info is None:

@@ -35,7 +35,7 @@ from xml.sax.saxutils import quoteattr
 
 from .conversation import normalise_message
 from .domain import Domain
-from .domain.yamlines import load_lined_yaml
+from .domain.yamlines import LinedYaml, load_lined_yaml
 from .errors import ContextEditorError
 from .pipeline import ContextEditor
 
@@ -60,7 +60,7 @@ class Case:
     path: Path
     description: str
     lang: str
-    messages: list[dict] = field(repr=False)
+    messages: list[dict[str, Any]] = field(repr=False)
     expect: Expectation = Expectation()
     rounds: dict[int, Expectation] = field(default_factory=dict)
     xfail: dict[str, str] = field(default_factory=dict)
@@ -70,7 +70,7 @@ def _fail(path: Path, line: int | None, what: str, fix: str) -> TestCaseError:
     return TestCaseError(what, file=str(path), line=line, fix=fix)
 
 
-def _expectation(raw: Any, path: Path, where: str, doc) -> Expectation:
+def _expectation(raw: Any, path: Path, where: str, doc: LinedYaml) -> Expectation:
     if not isinstance(raw, dict) or set(raw) - {"state", "phase", "alerts"}:
         raise _fail(path, doc.line(where), f"`{where}` must be a mapping with `state`, `phase` and/or `alerts`",
                     "write it like {state: {field: value}, phase: booked, alerts: [CODE]}")
@@ -81,7 +81,7 @@ def _expectation(raw: Any, path: Path, where: str, doc) -> Expectation:
     return Expectation(state, raw.get("phase"), tuple(sorted(map(str, alerts))) if alerts is not None else None)
 
 
-def _message(raw: Any, path: Path, line: int | None, i: int) -> dict:
+def _message(raw: Any, path: Path, line: int | None, i: int) -> dict[str, Any]:
     if isinstance(raw, dict) and len(raw) == 1 and "role" not in raw and "content" not in raw:  # `user: text`
         role, content = next(iter(raw.items()))
         raw = {"role": role, "content": content}
@@ -193,7 +193,7 @@ def why_text(editor: ContextEditor, session: str, name: str) -> str:
     return ("…; " if more > 0 else "") + "; ".join(steps)
 
 
-def _check(editor: ContextEditor, case: Case, exp: Expectation, rnd: int | None, complete: bool) -> tuple[list[Miss], dict]:
+def _check(editor: ContextEditor, case: Case, exp: Expectation, rnd: int | None, complete: bool) -> tuple[list[Miss], dict[str, Any]]:
     state = editor.state(case.id, as_of_round=rnd)
     values = state.values()
     misses = []

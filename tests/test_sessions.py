@@ -27,7 +27,7 @@ def test_another_domain_is_refused_and_nothing_is_stored(tmp_path, capsys):
     travel.write_text(json.dumps({"role": "user", "content": "fly to Denver"}) + "\n", "utf-8")
     assert main(["ingest", "travel", str(travel), "--session", "a", "--store", store]) == 2
     err = capsys.readouterr().err
-    assert "[CE502]" in err and "belongs to domain 'ecommerce'" in err and "fix:" in err
+    assert "[CE505]" in err and "belongs to domain 'ecommerce'" in err and "fix:" in err
     after = open_store(store).session("a")
     assert (after.messages, after.edits) == (before.messages, before.edits)
 

@@ -33,23 +33,23 @@ _HOW_TO_ADD_A_RULE = ("add a pack beside the domain file: `rule_packs: [./rules]
                       "`extract: [{pattern: '…', parse: …}]` (docs/domain-format.md#your-own-rules)")
 
 
-def _map(x: Any) -> dict:
+def _map(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
 
-def _list(x: Any) -> list:
+def _list(x: Any) -> list[Any]:
     return x if isinstance(x, list) else []
 
 
 @dataclass
 class Lint:
     doc: LinedYaml
-    data: dict
+    data: dict[str, Any]
     res: Resolution
     base: Path
 
     @property
-    def fields(self) -> dict:
+    def fields(self) -> dict[str, Any]:
         return _map(self.data.get("fields"))
 
     def problem(self, msg: str, path: str, fix: str, code: str = "CE105", severity: str = "error") -> DomainProblem:
@@ -126,7 +126,7 @@ def asks(c: Lint) -> Iterator[DomainProblem]:
                                 f"add `{lang}:` to its `ask` (the domain declares languages {langs})")
 
 
-def _transitions(c: Lint) -> list[tuple[str, dict]]:
+def _transitions(c: Lint) -> list[tuple[str, dict[str, Any]]]:
     m = _map(c.data.get("machine"))
     return [(f"machine/transitions/{i}", _map(t)) for i, t in enumerate(_list(m.get("transitions")))]
 
@@ -215,7 +215,7 @@ def actions(c: Lint) -> Iterator[DomainProblem]:
 
 
 # ---------------------------------------------------------------- warnings: likely mistakes
-def _fillable_from_text(c: Lint, name: str, f: dict) -> bool:
+def _fillable_from_text(c: Lint, name: str, f: dict[str, Any]) -> bool:
     items = _map(f.get("items"))
     return bool(field_refs(f, name) or f.get("values") or f.get("gazetteer") or items.get("values") or items.get("gazetteer"))
 

@@ -16,7 +16,7 @@ import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import DomainProblem
 from .regexcheck import SAMPLE_LENGTH, slow_rule
@@ -25,6 +25,7 @@ from .rulepacks import (Rule, _load_pack, add_rules, compile_rule, load_rule_lib
 
 RESOLVED = "_resolved"  # key of the resolved resources in the stored domain document
 TEMPLATE_SUFFIXES = (".j2", ".jinja", ".xml")
+LineOf = Callable[[str], "int | None"]  # path in the domain document -> its line
 
 
 @dataclass
@@ -36,20 +37,20 @@ class Resolution:
     problems: list[DomainProblem] = field(default_factory=list)
 
 
-def inline_id(field_name: str, i: int, rule: dict) -> str:
+def inline_id(field_name: str, i: int, rule: dict[str, Any]) -> str:
     return str(rule.get("id") or f"{field_name}.inline.{i}")
 
 
-def _mapping(x: Any) -> dict:
+def _mapping(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
 
-def _problem(res: Resolution, line_of, path: str, msg: str, fix: str, code: str) -> None:
+def _problem(res: Resolution, line_of: LineOf, path: str, msg: str, fix: str, code: str) -> None:
     res.problems.append(DomainProblem(msg, line=line_of(path), path=path, fix=fix, code=code))
 
 
-def _local_packs(data: dict, base: Path, res: Resolution, line_of) -> None:
-    packs = data.get("rule_packs") if isinstance(data.get("rule_packs"), list) else []
+def _local_packs(data: dict[str, Any], base: Path, res: Resolution, line_of: LineOf) -> None:
+    packs: list[Any] = data["rule_packs"] if isinstance(data.get("rule_packs"), list) else []
     macros = package_macros()
     pack_problems: list[tuple[Path, DomainProblem]] = []
     for i, entry in enumerate(packs):
@@ -71,10 +72,11 @@ def _local_packs(data: dict, base: Path, res: Resolution, line_of) -> None:
         res.problems.append(p)
 
 
-def _inline_rules(data: dict, res: Resolution, line_of) -> None:
+def _inline_rules(data: dict[str, Any], res: Resolution, line_of: LineOf) -> None:
     macros = package_macros()
     for name, f in _mapping(data.get("fields")).items():
-        for i, r in enumerate(_mapping(f).get("extract") or [] if isinstance(_mapping(f).get("extract"), list) else []):
+        extract = _mapping(f).get("extract")
+        for i, r in enumerate(extract if isinstance(extract, list) else []):
             if not isinstance(r, dict):
                 continue
             rid = inline_id(name, i, r)
@@ -135,7 +137,7 @@ def read_gazetteer(path: Path) -> dict[str, list[str]] | tuple[str, int | None]:
     return out or ("the gazetteer is empty", None)
 
 
-def _gazetteers(data: dict, base: Path, res: Resolution, line_of) -> None:
+def _gazetteers(data: dict[str, Any], base: Path, res: Resolution, line_of: LineOf) -> None:
     for name, f in _mapping(data.get("fields")).items():
         for where, holder in ((f"fields/{name}/gazetteer", _mapping(f)), (f"fields/{name}/items/gazetteer", _mapping(_mapping(f).get("items")))):
             entry = holder.get("gazetteer")
@@ -158,7 +160,7 @@ def _gazetteers(data: dict, base: Path, res: Resolution, line_of) -> None:
             res.gazetteers[entry] = read
 
 
-def _templates(data: dict, base: Path, res: Resolution, line_of) -> None:
+def _templates(data: dict[str, Any], base: Path, res: Resolution, line_of: LineOf) -> None:
     entry = data.get("templates")
     if not isinstance(entry, str):
         return
@@ -172,7 +174,7 @@ def _templates(data: dict, base: Path, res: Resolution, line_of) -> None:
             res.templates[path.name] = path.read_text(encoding="utf-8")
 
 
-def resolve(data: dict, base: Path, line_of, check_backtracking: bool = True) -> Resolution:
+def resolve(data: dict[str, Any], base: Path, line_of: LineOf, check_backtracking: bool = True) -> Resolution:
     """Read the bundled packs and everything the domain file names beside it. Problems carry lines."""
     res = Resolution(library=dict(load_rule_library()))
     _local_packs(data, base, res, line_of)
@@ -191,13 +193,13 @@ def resolve(data: dict, base: Path, line_of, check_backtracking: bool = True) ->
     return res
 
 
-def field_refs(f: dict, name: str) -> list[str]:
+def field_refs(f: dict[str, Any], name: str) -> list[str]:
     """The rule references of a field's `extract`: ids as written, inline rules by their id."""
-    refs = f.get("extract") if isinstance(f.get("extract"), list) else []
+    refs: list[Any] = f["extract"] if isinstance(f.get("extract"), list) else []
     return [inline_id(name, i, r) if isinstance(r, dict) else str(r) for i, r in enumerate(refs)]
 
 
-def stored(data: dict, res: Resolution) -> dict:
+def stored(data: dict[str, Any], res: Resolution) -> dict[str, Any]:
     """What the domain uses, as plain data: rules (id -> pattern, flags, parse, confidence),
     gazetteers and templates. Kept in the domain document under `_resolved`."""
     used = {r.id: r for name, f in _mapping(data.get("fields")).items()
@@ -206,6 +208,6 @@ def stored(data: dict, res: Resolution) -> dict:
             "gazetteers": res.gazetteers, "templates": res.templates}
 
 
-def library_of(resolved: dict) -> dict[str, Rule]:
+def library_of(resolved: dict[str, Any]) -> dict[str, Rule]:
     """The rules of a stored document, compiled exactly as they were."""
     return {rid: rule_from_document(rid, d) for rid, d in resolved.get("rules", {}).items()}

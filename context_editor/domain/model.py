@@ -38,10 +38,10 @@ class FieldSpec:
     name: str
     type: str
     values: dict[str, list[str]] = field(default_factory=dict)  # enum synonyms
-    items: dict = field(default_factory=dict)
+    items: dict[str, Any] = field(default_factory=dict)
     pattern: str | None = None
     unit: str | None = None
-    constraints: dict = field(default_factory=dict)
+    constraints: dict[str, Any] = field(default_factory=dict)
     cls: str = "anchor"
     ttl: Any = "session"
     critical: bool = False
@@ -70,7 +70,7 @@ class TransitionSpec:
     trigger: str
     source: tuple[str, ...]
     dest: str
-    when: dict[str, list]
+    when: dict[str, list[Any]]
     conditions: tuple[str, ...]
     on_fail: str | None  # the alert a failing guard raises; None keeps it silent
     set: dict[str, Any]
@@ -92,7 +92,7 @@ class RuleSpec:
     code: str
     message: str
     fields: tuple[str, ...]
-    plugin: Callable | None = None  # a function of an explicitly enabled plugin module
+    plugin: Callable[..., Any] | None = None  # a function of an explicitly enabled plugin module
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ class Domain:
     actions: dict[str, ActionSpec]
     tools: dict[str, ToolSpec]
     path: str
-    source: dict  # the loaded document, stored with the log so replay uses this exact version
+    source: dict[str, Any]  # the loaded document, stored with the log so replay uses this exact version
     rule_library: dict[str, Rule] = field(repr=False, compare=False, default_factory=dict)
 
     @property
@@ -186,7 +186,7 @@ def lint_domain(domain: str | Path) -> tuple[Path, list[DomainProblem]]:
     return path, sorted(problems, key=lambda p: (p.line or 0, not p.is_error))
 
 
-def _values(own: Any, gazetteer: Any, resolved: dict) -> dict[str, list[str]]:
+def _values(own: Any, gazetteer: Any, resolved: dict[str, Any]) -> dict[str, list[str]]:
     """Enum values as written, merged with the values of the gazetteer file they name."""
     out = {str(k): [str(s) for s in (v or [])] for k, v in (own or {}).items()}
     for k, syns in (resolved.get("gazetteers", {}).get(gazetteer) or {}).items() if gazetteer else ():
@@ -194,7 +194,7 @@ def _values(own: Any, gazetteer: Any, resolved: dict) -> dict[str, list[str]]:
     return out
 
 
-def _build(d: dict, path: Path) -> Domain:
+def _build(d: dict[str, Any], path: Path) -> Domain:
     """The typed domain of a stored document (YAML data plus its `_resolved` resources)."""
     resolved = d[RESOLVED]
     library = library_of(resolved)
@@ -286,7 +286,7 @@ def load_domain(domain: str | Path, allow_plugins: bool = False) -> Domain:
     return _build(data, path)
 
 
-def domain_from_source(source: dict, path: str = "<stored>", allow_plugins: bool = False) -> Domain:
+def domain_from_source(source: dict[str, Any], path: str = "<stored>", allow_plugins: bool = False) -> Domain:
     """Rebuild a domain from the document stored with a session (for replay): its rules,
     gazetteers and templates are the stored ones, not today's files."""
     if source.get(PLUGIN_CODE) and not allow_plugins:

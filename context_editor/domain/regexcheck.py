@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import re
+from multiprocessing.connection import Connection
 from functools import lru_cache
 
 SAMPLE_LENGTH = 28  # enough for exponential blow-up to take seconds, short enough to be instant otherwise
@@ -26,7 +27,7 @@ def samples(pattern: str) -> list[str]:
     return [ch * SAMPLE_LENGTH + end for ch in chars for end in ("!", "\x00")]
 
 
-def _worker(rules: list[tuple[str, str, int]], conn) -> None:  # pragma: no cover - runs in the child
+def _worker(rules: list[tuple[str, str, int]], conn: Connection) -> None:  # pragma: no cover - runs in the child
     for rid, pattern, flags in rules:
         conn.send(rid)
         compiled = re.compile(pattern, flags)

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from ..errors import DomainError, DomainProblem
 from .yamlines import load_lined_yaml
@@ -30,22 +31,22 @@ _MACRO = re.compile(r"<<([A-Z_][A-Z0-9_]*)>>")
 class Rule:
     id: str
     language: str
-    pattern: re.Pattern
+    pattern: re.Pattern[str]
     parse: str | None  # None: parse by the field's type
     confidence: float
     source: str  # pack file and line, for error messages and `why`
-    groups: tuple  # regex groups that may hold the value (`value`, `value2`, …), else the match
+    groups: tuple[Any, ...]  # regex groups that may hold the value (`value`, `value2`, …), else the match
 
 
-def _macro_text(value) -> str:
+def _macro_text(value: Any) -> str:
     """A macro's regex: a string as written, a list as a literal alternation, longest first."""
     if isinstance(value, list):
         return "|".join(re.escape(str(v)) for v in sorted({str(v) for v in value}, key=lambda v: (-len(v), v)))
     return str(value)
 
 
-def _expand(pattern: str, macros: dict[str, str], seen: tuple = ()) -> str:
-    def sub(m: re.Match) -> str:
+def _expand(pattern: str, macros: dict[str, str], seen: tuple[Any, ...] = ()) -> str:
+    def sub(m: re.Match[str]) -> str:
         name = m.group(1)
         if name not in macros:
             raise KeyError(name)
@@ -153,13 +154,13 @@ def package_macros() -> dict[str, str]:
     return read_macros(RULES_DIR / "common" / "macros.yaml")
 
 
-def rule_document(rule: Rule) -> dict:
+def rule_document(rule: Rule) -> dict[str, Any]:
     """A compiled rule as stored with the domain version (macros already expanded)."""
     return {"pattern": rule.pattern.pattern, "flags": int(rule.pattern.flags & ~re.UNICODE), "parse": rule.parse,
             "confidence": rule.confidence, "language": rule.language, "source": rule.source}
 
 
-def rule_from_document(rid: str, d: dict) -> Rule:
+def rule_from_document(rid: str, d: dict[str, Any]) -> Rule:
     """The rule exactly as it was stored: replay does not read today's packs."""
     compiled = re.compile(d["pattern"], d["flags"])
     groups = tuple(sorted(g for g in compiled.groupindex if g.startswith("value"))) or (0,)

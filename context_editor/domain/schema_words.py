@@ -36,8 +36,9 @@ _DOCS = "see docs/domain-format.md"
 _validator: jsonschema.Draft202012Validator | None = None
 
 
-def schema() -> dict:
-    return json.loads(SCHEMA_PATH.read_text("utf-8"))
+def schema() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(SCHEMA_PATH.read_text("utf-8"))
+    return loaded
 
 
 def validator() -> jsonschema.Draft202012Validator:
@@ -76,7 +77,7 @@ def _name(path: list[str]) -> str:
     return f"`{last}`"
 
 
-def _describe(sub: dict) -> str:
+def _describe(sub: dict[str, Any]) -> str:
     """An alternative of a oneOf/anyOf, in words."""
     if "enum" in sub:
         return "one of " + ", ".join(map(str, sub["enum"]))
@@ -86,9 +87,9 @@ def _describe(sub: dict) -> str:
     if t == "object" and sub.get("required"):
         return "a mapping with " + ", ".join(f"`{r}`" for r in sub["required"])
     if isinstance(t, list):
-        return " or ".join(_TYPE_WORDS.get(x, x) for x in t)
+        return " or ".join(_TYPE_WORDS.get(str(x), str(x)) for x in t)
     if t:
-        return _TYPE_WORDS.get(t, t)
+        return _TYPE_WORDS.get(str(t), str(t))
     if sub.get("required"):
         return " and ".join(f"`{r}`" for r in sub["required"])
     return "a value described in the docs"
@@ -103,15 +104,17 @@ def _matches_type(v: Any, t: Any) -> bool:
     return any(checks.get(x, False) for x in types)
 
 
-def _resolve_ref(sub: dict) -> dict:
+def _resolve_ref(sub: dict[str, Any]) -> dict[str, Any]:
     if "$ref" in sub:
-        return schema()["$defs"][sub["$ref"].rsplit("/", 1)[-1]]
+        target: dict[str, Any] = schema()["$defs"][sub["$ref"].rsplit("/", 1)[-1]]
+        return target
     return sub
 
 
 def _alternatives(err: jsonschema.ValidationError, doc: LinedYaml) -> Iterator[DomainProblem] | None:
     """oneOf/anyOf: when the value's shape picks one alternative, report that alternative's findings."""
-    subs = [_resolve_ref(s) for s in err.validator_value]
+    alternatives: Any = err.validator_value
+    subs = [_resolve_ref(s) for s in alternatives]
     fitting = [i for i, s in enumerate(subs) if "type" in s and _matches_type(err.instance, s["type"])]
     if len(fitting) == 1:
         inner = [e for e in err.context or [] if e.relative_schema_path and e.relative_schema_path[0] == fitting[0]]
@@ -128,14 +131,17 @@ def _problem(doc: LinedYaml, path: list[str], message: str, fix: str, code: str 
 def translate(err: jsonschema.ValidationError, doc: LinedYaml) -> Iterator[DomainProblem]:
     """One validator finding -> problems in plain words (the validator's message is never used)."""
     path = [str(p) for p in err.absolute_path]
-    kind, want, v = err.validator, err.validator_value, err.instance
+    kind = str(err.validator)
+    want: Any = err.validator_value  # typed loosely by jsonschema: what the schema asked for
+    v: Any = err.instance
+    here: Any = err.schema
     where = _name(path)
     if "propertyNames" in err.relative_schema_path:
         rule = _PATTERN_WORDS.get(want, f"names matching {want}") if kind == "pattern" else _DOCS
         yield _problem(doc, path + [str(v)], f"the name '{v}' in {where} is not allowed: names are {rule}",
                        f"rename it to {rule}")
     elif kind == "additionalProperties":
-        known = sorted((err.schema.get("properties") or {}).keys())
+        known = sorted((here.get("properties") or {}).keys())
         for key in sorted(set(v) - set(known)) if isinstance(v, dict) else []:
             close = difflib.get_close_matches(str(key), known, n=1)
             hint = f"did you mean `{close[0]}`? " if close else ""
