@@ -1,26 +1,9 @@
 """`context-editor test DOMAIN DIR`: a domain's conversations with the states they must produce.
 
-A test case is one YAML file in DIR (docs/testing-domains.md):
-
-    id: en_budget                     # default: the file name
-    description: budget said in words
-    lang: en                          # optional; precision/recall are also shown per language
-    messages:
-      - {role: user, content: "My budget is two thousand dollars", timestamp: "2024-05-01T10:00:00+08:00"}
-      - assistant: Noted.             # shorthand: role: content
-    expect:
-      state: {budget_max: {amount: 2000, currency: USD}}   # the complete final state
-      phase: browsing                 # optional
-      alerts: [NEED_PAYMENT]          # optional: codes of the alerts open at the end
-    rounds:                           # optional: checks at the end of a round (only the listed fields)
-      1: {state: {budget_max: {amount: 2000, currency: USD}}}
-    xfail: {color: "known miss: the reason"}   # fields expected to be wrong (they must still be)
-
-`expect.state` is complete: a field it does not list must be unset. Every miss is reported with
-its `why` (what was extracted, from which text, by which rule, or that nothing was). Per-field
-precision and recall are counted over the final states: the expected value found is a true
-positive, another value a false positive (and a false negative when one was expected), an
-expected value not found a false negative. The bundled golden sets (tests/golden/<domain>/) are
+The format (one YAML file per conversation: messages, `expect` with the complete final state,
+phase and open alerts, optional per-round checks and known misses) is documented in
+docs/testing-domains.md. Every miss is reported with its `why`; per-field precision and
+recall are counted over the final states. The bundled golden sets (tests/golden/<domain>/) are
 in this format and the test suite runs them through this module.
 """
 
