@@ -7,6 +7,7 @@ runs what ran even after the package's rules or the files beside the domain chan
 
 from __future__ import annotations
 
+import importlib
 import shutil
 import time
 from pathlib import Path
@@ -16,6 +17,8 @@ import pytest
 from context_editor import ContextEditor, audit
 from context_editor.domain import lint_domain, load_domain
 from context_editor.domain import rulepacks
+lang_lexicon = importlib.import_module("context_editor.lang.lexicon")  # the module (the package exports a function of that name)
+from context_editor.resources import rules_dir
 from context_editor.errors import DomainError
 from context_editor.store import open_store
 
@@ -79,11 +82,15 @@ def write_domain(root: Path, domain: str = DOMAIN, pack: str = PACK, gazetteer: 
 
 @pytest.fixture
 def package_rules(tmp_path, monkeypatch):
-    """A private copy of the bundled rule packs, standing in for 'the package' so a test can change it."""
+    """A private copy of the bundled rule packs and lexicons, standing in for 'the package' so a
+    test can change it."""
     copy = tmp_path / "package_rules"
-    shutil.copytree(rulepacks.RULES_DIR, copy)
-    monkeypatch.setattr(rulepacks, "RULES_DIR", copy)
-    return copy
+    shutil.copytree(rules_dir(), copy)
+    monkeypatch.setattr(rulepacks, "rules_dir", lambda: copy)
+    monkeypatch.setattr(lang_lexicon, "rules_dir", lambda: copy)
+    lang_lexicon.lexicon.cache_clear()
+    yield copy
+    lang_lexicon.lexicon.cache_clear()
 
 
 def test_local_pack_inline_rule_gazetteer_and_template_extract(tmp_path):
@@ -120,7 +127,7 @@ def test_replay_is_identical_after_the_package_and_local_rules_change(tmp_path, 
     people = package_rules / "common" / "people.yaml"
     people.write_text(people.read_text("utf-8").replace("pattern: '(?P<value><<CLAUSE>>+)'", "pattern: 'NEVER-MATCHES'"), "utf-8")
     (tmp_path / "d" / "rules" / "claims.yaml").write_text(PACK.replace("P-", "Q-"), "utf-8")
-    rulepacks._library.cache_clear()
+    rulepacks._load_library.cache_clear()
     today = ContextEditor(load_domain(path), "memory://").ingest("s", CHAT)
     assert today.get("people") is None and today.get("policy_number") is None  # the change is real
     report = audit.replay(open_store(url), "s")

@@ -19,11 +19,11 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from ..errors import DomainProblem
 from ..expressions import TemplateSyntaxError, compile_expression, expression_names
+from ..resources import templates_dir
 from .local import Resolution, field_refs
 from .rulepacks import NER_LABELS, ner_label, select_rules
 from .yamlines import LinedYaml
 
-PACKAGE_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 _FIELD_NAME = re.compile(r"[a-z][a-z0-9_]*")
 # Types a rule's numeric bounds apply to, and types whose values a list or exclusion makes sense of.
 _BOUNDED = ("int", "float", "money", "percent", "duration", "text", "list")
@@ -209,7 +209,7 @@ def actions(c: Lint) -> Iterator[DomainProblem]:
                 yield c.problem(f"required field '{fname}' is not in the action's `fields`", f"{base}/required/{j}",
                                 f"add '{fname}' to `fields` of action '{aname}'")
         tpl = a.get("template")
-        if isinstance(tpl, str) and tpl not in c.res.templates and not (PACKAGE_TEMPLATES / tpl).exists():
+        if isinstance(tpl, str) and tpl not in c.res.templates and not (templates_dir() / tpl).exists():
             yield c.problem(f"template '{tpl}' not found (neither in the domain's `templates` nor the bundled ones)",
                             f"{base}/template", "create it in the directory `templates:` names, or remove `template` to use the default")
 

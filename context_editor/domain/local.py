@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import DomainProblem
+from ..lang import lexicon
 from .regexcheck import SAMPLE_LENGTH, slow_rule
 from .rulepacks import (Rule, _load_pack, add_rules, compile_rule, load_rule_library, pack_files, package_macros,
                         read_macros, rule_document, rule_from_document, select_rules)
@@ -201,11 +202,12 @@ def field_refs(f: dict[str, Any], name: str) -> list[str]:
 
 def stored(data: dict[str, Any], res: Resolution) -> dict[str, Any]:
     """What the domain uses, as plain data: rules (id -> pattern, flags, parse, confidence),
-    gazetteers and templates. Kept in the domain document under `_resolved`."""
+    gazetteers, templates and the lexicons the parsers read. Kept in the domain document under
+    `_resolved`, so the version hash covers all of it."""
     used = {r.id: r for name, f in _mapping(data.get("fields")).items()
             for ref in field_refs(_mapping(f), name) for r in select_rules(res.library, ref)}
     return {"rules": {rid: rule_document(r) for rid, r in sorted(used.items())},
-            "gazetteers": res.gazetteers, "templates": res.templates}
+            "gazetteers": res.gazetteers, "templates": res.templates, "lexicons": lexicon().per_language}
 
 
 def library_of(resolved: dict[str, Any]) -> dict[str, Rule]:

@@ -20,13 +20,14 @@ from typing import Any, Callable
 from ..errors import DomainError, DomainProblem
 from ..expressions import expression_names
 from ..model import canonical_json
+from ..resources import domains_dir
 from .checks import semantic_problems
 from .local import RESOLVED, Resolution, field_refs, library_of, resolve, stored
 from .rulepacks import Rule, load_rule_library, select_rules
 from .schema_words import SCHEMA_PATH, schema_problems
 from .yamlines import load_lined_yaml
 
-DOMAINS_DIR = Path(__file__).resolve().parents[2] / "domains"
+DOMAINS_DIR = domains_dir()
 # Who may set a field by default: what the user says and what tools return. Assistant text only
 # proposes; system messages are instructions, not facts about the user.
 DEFAULT_SOURCES = ("user", "tool")

@@ -11,6 +11,7 @@ import sys
 from collections import defaultdict
 from typing import Any
 
+from ..resources import rules_dir
 from . import rulepacks
 from .yamlines import load_lined_yaml
 
@@ -34,10 +35,8 @@ def _cell(text: Any) -> str:
 def _rows() -> list[tuple[str, str, str, str, str, str]]:
     """(family, id, language, parser, confidence, what it matches) for every bundled rule."""
     out = []
-    root = rulepacks.RULES_DIR
-    for path in sorted(root.glob("*/*.yaml")):
-        if path.name == "macros.yaml":
-            continue
+    root = rules_dir()
+    for path in rulepacks._pack_files():
         data = load_lined_yaml(path.read_text("utf-8"), str(path)).data or {}
         lang = str(data.get("language", path.parent.name))
         for r in data.get("rules") or []:

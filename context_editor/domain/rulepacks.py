@@ -3,8 +3,9 @@
 A pack is a list of regular expressions, each with an id, a named group `value` (or the whole
 match) and a parser that turns the matched text into a typed value. Domains refer to rules by
 id or by prefix: `money.budget` selects `money.budget.zh` and `money.budget.en`. Patterns may
-use `<<MACRO>>` placeholders defined in `rules/common/macros.yaml`, so a number or currency
-pattern is written once. A macro given as a YAML list is a gazetteer: its phrases are matched
+use `<<MACRO>>` placeholders defined in `rules/common/macros.yaml` (and `CUR_BEFORE` /
+`CUR_AFTER`, generated from the lexicons' currency words), so a number or currency pattern is
+written once. A macro given as a YAML list is a gazetteer: its phrases are matched
 literally, longest first (a city list, a brand list).
 """
 
@@ -17,9 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DomainError, DomainProblem
+from ..lang import Language, Lexicon, languages, lexicon
+from ..lang.lexicon import COMMON, LEXICON_FILE
+from ..resources import rules_dir
 from .yamlines import load_lined_yaml
 
-RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
+MACROS_FILE = "macros.yaml"
 PARSERS = ("money", "number", "int", "percent", "date", "duration", "count", "enum", "text", "upper")
 # `extract` entries that name an entity label of the NER layer instead of a rule.
 NER_PREFIX = "ner."
@@ -114,10 +118,11 @@ def read_macros(path: Path) -> dict[str, str]:
 
 def pack_files(location: Path) -> list[Path]:
     """The pack files of a location: the file itself, or a directory's `*.yaml` and `*/*.yaml`
-    (its `macros.yaml` excluded)."""
+    (its `macros.yaml` and lexicons excluded)."""
     if location.is_file():
         return [location]
-    return sorted(p for p in [*location.glob("*.yaml"), *location.glob("*/*.yaml")] if p.name != "macros.yaml")
+    return sorted(p for p in [*location.glob("*.yaml"), *location.glob("*/*.yaml")]
+                  if p.name not in (MACROS_FILE, LEXICON_FILE))
 
 
 def add_rules(library: dict[str, Rule], rules: list[Rule], path: Path, problems: list[tuple[Path, DomainProblem]]) -> None:
@@ -130,28 +135,42 @@ def add_rules(library: dict[str, Rule], rules: list[Rule], path: Path, problems:
         library[rule.id] = rule
 
 
-def load_rule_library(rules_dir: Path | None = None) -> dict[str, Rule]:
-    """All rules of all bundled packs by id. Broken packs are a DomainError naming the pack file."""
-    return _library(rules_dir or RULES_DIR)
+def _lexicon_macros() -> dict[str, str]:
+    """Macros generated from the lexicons, so a word list is written once (currency words are
+    the same for the finders and for rule packs)."""
+    lex = lexicon()
+    prefix = [*lex.words("currency_prefix"), *lex.words("currency_codes")]
+    return {"CUR_BEFORE": _macro_text(prefix), "CUR_AFTER": _macro_text([w for w in lex.inverse("currency") if w.isalnum()])}
+
+
+def package_macros() -> dict[str, str]:
+    """The bundled macros: generated from the lexicons, then `rules/common/macros.yaml`."""
+    return _lexicon_macros() | read_macros(rules_dir() / COMMON / MACROS_FILE)
+
+
+def _pack_files() -> list[Path]:
+    """The language-neutral packs of `rules/common/`, then every registered language's packs."""
+    common = [p for p in Language(COMMON, rules_dir() / COMMON).rule_packs() if p.name != MACROS_FILE]
+    return common + [path for lang in languages() for path in lang.rule_packs()]
+
+
+def load_rule_library() -> dict[str, Rule]:
+    """All rules of all packs of the registered languages, by id. Broken packs are a DomainError
+    naming the pack file."""
+    return _load_library(tuple(_pack_files()), lexicon())
 
 
 @lru_cache(maxsize=4)
-def _library(rules_dir: Path) -> dict[str, Rule]:
-    macro_file = rules_dir / "common" / "macros.yaml"
-    macros = read_macros(macro_file)
+def _load_library(packs: tuple[Path, ...], lex: Lexicon) -> dict[str, Rule]:
+    macros = package_macros()
     problems: list[tuple[Path, DomainProblem]] = []
     library: dict[str, Rule] = {}
-    for path in sorted(rules_dir.glob("*/*.yaml")):
-        if path != macro_file:
-            add_rules(library, _load_pack(path, macros, problems), path, problems)
+    for path in packs:
+        add_rules(library, _load_pack(path, macros, problems), path, problems)
     if problems:
         path, _ = problems[0]
         raise DomainError([p for _, p in problems], file=str(path))
     return library
-
-
-def package_macros() -> dict[str, str]:
-    return read_macros(RULES_DIR / "common" / "macros.yaml")
 
 
 def rule_document(rule: Rule) -> dict[str, Any]:

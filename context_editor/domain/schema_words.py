@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import difflib
 import json
-from pathlib import Path
 from typing import Any, Iterator
 
 import jsonschema
 
 from ..errors import DomainProblem
+from ..resources import schema_path
 from .yamlines import LinedYaml
 
-SCHEMA_PATH = Path(__file__).resolve().parents[1] / "data" / "domain.schema.json"
+SCHEMA_PATH = schema_path()
 
 _TYPE_WORDS = {"object": "a mapping (key: value)", "array": "a list", "string": "text", "integer": "a whole number",
                "number": "a number", "boolean": "true or false", "null": "null"}
