@@ -83,10 +83,14 @@ def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = Non
     return msg
 
 
+EXPORT_RECORDS = ("session", "message", "edit")  # record types of `context-editor audit export`
+
+
 def parse_conversation(data: bytes, file: str = "<input>", format: str | None = None) -> list[dict[str, Any]]:
-    """Parse a whole conversation (JSONL, a JSON array, or a request object such as Anthropic's
-    {"system", "messages"} or OpenAI Responses' {"instructions", "input"}) in `format` (detected
-    when None: see `adapters`); raise on the first bad line or message."""
+    """Parse a whole conversation (JSONL, a JSON array, the JSONL of `audit export` (its messages
+    are taken with their timestamps), or a request object such as Anthropic's {"system",
+    "messages"} or OpenAI Responses' {"instructions", "input"}) in `format` (detected when None:
+    see `adapters`); raise on the first bad line or message."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -102,10 +106,15 @@ def parse_conversation(data: bytes, file: str = "<input>", format: str | None = 
         if not row.strip():
             continue
         try:
-            rows.append((n, json.loads(row)))
+            raw = json.loads(row)
         except json.JSONDecodeError as exc:
             raise ConversationError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, line=n,
                                     fix='each line must be one JSON object like {"role": "user", "content": "..."}') from None
+        if isinstance(raw, dict) and raw.get("type") in EXPORT_RECORDS and "session" in raw:
+            if raw["type"] != "message":
+                continue  # an `audit export` file: its header and edits are the record, the messages are the input
+            raw = {k: v for k, v in raw.items() if k != "type"}
+        rows.append((n, raw))
     if adapters.detect([r for _, r in rows]) == "project" and format in (None, "auto", "project"):
         return [normalise_message(raw, file=file, line=n, where=f"line {n}") for n, raw in rows]
     return adapt([r for _, r in rows], file, format)
