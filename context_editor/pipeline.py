@@ -24,6 +24,7 @@ from .domain import Domain, domain_from_source, load_domain
 from .echo import CONTEXT_LOOP_DETECTED, mask_echoes
 from .errors import SessionDomainError, SessionNotFoundError, StoreConflictError, StoreError, UnknownFieldError
 from .extract import Extractor
+from .lang.lexicon import using
 from .inject import RenderedContext, Renderer
 from .inject.tokens import count_tokens
 from .model import Edit, Message, State
@@ -110,7 +111,8 @@ class ContextEditor:
             state = self._live(session)
             msg = self._stamp(session, raw, state, now)
             try:
-                edits = self._edits_for(state, msg, upgrade_from)
+                with using(self.domain.lexicon):  # the words this domain version was made with
+                    edits = self._edits_for(state, msg, upgrade_from)
                 self.store.append(self.domain.name, self.domain.version_hash, msg, edits)
             except StoreConflictError:
                 # Another writer got there first: the cached fold is ahead of the store. Re-read the
