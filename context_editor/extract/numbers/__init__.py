@@ -75,6 +75,7 @@ from .finders import (
     find_money,
     find_people_counts,
     find_percents,
+    joins_range,
 )
 from .grammar import (
     CN_CLOCK_MINUTE,
@@ -101,6 +102,7 @@ __all__ = [
     "find_durations",
     "duration_in",
     "find_people_counts",
+    "joins_range",
     "normalize_width",
     "leftmost_longest",
     "words_pattern",
