@@ -3,7 +3,7 @@ and what extraction costs per message.
 
     python benchmarks/extraction_eval.py [--repeats 5]
 
-Scoring (final state of each conversation against the header's `expect`, tests/golden/runner.py):
+Scoring (final state of each conversation against the header's `expect`, context_editor/bench/golden.py):
 a field with the expected value is a true positive; a field with another value is a false
 positive (and a false negative when a value was expected); an expected field left unset is a
 false negative. Known misses (`xfail` in the files) count as misses — they are what the numbers
@@ -30,14 +30,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "golden"))
 
 from context_editor import ContextEditor  # noqa: E402
 from context_editor.domain import load_domain  # noqa: E402
 from context_editor.domain.model import domain_from_source  # noqa: E402
 from context_editor.extract import Extractor, detect_language  # noqa: E402
 from context_editor.model import Message  # noqa: E402
-from runner import Counts, all_goldens, final_state  # noqa: E402
+from context_editor.bench.golden import Counts, all_goldens, final_state  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "extraction_eval.json"
 NER_FIELDS = ("origin", "destination")
@@ -109,7 +108,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
-    goldens = all_goldens()
+    goldens = all_goldens(ROOT / "tests" / "golden")
     table = score(goldens, lambda g: ContextEditor(g.domain, "memory://"))
     print(f"{len(goldens)} golden conversations, {sum(len(g.messages) for g in goldens)} messages")
     print_tables(table)

@@ -13,7 +13,7 @@ import sys
 from datetime import datetime, timezone
 from typing import Any, Callable, TypeAlias
 
-from . import audit
+from . import audit, registry
 from .conversation import read_conversation
 from .domain import lint_domain, load_domain
 from .errors import ContextEditorError, SessionNotFoundError
@@ -347,7 +347,18 @@ def _add_audit_commands(sub: Subcommands) -> None:
     x.set_defaults(func=cmd_audit_export)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _add_registered_commands(sub: Any, argv: list[str]) -> None:
+    """Commands from the `context_editor.commands` entry-point group (the built-in `import` and
+    `bench`, or a third party's). One is loaded only when the command line names it, so the other
+    commands never import the benchmark package; the others are listed by name for `--help`."""
+    for name in registry.commands.names():
+        if name in argv:
+            registry.commands.get(name)(sub)
+        else:
+            sub.add_parser(name, help=f"(see `context-editor {name} --help`)", add_help=False)
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="context-editor", formatter_class=_FORMAT, epilog=EPILOG,
         description="Turn a conversation into provenance-tagged state and render the minimal XML context an action needs.")
@@ -357,16 +368,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_read_commands(sub)
     _add_audit_commands(sub)
     _command(sub, "lint", cmd_lint, "Check a domain file and report every problem with its line and a fix.").add_argument("domain")
-
-    from .bench.cli import register  # `import` and `bench`: schema importers and the real-data runners
-
-    register(sub)
+    _add_registered_commands(sub, sys.argv[1:] if argv is None else argv)
     _spread_global_options(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     try:
         if getattr(args, "session", None):
             args.session = session_key(args.session, getattr(args, "tenant", None), getattr(args, "user", None))

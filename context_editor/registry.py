@@ -104,3 +104,9 @@ languages: Registry[Any] = Registry("context_editor.languages", "language")
 
 Detection, lexicons and rule packs are driven by what is registered: a language added as data
 (a `lexicon.yaml` and rule packs) needs only `Language("es", path)` behind an entry point."""
+
+commands: Registry[Any] = Registry("context_editor.commands", "command")
+"""CLI subcommand name -> `register(subparsers) -> None`, which adds that command's parser with
+`set_defaults(func=handler)`; the handler takes the parsed arguments and returns the exit code.
+A command is loaded only when the command line names it (`context-editor bench …`), so the main
+CLI does not import the benchmark package at start-up. Built-ins: `import`, `bench`."""

@@ -8,7 +8,6 @@ same files: `python benchmarks/extraction_eval.py`.
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -16,10 +15,10 @@ import pytest
 
 from context_editor import ContextEditor
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "golden"))
-from runner import all_goldens, final_state  # noqa: E402
+from context_editor.bench.golden import all_goldens, final_state
 
-GOLDENS = all_goldens()
+GOLDEN_DIR = Path(__file__).resolve().parent / "golden"
+GOLDENS = all_goldens(GOLDEN_DIR)
 DOMAINS = ("ecommerce", "travel", "finance")
 
 

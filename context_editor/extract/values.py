@@ -10,7 +10,6 @@ candidate is dropped rather than guessed (no invented facts).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Sequence
