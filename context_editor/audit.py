@@ -14,7 +14,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from .errors import SessionNotFoundError
 from .model import GENESIS_HASH, Edit, Message, canonical_json
 from .store import MemoryStore, Store
 
@@ -54,9 +53,7 @@ def _check_chain(kind: str, rows: list[tuple[int, str, str]], expected: int) -> 
 
 
 def verify_session(store: Store, session: str) -> Verdict:
-    info = store.session(session)
-    if info is None:
-        raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id (`context-editor sessions`)")
+    info = store.require_session(session)
     msg_rows, edit_rows = store.raw_rows(session)
     verdict = Verdict(session, True, len(msg_rows), len(edit_rows))
     problem = (_check_chain("message", msg_rows, info.messages)
@@ -93,9 +90,7 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
     """Re-run the stored messages through the recorded domain version; compare the edit logs."""
     from .pipeline import ContextEditor, stored_domain  # the pipeline depends on audit's neighbours, not the reverse
 
-    info = store.session(session)
-    if info is None:
-        raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id")
+    info = store.require_session(session)
     domain = stored_domain(store, info, allow_plugins)
     editor = ContextEditor(domain, MemoryStore())
     for m in store.messages(session):
@@ -121,9 +116,7 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
 
 def export(store: Store, session: str) -> Iterator[dict[str, Any]]:
     """The session for auditors: a header, then messages and edits interleaved in commit order."""
-    info = store.session(session)
-    if info is None:
-        raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id")
+    info = store.require_session(session)
     yield {"type": "session", "session": session, "domain": info.domain, "domain_version": info.domain_version,
            "domain_source": store.get_domain(info.domain_version), "messages": info.messages, "edits": info.edits}
     edits: list[Edit] = store.edits(session)

@@ -16,7 +16,7 @@ from typing import Any, Callable, TypeAlias
 from . import audit, registry
 from .conversation import read_conversation
 from .domain import lint_domain, load_domain
-from .errors import ContextEditorError, SessionNotFoundError
+from .errors import ContextEditorError, Errors
 from .inject import format_value
 from .model import Message, State, session_key
 from .pipeline import ContextEditor, stored_domain
@@ -50,8 +50,7 @@ def _parse_now(value: str | None) -> datetime | None:
     try:
         dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise ContextEditorError(f"--now {value!r} is not ISO 8601", fix="write it like 2024-05-01T10:00:00+08:00",
-                                 code="CE001") from None
+        raise Errors.BAD_NOW(value=value) from None
     return dt
 
 
@@ -85,11 +84,7 @@ def _plugins(args: argparse.Namespace) -> bool:
 def _editor_for_session(session: str, store_url: str | None, model: str | None = None, allow_plugins: bool = False) -> ContextEditor:
     """The editor of an existing session, with the domain version it was processed with."""
     store = open_store(store_url, create=False)
-    info = store.session(session)
-    if info is None:
-        known = ", ".join(store.sessions()[:10]) or "none yet"
-        raise SessionNotFoundError(f"no session {session!r} in {store.url}",
-                                   fix=f"run `context-editor ingest DOMAIN FILE --session {session}` first; known sessions: {known}")
+    info = store.require_session(session)
     return ContextEditor(stored_domain(store, info, allow_plugins), store, model=model)
 
 

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import jsonschema
 
-from ..errors import DomainError, DomainProblem
+from ..errors import DomainError, DomainProblem, Entry, Errors
 from ..expressions import TemplateSyntaxError, compile_expression, expression_names
 from ..lang import lexicon_fingerprint
 from ..model import canonical_json
@@ -149,9 +149,7 @@ def resolve_domain_path(domain: str | Path) -> Path:
     if bundled.exists():
         return bundled
     names = ", ".join(sorted(x.stem for x in DOMAINS_DIR.glob("*.yaml")))
-    raise DomainError([DomainProblem(
-        f"no domain file '{domain}'", line=None,
-        fix=f"pass a path to a .yaml file or one of the bundled domains: {names}", code="CE103")], file=str(domain))
+    raise DomainError([Errors.NO_DOMAIN.problem(line=None, domain=domain, names=names)], file=str(domain))
 
 
 _schema_validator = None
@@ -170,10 +168,9 @@ def _schema_problems(doc: LinedYaml) -> list[DomainProblem]:
         path = [str(p) for p in err.absolute_path]
         if err.validator == "additionalProperties":
             extra = re.findall(r"'([^']+)' was unexpected", err.message)
-            fix = "remove it, or check its spelling against the domain format (docs/domain-format.md)"
             for key in extra or [None]:
                 kp = path + [key] if key else path
-                out.append(DomainProblem(f"unknown key '{key}'", line=doc.line(kp), path="/".join(kp), fix=fix, code="CE104"))
+                out.append(Errors.UNKNOWN_KEY.problem(line=doc.line(kp), path="/".join(kp), key=key))
             continue
         if err.validator == "required":
             fix = "add the missing key"
@@ -185,7 +182,7 @@ def _schema_problems(doc: LinedYaml) -> list[DomainProblem]:
             fix = f"give a value of type {err.validator_value}"
         else:
             fix = "see the JSON Schema context_editor/data/domain.schema.json"
-        out.append(DomainProblem(err.message, line=doc.line(path), path="/".join(path), fix=fix, code="CE104"))
+        out.append(Errors.SCHEMA.problem(line=doc.line(path), path="/".join(path), problem=err.message, fix=fix))
     return out
 
 
@@ -196,8 +193,8 @@ def _semantic_problems(doc: LinedYaml, library: dict[str, Rule], doc_dir: Path) 
     langs = d.get("languages") or ["zh", "en"]
     out: list[DomainProblem] = []
 
-    def problem(msg: str, path: str, fix: str, code: str = "CE105") -> None:
-        out.append(DomainProblem(msg, line=doc.line(path), path=path, fix=fix, code=code))
+    def problem(msg: str, path: str, fix: str, entry: Entry[Any] = Errors.REFERENCE) -> None:
+        out.append(entry.problem(line=doc.line(path), path=path, problem=msg, fix=fix))
 
     def known_field(name: str, path: str) -> None:
         if name not in fields:
@@ -224,12 +221,12 @@ def _semantic_problems(doc: LinedYaml, library: dict[str, Rule], doc_dir: Path) 
             if ner_label(ref) is not None:
                 if ner_label(ref) not in NER_LABELS:
                     problem(f"unknown entity label in '{ref}'", f"{base}/extract/{i}",
-                            f"use one of: {', '.join('ner.' + x for x in NER_LABELS)}", "CE106")
+                            f"use one of: {', '.join('ner.' + x for x in NER_LABELS)}", Errors.UNKNOWN_EXTRACTOR)
                 continue
             if not select_rules(library, ref):
                 close = sorted({rid.rsplit(".", 1)[0] for rid in library if rid.split(".")[0] == ref.split(".")[0]})
                 hint = f"known rules with that prefix: {', '.join(close)}" if close else "see the packs under rules/"
-                problem(f"unknown extraction rule '{ref}'", f"{base}/extract/{i}", hint, "CE106")
+                problem(f"unknown extraction rule '{ref}'", f"{base}/extract/{i}", hint, Errors.UNKNOWN_EXTRACTOR)
         ask = f.get("ask") or {}
         for lang in langs:
             if ask and lang not in ask:
@@ -240,10 +237,10 @@ def _semantic_problems(doc: LinedYaml, library: dict[str, Rule], doc_dir: Path) 
             compile_expression(expr)
             names = expression_names(expr)
         except TemplateSyntaxError as exc:
-            problem(f"invalid expression: {exc.message}", path, "write a Python-like expression such as `days_between(a, b) >= 1`", "CE107")
+            problem(f"invalid expression: {exc.message}", path, "write a Python-like expression such as `days_between(a, b) >= 1`", Errors.BAD_EXPRESSION)
             return
         for n in sorted(names - set(fields)):
-            problem(f"expression reads unknown name '{n}'", path, "use a declared field or a helper (days_between, amount, len, min, max, abs, today)", "CE107")
+            problem(f"expression reads unknown name '{n}'", path, "use a declared field or a helper (days_between, amount, len, min, max, abs, today)", Errors.BAD_EXPRESSION)
 
     m = d.get("machine")
     if m:
@@ -273,7 +270,7 @@ def _semantic_problems(doc: LinedYaml, library: dict[str, Rule], doc_dir: Path) 
     for i, name in enumerate(plugins):
         if not (doc_dir / name).exists():
             problem(f"plugin module '{name}' not found next to the domain file", f"plugins/{i}",
-                    f"create {doc_dir / name} or remove it from `plugins`", "CE108")
+                    f"create {doc_dir / name} or remove it from `plugins`", Errors.PLUGIN_MODULE)
     for i, r in enumerate(d.get("rules") or []):
         if "check" in r:
             check_expr(r["check"], f"rules/{i}/check")
@@ -281,7 +278,7 @@ def _semantic_problems(doc: LinedYaml, library: dict[str, Rule], doc_dir: Path) 
         module = r["plugin"].split(".")[0] + ".py"
         if module not in plugins:
             problem(f"rule '{r['id']}' uses plugin module '{module}', which is not listed under `plugins`",
-                    f"rules/{i}/plugin", f"add '{module}' to `plugins:`", "CE108")
+                    f"rules/{i}/plugin", f"add '{module}' to `plugins:`", Errors.PLUGIN_MODULE)
         for j, fname in enumerate(r["fields"]):
             known_field(fname, f"rules/{i}/fields/{j}")
     for aname, a in (d.get("actions") or {}).items():
@@ -306,16 +303,14 @@ def _problems(path: Path) -> tuple[Any, list[DomainProblem], dict[str, Any]]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return None, [DomainProblem("file not found", line=None, fix="check the path", code="CE103")], {}
+        return None, [Errors.DOMAIN_FILE_NOT_FOUND.problem(line=None)], {}
     except UnicodeDecodeError as exc:
-        return None, [DomainProblem(f"not UTF-8 text: {exc.reason} at byte {exc.start}", line=None,
-                                    fix="save the file as UTF-8", code="CE102")], {}
+        return None, [Errors.NOT_UTF8.problem(line=None, reason=exc.reason, byte=exc.start)], {}
     doc = load_lined_yaml(text, str(path))
     if doc.problems and doc.data is None:
         return doc, doc.problems, {}
     if not isinstance(doc.data, dict):
-        return doc, [DomainProblem("a domain file must be a YAML mapping (domain:, version:, fields:, actions:)",
-                                   line=1, fix="start from domains/ecommerce.yaml", code="CE104")], {}
+        return doc, [Errors.NOT_A_DOMAIN_MAPPING.problem(line=1)], {}
     library = load_rule_library()
     problems = doc.problems + _schema_problems(doc)
     if not problems:  # references are only meaningful in a structurally valid file
@@ -387,10 +382,7 @@ PLUGIN_CODE = "_plugin_code"  # plugin sources kept in the stored document: repl
 
 
 def _plugins_refused(path: str) -> DomainError:
-    return DomainError([DomainProblem(
-        "this domain declares Python plugin rules, which run code; they are not loaded unless enabled", line=None,
-        fix="pass --allow-plugins (CLI) or allow_plugins=True (Python) if you trust this domain's plugin modules",
-        code="CE109")], file=path)
+    return DomainError([Errors.PLUGINS_REFUSED.problem(line=None)], file=path)
 
 
 def _plugin_modules(code: dict[str, str]) -> dict[str, types.ModuleType]:

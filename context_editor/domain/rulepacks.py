@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import DomainError, DomainProblem
+from ..errors import DomainError, DomainProblem, Errors
 from ..lang import Language, Lexicon, languages, lexicon
 from ..lang.lexicon import COMMON
 from ..resources import rules_dir
@@ -71,7 +71,7 @@ def _load_pack(path: Path, macros: dict[str, str], problems: list[tuple[Path, Do
     for i, r in enumerate(data.get("rules") or []):
         line = doc.line(f"rules/{i}")
         def bad(msg: str, fix: str) -> None:
-            problems.append((path, DomainProblem(msg, line=line, path=f"rules/{i}", fix=fix, code="CE110")))
+            problems.append((path, Errors.BAD_RULE.problem(line=line, path=f"rules/{i}", problem=msg, fix=fix)))
         if not isinstance(r, dict) or not r.get("id") or not r.get("pattern"):
             bad("a rule needs an `id` and a `pattern`", "add both keys to this rule")
             continue
@@ -126,8 +126,7 @@ def _load_library(packs: tuple[Path, ...], lex: Lexicon) -> dict[str, Rule]:
     for path in packs:
         for rule in _load_pack(path, macros, problems):
             if rule.id in library:
-                problems.append((path, DomainProblem(f"rule id '{rule.id}' is defined twice (also in {library[rule.id].source})",
-                                                     line=None, fix="give each rule a unique id", code="CE111")))
+                problems.append((path, Errors.RULE_ID_TWICE.problem(line=None, rule=rule.id, other=library[rule.id].source)))
             library[rule.id] = rule
     if problems:
         path, _ = problems[0]

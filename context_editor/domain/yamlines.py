@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import DomainProblem
+from ..errors import DomainProblem, Errors
 
 
 class LinedYaml:
@@ -44,10 +44,7 @@ def _build(node: yaml.Node, path: str, lines: dict[str, int], problems: list[Dom
             key = str(key) if not isinstance(key, str) else key
             child = f"{path}/{key}" if path else key
             if key in out:
-                problems.append(DomainProblem(
-                    f"duplicate key '{key}' (YAML would silently keep only the last one)",
-                    line=key_node.start_mark.line + 1, path=child,
-                    fix=f"remove or rename one of the '{key}' entries", code="CE101"))
+                problems.append(Errors.DUPLICATE_KEY.problem(line=key_node.start_mark.line + 1, path=child, key=key))
             lines[child] = key_node.start_mark.line + 1
             out[key] = _build(value_node, child, lines, problems)
             lines[child] = key_node.start_mark.line + 1  # the key's line beats its value's
@@ -72,10 +69,7 @@ def load_lined_yaml(text: str, file: str) -> LinedYaml:
         problem = getattr(exc, "problem", None) or str(exc)
         context = getattr(exc, "context", None)
         noticed = f" ({context} that starts here; noticed on line {problem_mark.line + 1})" if context and problem_mark else ""
-        return LinedYaml(None, {}, [DomainProblem(
-            f"YAML syntax error: {problem}{noticed}", line=line,
-            fix="check indentation and quoting on this line (quote strings containing ': ' or '#')",
-            code="CE102")])
+        return LinedYaml(None, {}, [Errors.YAML_SYNTAX.problem(line=line, detail=f"{problem}{noticed}")])
     lines: dict[str, int] = {}
     problems: list[DomainProblem] = []
     data = _build(node, "", lines, problems) if node is not None else None
