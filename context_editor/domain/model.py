@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import jsonschema
 
+from .. import registry
 from ..errors import DomainError, DomainProblem, Entry, Errors
 from ..expressions import TemplateSyntaxError, compile_expression, expression_names
 from ..lang import lexicon_fingerprint
@@ -195,6 +196,12 @@ def _semantic_problems(doc: LinedYaml, library: dict[str, Rule], doc_dir: Path) 
 
     def problem(msg: str, path: str, fix: str, entry: Entry[Any] = Errors.REFERENCE) -> None:
         out.append(entry.problem(line=doc.line(path), path=path, problem=msg, fix=fix))
+
+    registered = registry.languages.names()
+    for i, code in enumerate(d.get("languages") or []):
+        if code not in registered:
+            problem(f"language '{code}' is not registered", f"languages/{i}",
+                    f"use one of: {', '.join(registered)}, or install the package that registers it (docs/adding-a-language.md)")
 
     def known_field(name: str, path: str) -> None:
         if name not in fields:

@@ -87,7 +87,7 @@ from .grammar import (
     normalize_width,
     parse_number,
 )
-from .lexicon import words_pattern
+from .lexicon import alt, words_pattern
 
 __all__ = [
     "NumberMatch",
@@ -105,6 +105,7 @@ __all__ = [
     "joins_range",
     "normalize_width",
     "leftmost_longest",
+    "alt",
     "words_pattern",
     "SMALL_NUMERAL",
     "NOT_A_DAY",
