@@ -63,18 +63,26 @@ class DomainError(ContextEditorError):
 
 
 class DomainProblem:
-    """One lint finding: where, what, how to fix."""
+    """One lint finding: where, what, how to fix. A warning does not stop a domain from loading
+    (`lint --strict` counts it as an error)."""
 
-    __slots__ = ("line", "path", "message", "fix", "code")
+    __slots__ = ("line", "path", "message", "fix", "code", "severity")
 
-    def __init__(self, message: str, *, line: int | None, path: str = "", fix: str = "", code: str = "CE100"):
+    def __init__(self, message: str, *, line: int | None, path: str = "", fix: str = "", code: str = "CE100",
+                 severity: str = "error"):
         self.message, self.line, self.path, self.fix, self.code = message, line, path, fix, code
+        self.severity = severity
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
 
     def format(self, file: str) -> str:
         loc = f"{file}:{self.line}" if self.line else file
         where = f" (at {self.path})" if self.path else ""
         fix = f"\n  fix: {self.fix}" if self.fix else ""
-        return f"{loc}: [{self.code}] {self.message}{where}{fix}"
+        label = "warning " if self.severity == "warning" else ""
+        return f"{loc}: {label}[{self.code}] {self.message}{where}{fix}"
 
 
 class ConversationError(ContextEditorError):
@@ -105,10 +113,23 @@ class SessionNotFoundError(StoreError):
     code = "CE501"
 
 
+class SessionDomainError(StoreError):
+    """A session belongs to one domain, and moves to a new version of it only when told to."""
+
+    code = "CE505"
+
+
 class DatasetError(ContextEditorError):
     """The input of an importer is missing or not in the published format."""
 
     code = "CE700"
+
+
+class TestCaseError(ContextEditorError):
+    """A domain test case file (`context-editor test`) is not in the documented format."""
+
+    __test__ = False  # not a pytest class
+    code = "CE800"
 
 
 E = TypeVar("E", bound=ContextEditorError)
@@ -132,10 +153,10 @@ class Entry(Generic[E]):
         message, fix = self.text(**values)
         return self.kind(message, file=file, line=line, fix=fix, code=self.code)
 
-    def problem(self, *, line: int | None, path: str = "", **values: Any) -> DomainProblem:
-        """A lint finding (domain files, rule packs)."""
+    def problem(self, *, line: int | None, path: str = "", severity: str = "error", **values: Any) -> DomainProblem:
+        """A lint finding (domain files, rule packs); a warning does not stop a domain from loading."""
         message, fix = self.text(**values)
-        return DomainProblem(message, line=line, path=path, fix=fix, code=self.code)
+        return DomainProblem(message, line=line, path=path, fix=fix, code=self.code, severity=severity)
 
 
 def _e(code: str, message: str, fix: str) -> Entry[ContextEditorError]:
@@ -182,7 +203,25 @@ class Errors:
     PLUGINS_REFUSED = _e("CE109", "this domain declares Python plugin rules, which run code; they are not loaded unless enabled",
                          "pass --allow-plugins (CLI) or allow_plugins=True (Python) if you trust this domain's plugin modules")
     BAD_RULE = _e("CE110", "{problem}", "{fix}")
-    RULE_ID_TWICE = _e("CE111", "rule id '{rule}' is defined twice (also in {other})", "give each rule a unique id")
+    RULE_ID_TWICE = _e("CE111", "rule id '{rule}' is defined twice (also in {other})", "{fix}")
+    RULE_PACK_NOT_FOUND = _e("CE112", "rule pack '{entry}' not found (looked for {where})",
+                             "create {where} (a directory of pack files, or one .yaml pack) or fix the path; "
+                             "paths are relative to the domain file")
+    GAZETTEER = _e("CE113", "{problem}", "{fix}")
+    TEMPLATES_DIR = _e("CE114", "templates directory '{entry}' not found (looked for {where})",
+                       "create it with your .xml.j2 files or remove `templates`")
+    CATASTROPHIC_REGEX = _e("CE115", "rule '{rule}' ({source}) takes seconds on a {length}-character input: its "
+                            "pattern backtracks catastrophically",
+                            "avoid nested repetition such as (a+)+ or (\\w|\\d)*: make the alternatives exclusive "
+                            "or the inner part fixed-length")
+    NEVER_FIRES = _e("CE116", "{problem}", "{fix}")
+    UNKNOWN_KEY_IGNORED = _e("CE120", "{problem}", "{fix}")
+    NEVER_FILLED = _e("CE121", "{problem}", "{fix}")
+    DUPLICATE_SYNONYM = _e("CE122", "{problem}", "{fix}")
+    YAML_BOOLEAN = _e("CE123", "unquoted {role} '{value}' is read by YAML as the boolean {boolean}",
+                      "quote it: '{value}'{kept} — or write true/false if a boolean is meant")
+    POLICY_TYPE = _e("CE124", "{problem}", "{fix}")
+    MONEY_VS_NUMBER = _e("CE125", "{problem}", "{fix}")
 
     BAD_CONVERSATION = Entry("CE200", "{problem}", "{fix}", ConversationError)
     UNKNOWN_ACTION = Entry("CE300", "unknown action {action!r} in domain {domain!r}", "use one of: {known}", UnknownActionError)
@@ -214,10 +253,19 @@ class Errors:
                                    "which is missing from {store}",
                                    "restore the store's domains table from a backup; `context-editor audit verify` checks the rest",
                                    StoreError)
+    SESSION_OTHER_DOMAIN = Entry("CE505", "session {session!r} belongs to domain {stored!r}, not {domain!r}",
+                                 "use a new session id for domain {domain!r}, or ingest with the domain {stored!r}",
+                                 SessionDomainError)
+    SESSION_OLD_VERSION = Entry("CE505", "session {session!r} was processed with version {version} of domain {domain!r}; "
+                                "the domain file is now version {current}",
+                                "pass --upgrade (upgrade=True) to move the session to the new version (recorded as an "
+                                "edit), or ingest with the domain version the session was processed with",
+                                SessionDomainError)
     NO_STORE = Entry("CE504", "no store at {path}",
                      "check --store (or $CONTEXT_EDITOR_STORE); `context-editor ingest` creates a store", StoreError)
 
     BAD_DATASET = Entry("CE700", "{problem}", "{fix}", DatasetError)
+    BAD_TEST_CASE = Entry("CE800", "{problem}", "{fix}", TestCaseError)
     IMPORTER_BUG = _e("CE701", "the importer wrote a domain that does not lint:\n{detail}",
                       "this is a bug in context_editor/importers; please report it with the input schema")
 

@@ -4,7 +4,9 @@ entry point of a distribution the test installs, passes a golden conversation.""
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,8 +15,8 @@ import pytest
 
 from conftest import ROOT
 from context_editor import ContextEditor, lang
-from context_editor.bench.golden import final_state, load
-from context_editor.domain import lint_domain
+from context_editor.domain import lint_domain, load_domain
+from context_editor.domaintest import load_cases, run_case
 from context_editor.extract.dates import find_dates
 from context_editor.extract.numbers import find_money
 
@@ -42,10 +44,18 @@ def spanish(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_spanish_golden_conversation(spanish):
-    golden = load(FIXTURE / "golden" / "es_viaje.jsonl")
-    editor = ContextEditor(str(FIXTURE / "viaje.yaml"), "memory://")
-    assert final_state(golden, editor) == golden.expect
-    assert editor.why(golden.id, "budget_max")["history"][0]["value"] == {"amount": 800, "currency": "EUR"}
+    """The conversation runs as `context-editor test viaje.yaml cases/` would run it."""
+    (case,) = load_cases(FIXTURE / "cases")
+    result = run_case(load_domain(FIXTURE / "viaje.yaml"), case)
+    assert not result.failures, [(m.what, m.expected, m.got, m.why) for m in result.failures]
+    assert case.expect.state and case.expect.state["budget_max"] == {"amount": 900, "currency": "EUR"}
+
+
+def test_spanish_from_the_cli(spanish):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(spanish), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-m", "context_editor", "test", str(FIXTURE / "viaje.yaml"), str(FIXTURE / "cases")],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
 
 
 def test_spanish_is_detected_and_asked_in_spanish(spanish):
