@@ -218,8 +218,8 @@ class Errors:
     UNKNOWN_KEY_IGNORED = _e("CE120", "{problem}", "{fix}")
     NEVER_FILLED = _e("CE121", "{problem}", "{fix}")
     DUPLICATE_SYNONYM = _e("CE122", "{problem}", "{fix}")
-    YAML_BOOLEAN = _e("CE123", "unquoted {role} '{value}' is read by YAML as the boolean {boolean}",
-                      "quote it: '{value}'{kept} — or write true/false if a boolean is meant")
+    YAML_BOOLEAN = _e("CE123", "unquoted {role} '{value}' is a boolean in YAML 1.1; it is kept as the text '{value}'",
+                      "quote it ('{value}') to say you mean the text, or write true/false if a boolean is meant")
     POLICY_TYPE = _e("CE124", "{problem}", "{fix}")
     MONEY_VS_NUMBER = _e("CE125", "{problem}", "{fix}")
 

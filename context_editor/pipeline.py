@@ -18,6 +18,7 @@ from .domain import Domain, domain_from_source, load_domain
 from .echo import CONTEXT_LOOP_DETECTED, mask_echoes
 from .errors import Errors
 from .extract import Extractor
+from .lang.lexicon import using
 from .inject import RenderedContext, Renderer
 from .model import Edit, Message, State
 from .store import SessionInfo, Store, open_store
@@ -87,7 +88,8 @@ class ContextEditor:
         state = self._live(session)
         msg = self._stamp(session, raw, state, now)
         try:
-            edits = self._edits_for(state, msg, upgrade_from)
+            with using(self.domain.lexicon):  # the words this domain version was made with
+                edits = self._edits_for(state, msg, upgrade_from)
             self.store.append(self.domain.name, self.domain.version_hash, msg, edits)
             state.round, state.message_index, state.last_message_hash = msg.round, msg.index, msg.hash
             self._bound[session] = None

@@ -19,6 +19,8 @@ from typing import Any, Callable
 
 from ..errors import DomainError, DomainProblem, Errors
 from ..expressions import expression_names
+from ..lang import Lexicon, lexicon
+from ..lang.lexicon import merged
 from ..model import canonical_json
 from ..resources import domains_dir
 from .checks import semantic_problems
@@ -132,6 +134,16 @@ class Domain:
     path: str
     source: dict[str, Any]  # the loaded document, stored with the log so replay uses this exact version
     rule_library: dict[str, Rule] = field(repr=False, compare=False, default_factory=dict)
+
+    @cached_property
+    def lexicon(self) -> Lexicon:
+        """The lexicons this version ran with (stored with it); the installed object itself when
+        they are the same, so the finders' caches are shared."""
+        stored_parts = self.source.get(RESOLVED, {}).get("lexicons")
+        installed = lexicon()
+        if not stored_parts or stored_parts == installed.per_language:
+            return installed
+        return merged(stored_parts)
 
     @property
     def templates(self) -> dict[str, str]:

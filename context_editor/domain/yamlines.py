@@ -4,8 +4,9 @@ Domain files are authored by people, so every error must point at a line. PyYAML
 keeps marks on nodes; we construct plain Python data from the node tree and a parallel map
 from a JSON-pointer-like path ("fields/budget_max/type") to its 1-based line. Duplicate keys,
 which YAML silently collapses, are reported instead of lost. YAML 1.1 reads unquoted `yes`,
-`no`, `on` and `off` as booleans: as a key (`yes: [是的]` in an enum) the key is kept as written
-and a warning says to quote it; as a value it stays a boolean, with the same warning.
+`no`, `on` and `off` as booleans (and `true`/`false` keys): such a scalar is kept as the text
+written (`yes: [是的]` in an enum is the value "yes", not "True") and a warning says to quote it;
+where a boolean is meant, the schema then asks for true/false.
 """
 
 from __future__ import annotations
@@ -39,15 +40,15 @@ _BOOL_TAG = "tag:yaml.org,2002:bool"
 
 
 def _yaml11_bool(node: yaml.Node, path: str, as_key: bool, problems: list[DomainProblem]) -> bool:
-    """Warn about an unquoted scalar YAML 1.1 turns into a boolean; True if it did."""
+    """Warn about an unquoted scalar YAML 1.1 would turn into a boolean; True if it is one (the
+    caller then keeps its text)."""
     if not (isinstance(node, yaml.ScalarNode) and node.tag == _BOOL_TAG and node.style is None):
         return False
     if not as_key and node.value.lower() in ("true", "false"):
         return False  # `critical: true` means a boolean
     role = "key" if as_key else "value"
-    problems.append(Errors.YAML_BOOLEAN.problem(
-        line=node.start_mark.line + 1, path=path, severity="warning", role=role, value=node.value,
-        boolean=str(node.value.lower() in ("yes", "on", "true", "y")).lower(), kept=" (kept as the text you wrote)" if as_key else ""))
+    problems.append(Errors.YAML_BOOLEAN.problem(line=node.start_mark.line + 1, path=path, severity="warning",
+                                                role=role, value=node.value))
     return True
 
 
@@ -71,7 +72,8 @@ def _build(node: yaml.Node, path: str, lines: dict[str, int], problems: list[Dom
     if isinstance(node, yaml.SequenceNode):
         return [_build(item, f"{path}/{i}" if path else str(i), lines, problems)
                 for i, item in enumerate(node.value)]
-    _yaml11_bool(node, path, False, problems)
+    if _yaml11_bool(node, path, False, problems):
+        return node.value
     return _constructor.construct_object(node, deep=True)
 
 
