@@ -22,7 +22,7 @@ from ..errors import DomainProblem, Entry, Errors
 from ..expressions import TemplateSyntaxError, compile_expression, expression_names
 from ..resources import templates_dir
 from .local import Resolution, field_refs
-from .rulepacks import NER_LABELS, ner_label, select_rules
+from .rulepacks import NER_LABELS, extractor_ref, ner_label, select_rules
 from .yamlines import LinedYaml
 
 _FIELD_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -110,6 +110,8 @@ def extract_refs(c: Lint) -> Iterator[DomainProblem]:
                     yield c.problem(f"unknown entity label in '{ref}'", path,
                                     f"use one of: {', '.join('ner.' + x for x in NER_LABELS)}", Errors.UNKNOWN_EXTRACTOR)
                 continue
+            if extractor_ref(ref) is not None:
+                continue  # a registered extractor's label: the extractor decides what it finds
             if not select_rules(c.res.library, ref):
                 family = ref.split(".")[0]
                 close = sorted({rid.rsplit(".", 1)[0] for rid in c.res.library if rid.split(".")[0] == family})
