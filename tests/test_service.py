@@ -113,17 +113,17 @@ def test_tenants_never_see_each_other(svc):
 
 def test_roles_and_keys(svc, capsys):
     post = {"domain": "ecommerce", "messages": [MSG]}
-    error(call(svc, "POST", "/v1/sessions/r1/messages", key=("acme", "reader"), json=post), 403, "CE802")
-    error(call(svc, "POST", "/v1/sessions/r1/messages", key=("acme", "auditor"), json=post), 403, "CE802")
-    error(call(svc, "POST", "/v1/audit/verify", key=("acme", "reader")), 403, "CE802")
-    error(call(svc, "GET", "/v1/sessions", key=None), 401, "CE801")
-    error(call(svc, "GET", "/v1/sessions", key="ce_000000000000_not-a-key"), 401, "CE801")
-    error(call(svc, "GET", "/metrics", key=None), 401, "CE801")
+    error(call(svc, "POST", "/v1/sessions/r1/messages", key=("acme", "reader"), json=post), 403, "CE902")
+    error(call(svc, "POST", "/v1/sessions/r1/messages", key=("acme", "auditor"), json=post), 403, "CE902")
+    error(call(svc, "POST", "/v1/audit/verify", key=("acme", "reader")), 403, "CE902")
+    error(call(svc, "GET", "/v1/sessions", key=None), 401, "CE901")
+    error(call(svc, "GET", "/v1/sessions", key="ce_000000000000_not-a-key"), 401, "CE901")
+    error(call(svc, "GET", "/metrics", key=None), 401, "CE901")
     key = create_key(svc["store"], "acme", "reader")
     assert call(svc, "GET", "/v1/sessions", key=key).status_code == 200
     key_id = key.split("_")[1]
     assert main(["keys", "revoke", key_id, "--store", svc["store"]]) == 0
-    error(call(svc, "GET", "/v1/sessions", key=key), 401, "CE801")
+    error(call(svc, "GET", "/v1/sessions", key=key), 401, "CE901")
     capsys.readouterr()
     assert main(["keys", "list", "--store", svc["store"]]) == 0
     listing = capsys.readouterr().out
@@ -132,9 +132,9 @@ def test_roles_and_keys(svc, capsys):
 
 def test_bad_input_is_refused_whole_with_code_and_fix(svc):
     path = "/v1/sessions/bad-1/messages"
-    error(call(svc, "POST", path, content=b"{not json", headers={"content-type": "application/json"}), 400, "CE806")
-    error(call(svc, "POST", path, json={"messages": [MSG]}), 400, "CE806")  # no domain
-    error(call(svc, "POST", path, json={"domain": "ecommerce", "messages": []}), 400, "CE806")
+    error(call(svc, "POST", path, content=b"{not json", headers={"content-type": "application/json"}), 400, "CE906")
+    error(call(svc, "POST", path, json={"messages": [MSG]}), 400, "CE906")  # no domain
+    error(call(svc, "POST", path, json={"domain": "ecommerce", "messages": []}), 400, "CE906")
     error(call(svc, "POST", path, json={"domain": "no_such_domain", "messages": [MSG]}), 404, "CE103")
     error(call(svc, "POST", path, json={"domain": "../../etc/passwd", "messages": [MSG]}), 404, "CE103")
     error(call(svc, "POST", path, json={"domain": "ecommerce", "messages": [MSG, {"role": "wizard", "content": "x"}]}),
@@ -142,18 +142,18 @@ def test_bad_input_is_refused_whole_with_code_and_fix(svc):
     error(call(svc, "POST", path, json={"domain": "ecommerce", "format": "anthropic",
                                         "messages": [{"role": "user", "content": [{"type": "hologram"}]}]}), 400, "CE200")
     error(call(svc, "POST", path, json={"domain": "ecommerce", "messages": [{**MSG, "content": "x" * 60_000}]}),
-          413, "CE805")
-    error(call(svc, "POST", path, json={"domain": "ecommerce", "messages": [MSG] * 2000}), 413, "CE805")
+          413, "CE905")
+    error(call(svc, "POST", path, json={"domain": "ecommerce", "messages": [MSG] * 2000}), 413, "CE905")
     error(call(svc, "GET", "/v1/sessions/bad-1/state"), 404, "CE501")  # nothing of the refused requests was stored
     call(svc, "POST", path, json={"domain": "ecommerce", "messages": [MSG]})
-    error(call(svc, "POST", path, json={"domain": "travel", "messages": [MSG]}), 409, "CE807")
+    error(call(svc, "POST", path, json={"domain": "travel", "messages": [MSG]}), 409, "CE505")
     error(call(svc, "GET", "/v1/sessions/bad-1/context?action=fly_to_mars"), 400, "CE300")
-    error(call(svc, "GET", "/v1/sessions/bad-1/context?action=place_order&budget=abc"), 400, "CE806")
+    error(call(svc, "GET", "/v1/sessions/bad-1/context?action=place_order&budget=abc"), 400, "CE906")
     error(call(svc, "GET", "/v1/sessions/bad-1/context?action=place_order&model=no-such-model"), 400, "CE403")
     error(call(svc, "GET", "/v1/sessions/bad-1/context?action=place_order&budget=5"), 422, "CE400")
     error(call(svc, "GET", "/v1/sessions/bad-1/why/no_field"), 400, "CE301")
-    error(call(svc, "GET", "/v1/nothing-here"), 404, "CE808")
-    error(call(svc, "DELETE", "/v1/sessions/bad-1/state"), 405, "CE808")
+    error(call(svc, "GET", "/v1/nothing-here"), 404, "CE908")
+    error(call(svc, "DELETE", "/v1/sessions/bad-1/state"), 405, "CE908")
 
 
 def test_domains_lint_health_metrics_and_openapi(svc):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..errors import ConversationError
+from ..errors import Errors
 from .anthropic import from_anthropic
 from .common import plain
 from .langchain import from_langchain
@@ -66,7 +66,8 @@ def to_messages(obj: Any, format: str | None = None) -> list[Any]:
             data = data.get("messages", [data])
         return list(data) if isinstance(data, list) else [data]
     if fmt not in ADAPTERS:
-        raise ConversationError(f"unknown conversation format {format!r}", fix=f"use one of: auto, {', '.join(FORMATS)}")
+        raise Errors.BAD_CONVERSATION(problem=f"unknown conversation format {format!r}",
+                                      fix=f"use one of: auto, {', '.join(FORMATS)}")
     return ADAPTERS[fmt](data)
 
 

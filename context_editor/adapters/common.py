@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import ConversationError
+from ..errors import ConversationError, Errors
 
 
 def plain(obj: Any) -> Any:
@@ -36,5 +36,5 @@ def message(role: str, content: str, **extra: Any) -> dict[str, Any]:
 
 
 def unknown(kind: str, where: str, fmt: str) -> ConversationError:
-    return ConversationError(f"{where}: unknown {fmt} content type {kind!r}", file="<input>",
+    return Errors.BAD_CONVERSATION(problem=f"{where}: unknown {fmt} content type {kind!r}", file="<input>",
                              fix="convert it to a text message, or remove it before ingesting")

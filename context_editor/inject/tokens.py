@@ -23,7 +23,7 @@ import tiktoken
 import tiktoken_ext.openai_public as openai_public
 
 from .. import registry
-from ..errors import ContextEditorError, MissingExtraError
+from ..errors import Errors, MissingExtraError
 
 DEFAULT_MODEL = "gpt-4o"
 ENCODINGS = {"o200k_base": openai_public.o200k_base, "cl100k_base": openai_public.cl100k_base}
@@ -34,8 +34,7 @@ def _bpe_data_dir() -> Path:
     """bpe-openai's data folder, found without importing the package (its import is heavy)."""
     spec = importlib.util.find_spec("bpe_openai")
     if spec is None or not spec.submodule_search_locations:
-        raise ContextEditorError("the bpe-openai package is not installed", code="CE401",
-                                 fix="pip install -e . (it is a pinned dependency in pyproject.toml)")
+        raise Errors.NO_BPE_PACKAGE()
     return Path(spec.submodule_search_locations[0]) / "data"
 
 
@@ -45,8 +44,7 @@ def _packaged_bpe(url: str, expected_hash: str | None = None) -> dict[bytes, int
     data = gzip.decompress((_bpe_data_dir() / f"{name}.gz").read_bytes())
     actual = hashlib.sha256(data).hexdigest()
     if expected_hash and actual != expected_hash:
-        raise ContextEditorError(f"packaged BPE file {name} has sha256 {actual}, tiktoken expects {expected_hash}",
-                                 fix="reinstall bpe-openai at the version pinned in pyproject.toml", code="CE401")
+        raise Errors.BPE_HASH(name=name, actual=actual, expected=expected_hash)
     ranks = {}
     for line in data.splitlines():
         if line:
@@ -81,8 +79,7 @@ def cl100k_base() -> tiktoken.Encoding:
 def get_encoding(name: str) -> Any:
     """The tokenizer registered as `name` (entry-point group `context_editor.tokenizers`)."""
     if name not in registry.tokenizers:
-        raise ContextEditorError(f"unknown encoding {name!r}", fix=f"use one of: {', '.join(registry.tokenizers.names())}",
-                                 code="CE402")
+        raise Errors.UNKNOWN_ENCODING(name=name, known=", ".join(registry.tokenizers.names()))
     return registry.tokenizers.get(name)()
 
 
@@ -94,13 +91,11 @@ def encoding_for_model(model: str | None) -> tiktoken.Encoding:
         try:
             model = tiktoken.encoding_name_for_model(model)
         except KeyError:
-            raise ContextEditorError(f"unknown model {model!r}", code="CE403", fix=MODEL_FIX) from None
+            raise Errors.UNKNOWN_MODEL(model=model) from None
     encoding: tiktoken.Encoding = get_encoding(model)
     return encoding
 
 
-MODEL_FIX = ("pass a model tiktoken knows (gpt-4o, gpt-4, …), an encoding (o200k_base, cl100k_base), the path of a "
-             "Hugging Face tokenizer.json (Qwen, Llama, DeepSeek …), or a claude-… model (estimated)")
 # Claude's tokenizer is not published: its counts are estimated from o200k_base with this margin
 # on top, so a context that fits the estimate fits the budget with room to spare.
 ESTIMATE_MARGIN = 0.30
@@ -146,8 +141,7 @@ class HuggingFaceCounter:
             spec = json.loads(file.read_text("utf-8"))
             self.tokenizer = HFTokenizer.from_file(str(file))
         except Exception as exc:  # OSError, bad JSON, or the Rust library's own Exception
-            raise ContextEditorError(f"cannot load tokenizer {file}: {exc}", code="CE404", file=str(file),
-                                     fix="pass a Hugging Face tokenizer.json (as saved by tokenizers or transformers)") from None
+            raise Errors.TOKENIZER_FILE(path=str(file), detail=str(exc)) from None
         self.name = str(file)
         self.max_token_bytes = self._longest(spec)
 
@@ -212,7 +206,7 @@ def tokenizer_for(model: str | None = None) -> Tokenizer:
         try:
             name = tiktoken.encoding_name_for_model(model)
         except KeyError:
-            raise ContextEditorError(f"unknown model {model!r}", code="CE403", fix=MODEL_FIX) from None
+            raise Errors.UNKNOWN_MODEL(model=model) from None
     encoder = get_encoding(name)
     if isinstance(encoder, tiktoken.Encoding):
         return TiktokenCounter(encoder)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from importlib.metadata import version
 import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -24,20 +25,21 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from .. import __version__, audit
+from .. import audit
 from ..conversation import adapt
 from ..domain import lint_domain, load_domain
-from ..errors import ContextEditorError
+from ..errors import ContextEditorError, Errors
 from ..inject import RenderedContext
 from ..model import State
 from ..pipeline import ContextEditor
 from ..store import Store, open_store
-from .errors import INTERNAL, MalformedRequestError, NotFoundError, TooLargeError, error_body, status_for
+from .errors import error_body, status_for
 from .keys import Principal, authenticate
 from .metrics import Metrics
 from .sessions import Sessions, bundled_domains
 
 log = logging.getLogger("context_editor.service")
+__version__ = version("context-editor")
 T = TypeVar("T")
 MAX_BODY_BYTES = 8_000_000
 MAX_MESSAGE_BYTES = 1_000_000
@@ -73,12 +75,12 @@ class Service:
         fix = f"send at most {limit:,} bytes per request (split the messages over several requests)"
         declared = request.headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > limit:
-            raise TooLargeError(f"request body is {int(declared):,} bytes, the limit is {limit:,}", fix=fix)
+            raise Errors.TOO_LARGE(problem=f"request body is {int(declared):,} bytes, the limit is {limit:,}", fix=fix)
         chunks, size = [], 0
         async for chunk in request.stream():
             size += len(chunk)
             if size > limit:
-                raise TooLargeError(f"request body is over the limit of {limit:,} bytes", fix=fix)
+                raise Errors.TOO_LARGE(problem=f"request body is over the limit of {limit:,} bytes", fix=fix)
             chunks.append(chunk)
         return b"".join(chunks)
 
@@ -86,8 +88,8 @@ class Service:
         for i, raw in enumerate(req.messages):
             size = len(json.dumps(raw, ensure_ascii=False).encode("utf-8"))
             if size > self.max_message_bytes:
-                raise TooLargeError(f"messages[{i}] is {size:,} bytes, the limit is {self.max_message_bytes:,}",
-                                    fix="store large payloads elsewhere and send a reference, or trim the tool result")
+                raise Errors.TOO_LARGE(problem=f"messages[{i}] is {size:,} bytes, the limit is {self.max_message_bytes:,}",
+                                       fix="store large payloads elsewhere and send a reference, or trim the tool result")
         messages = adapt(req.messages, "<request>", req.format)  # all checked before anything is stored
         key = self.sessions.key(p.tenant, session)
         editor = self.sessions.editor_for_write(p.tenant, session, req.domain)
@@ -117,8 +119,8 @@ class Service:
     def context(self, p: Principal, session: str, action: str, budget: int | None, model: str | None,
                 as_of_round: int | None) -> dict[str, Any]:
         if model and ("/" in model or "\\" in model or model.endswith(".json")):
-            raise MalformedRequestError(f"model {model!r} looks like a file path; the service never opens paths a "
-                                        "client names", fix="pass a model name (gpt-4o, o200k_base, claude-…)")
+            raise Errors.MALFORMED_REQUEST(problem=f"model {model!r} looks like a file path; the service never opens "
+                                           "paths a client names", fix="pass a model name (gpt-4o, o200k_base, claude-…)")
 
         def work(editor: ContextEditor, key: str) -> RenderedContext:
             start = perf_counter()
@@ -168,27 +170,25 @@ def create_app(store: Store | str | None, *, max_body_bytes: int = MAX_BODY_BYTE
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        err = NotFoundError(f"{request.method} {request.url.path}: {exc.detail}",
-                            fix="see GET /openapi.json for the endpoints and their methods")
+        err = Errors.NO_ENDPOINT(method=request.method, path=request.url.path, detail=exc.detail)
         return JSONResponse(error_body(err), status_code=exc.status_code)
 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first.get("loc", ()))
-        err = MalformedRequestError(f"{where}: {first.get('msg')}", fix="see GET /openapi.json for the parameters")
+        err = Errors.MALFORMED_REQUEST(problem=f"{where}: {first.get('msg')}", fix="see GET /openapi.json for the parameters")
         return JSONResponse(error_body(err), status_code=400)
 
     @app.exception_handler(Exception)
     async def on_bug(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
-        err = ContextEditorError(f"internal error ({type(exc).__name__})", code=INTERNAL,
-                                 fix="this is a bug: report it with the request; nothing was half-stored")
+        err = Errors.INTERNAL(kind=type(exc).__name__)
         return JSONResponse(error_body(err), status_code=500)
 
     @app.get("/healthz", tags=["ops"], summary="Liveness and store reachability (no key needed)")
     def healthz() -> dict[str, Any]:
-        svc.store.session("healthz")  # a cheap read: fails with CE500 (503) if the store is down
+        svc.store.session("healthz")  # a cheap read: a store error (503) if the store is down
         return {"status": "ok", "version": __version__}
 
     @app.get("/metrics", tags=["ops"], summary="Prometheus text: requests, latency, ingest and render timings")
@@ -212,14 +212,14 @@ def create_app(store: Store | str | None, *, max_body_bytes: int = MAX_BODY_BYTE
         try:
             data = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise MalformedRequestError(f"the body is not JSON: {exc}",
+            raise Errors.MALFORMED_REQUEST(problem=f"the body is not JSON: {exc}",
                                         fix='send {"domain": "ecommerce", "messages": [{"role": "user", "content": "..."}]}') from None
         try:
             req = IngestRequest.model_validate(data)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(x) for x in first["loc"]) or "body"
-            raise MalformedRequestError(f"{where}: {first['msg']}",
+            raise Errors.MALFORMED_REQUEST(problem=f"{where}: {first['msg']}",
                                         fix='send {"domain": "ecommerce", "messages": [{"role": "user", "content": "..."}]}') from None
         return await run_in_threadpool(svc.ingest, p, session, req)
 

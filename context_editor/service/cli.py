@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Callable
+from typing import Any
 
-from ..errors import MissingExtraError
+from ..errors import Errors, MissingExtraError
 from ..store import open_store
 from . import keys
 
@@ -27,7 +27,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def cmd_keys_create(args: argparse.Namespace) -> int:
     if not args.tenant:
-        raise keys.ForbiddenError("a key needs a tenant", code="CE803", fix="pass --tenant T")
+        raise Errors.BAD_KEY_REQUEST(problem="a key needs a tenant", fix="pass --tenant T")
     key, record = keys.create_key(open_store(args.store), args.tenant, args.role)
     print(key)
     print(f"key {record.key_id}: tenant {record.tenant}, role {record.role}. This is the only time the key is "
@@ -48,16 +48,26 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: Any, command: Callable[..., argparse.ArgumentParser]) -> None:
-    p = command(sub, "serve", cmd_serve, "Run the HTTP service (API under /v1, OpenAPI at /openapi.json, "
-                "inspector at /ui/sessions).")
+_FORMAT = argparse.RawDescriptionHelpFormatter
+
+
+def register_serve(sub: Any) -> None:
+    """`context-editor serve` (entry point in the context_editor.commands group)."""
+    help_ = "Run the HTTP service (API under /v1, OpenAPI at /openapi.json, inspector at /ui/sessions)."
+    p = sub.add_parser("serve", help=help_, description=help_, formatter_class=_FORMAT)
+    p.set_defaults(func=cmd_serve)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8300, help="port (default 8300)")
     p.add_argument("--max-body-bytes", type=int, default=8_000_000, metavar="N",
                    help="larger requests get 413 (default 8 MB)")
     p.add_argument("--max-message-bytes", type=int, default=1_000_000, metavar="N",
                    help="a larger message in a request gets 413 (default 1 MB)")
-    p = command(sub, "keys", None, "API keys of the service: one tenant and role per key; only a hash is stored.")
+
+
+def register_keys(sub: Any) -> None:
+    """`context-editor keys create|revoke|list` (entry point in the context_editor.commands group)."""
+    help_ = "API keys of the service: one tenant and role per key; only a hash is stored."
+    p = sub.add_parser("keys", help=help_, description=help_, formatter_class=_FORMAT)
     keys_sub = p.add_subparsers(dest="keys_command", required=True, metavar="SUBCOMMAND")
     k = keys_sub.add_parser("create", help="print a new key once (stdout) for --tenant T; the store keeps its hash")
     k.add_argument("--role", default="writer", choices=list(keys.ROLES),

@@ -29,7 +29,8 @@ from .. import audit
 from ..inject import format_value
 from ..model import Edit, Message, State
 from ..pipeline import ContextEditor
-from .keys import AuthError, Principal, authenticate
+from ..errors import AuthError, Errors
+from .keys import Principal, authenticate
 
 if TYPE_CHECKING:
     from .app import Service
@@ -171,7 +172,7 @@ def mount(app: FastAPI, svc: "Service") -> None:
                 as_of_round: int | None = Query(None, ge=0), model: str | None = None) -> dict[str, Any]:
         p = viewer(request)
         if p is None:
-            raise AuthError("not logged in", fix="log in at /ui/login with your key")
+            raise Errors.NO_KEY(problem="not logged in (log in at /ui/login with your key)")
         p.require("read")
         return svc.context(p, session, action, budget, model, as_of_round)
 

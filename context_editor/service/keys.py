@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..errors import ContextEditorError
+from ..errors import Errors
 from ..model import session_key
 from ..store import KeyRecord, Store
 
@@ -21,18 +21,6 @@ ROLES = ("writer", "reader", "auditor")
 # auditors (and writers, who own the data) verify and export.
 PERMISSIONS = {"writer": {"read", "write", "audit"}, "reader": {"read"}, "auditor": {"read", "audit"}}
 PREFIX = "ce_"
-
-
-class AuthError(ContextEditorError):
-    """No key, an unknown key or a revoked key (HTTP 401)."""
-
-    code = "CE801"
-
-
-class ForbiddenError(ContextEditorError):
-    """The key's role does not allow this (HTTP 403)."""
-
-    code = "CE802"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +34,7 @@ class Principal:
     def require(self, permission: str) -> None:
         if permission not in PERMISSIONS[self.role]:
             allowed = ", ".join(r for r in ROLES if permission in PERMISSIONS[r])
-            raise ForbiddenError(f"key {self.key_id} has role {self.role!r}, which may not {permission}",
-                                 fix=f"use a key with role {allowed} (context-editor keys create --tenant T --role ...)")
+            raise Errors.ROLE_FORBIDDEN(key_id=self.key_id, role=self.role, permission=permission, allowed=allowed)
 
 
 def hash_secret(key: str) -> str:
@@ -57,7 +44,7 @@ def hash_secret(key: str) -> str:
 def create_key(store: Store, tenant: str, role: str = "writer") -> tuple[str, KeyRecord]:
     """A new key for `tenant`: (the key, shown once; the stored record)."""
     if role not in ROLES:
-        raise ContextEditorError(f"unknown role {role!r}", code="CE803", fix=f"use one of: {', '.join(ROLES)}")
+        raise Errors.BAD_KEY_REQUEST(problem=f"unknown role {role!r}", fix=f"use one of: {', '.join(ROLES)}")
     session_key("s", tenant=tenant)  # the tenant must be a valid session-key part (no '/')
     key_id = secrets.token_hex(6)
     key = f"{PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
@@ -68,19 +55,17 @@ def create_key(store: Store, tenant: str, role: str = "writer") -> tuple[str, Ke
 
 def authenticate(store: Store, key: str | None) -> Principal:
     """The principal of a presented key; AuthError if it is missing, unknown or revoked."""
-    fix = "send `Authorization: Bearer KEY` with a key from `context-editor keys create --tenant T`"
     if not key:
-        raise AuthError("no API key", fix=fix)
+        raise Errors.NO_KEY(problem="no API key")
     record = store.get_key(hash_secret(key))
     if record is None:
-        raise AuthError("unknown API key", fix=fix)
+        raise Errors.NO_KEY(problem="unknown API key")
     if record.revoked:
-        raise AuthError(f"key {record.key_id} was revoked at {record.revoked}", fix="create a new key")
+        raise Errors.KEY_REVOKED(key_id=record.key_id, when=record.revoked)
     return Principal(record.key_id, record.tenant, record.role)
 
 
 def revoke_key(store: Store, key_id: str) -> None:
     if not store.revoke_key(key_id, datetime.now(timezone.utc).isoformat(timespec="seconds")):
         known = ", ".join(k.key_id for k in store.keys() if not k.revoked) or "none"
-        raise ContextEditorError(f"no active key {key_id!r}", code="CE804",
-                                 fix=f"pass the key id printed by `keys create` (active: {known})")
+        raise Errors.NO_ACTIVE_KEY(key_id=key_id, known=known)

@@ -14,11 +14,10 @@ import zlib
 
 from ..domain import load_domain
 from ..resources import domains_dir
-from ..errors import DomainError, DomainProblem, SessionNotFoundError
+from ..errors import DomainError, Errors
 from ..model import session_key
 from ..pipeline import ContextEditor, stored_domain
 from ..store import SessionInfo, Store
-from .errors import DomainMismatchError
 
 LOCK_STRIPES = 64
 
@@ -54,9 +53,8 @@ class Sessions:
     def info(self, tenant: str, session: str) -> SessionInfo:
         info = self.store.session(self.key(tenant, session))
         if info is None:
-            raise SessionNotFoundError(f"no session {session!r}",
-                                       fix="POST messages to /v1/sessions/{session}/messages first, "
-                                           "or list your sessions with GET /v1/sessions")
+            known = ", ".join(self.tenant_sessions(tenant)[:10]) or "none yet"
+            raise Errors.NO_SESSION(session=session, store="this tenant's sessions", known=known)
         return info
 
     def editor_of(self, info: SessionInfo) -> ContextEditor:
@@ -74,8 +72,7 @@ class Sessions:
         info = self.store.session(self.key(tenant, session))
         if info is not None:
             if info.domain != domain:
-                raise DomainMismatchError(f"session {session!r} belongs to domain {info.domain!r}, not {domain!r}",
-                                          fix=f"send \"domain\": \"{info.domain}\" or use a new session id")
+                raise Errors.SESSION_OTHER_DOMAIN(session=session, stored=info.domain, domain=domain)
             return self.editor_of(info)
         with self._lock:
             version = self._bundled.get(domain)
@@ -90,5 +87,5 @@ class Sessions:
         """Only bundled domains by name: a client must never make the server open a path."""
         if domain in bundled_domains():
             return domain
-        raise DomainError([DomainProblem(f"unknown domain {domain!r}", line=None, code="CE103",
-                                         fix=f"use one of: {', '.join(bundled_domains())} (GET /v1/domains)")], None)
+        problem = Errors.NO_DOMAIN.problem(line=None, domain=domain, names=", ".join(bundled_domains()))
+        raise DomainError([problem], None)
