@@ -13,6 +13,8 @@ holds at most `cache_sessions` sessions, least recently used first out.
 
 from __future__ import annotations
 
+import random
+import time
 from collections import OrderedDict
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -34,7 +36,7 @@ from .validate import FieldValidator, violations
 
 
 DEFAULT_CACHE_SESSIONS = 1024
-APPEND_ATTEMPTS = 8  # a writer losing this many races in a row on one session gives up with the conflict
+APPEND_ATTEMPTS = 32  # a writer losing this many races in a row on one session gives up with the conflict
 
 
 def stored_domain(store: Store, info: SessionInfo, allow_plugins: bool = False) -> Domain:
@@ -121,6 +123,9 @@ class ContextEditor:
                     raise
                 if idempotent and self._stored(session, raw):
                     return []
+                # Writers that keep colliding in step would keep colliding: a short random pause
+                # breaks the symmetry (it changes only who goes first, never what is computed).
+                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
                 continue
             except BaseException:
                 self._states.pop(session, None)  # the cached fold may be ahead of the store: rebuild on next use
