@@ -23,7 +23,7 @@ import jsonschema
 from ..errors import DomainError, DomainProblem
 from ..expressions import TemplateSyntaxError, compile_expression, expression_names
 from ..model import canonical_json
-from .rulepacks import NER_LABELS, RULES_DIR, Rule, load_rule_library, ner_label, select_rules
+from .rulepacks import NER_LABELS, RULES_DIR, Rule, dialogue_lexicon_texts, load_rule_library, ner_label, select_rules
 from .yamlines import load_lined_yaml
 
 DOMAINS_DIR = Path(__file__).resolve().parents[2] / "domains"
@@ -54,6 +54,7 @@ class FieldSpec:
     tool_keys: tuple[str, ...] = ()
     scopes: tuple[str, ...] = ()  # empty: visible to every action
     description: str = ""
+    prefer: str = "future"  # a date without a year points forward (a booking) or back (an incident)
 
     @property
     def is_list(self) -> bool:
@@ -129,6 +130,9 @@ class Domain:
     tools: dict[str, ToolSpec]
     path: str
     source: dict  # the loaded document, stored with the log so replay uses this exact version
+    # Dialogue mechanics, each on unless switched off: `answers` (a reply is read as the answer to
+    # the field the assistant asked for), `offers` (assistant offers, accepted, declined or picked).
+    dialogue: dict = field(default_factory=dict)
     rule_library: dict[str, Rule] = field(repr=False, compare=False, default_factory=dict)
 
     @cached_property
@@ -208,6 +212,11 @@ def _semantic_problems(doc, library: dict[str, Rule], doc_dir: Path) -> list[Dom
         ftype = f.get("type")
         if ftype == "enum" and not f.get("values"):
             problem(f"enum field '{name}' has no `values`", base, "list its canonical values with their synonyms under `values:`")
+        if ftype == "bool" and {str(k).lower() for k in (f.get("values") or {})} - {"true", "false"}:
+            problem(f"bool field '{name}' has values other than true and false", f"{base}/values",
+                    "list the synonyms of yes under `true:` and of no under `false:`")
+        if f.get("prefer") and ftype not in ("date", "datetime"):
+            problem(f"`prefer` applies to date and datetime fields, not '{ftype}'", f"{base}/prefer", "remove `prefer` or change the type")
         if ftype == "list" and not f.get("items"):
             problem(f"list field '{name}' has no `items`", base, "say what the list holds, e.g. `items: {type: enum, values: {...}}`")
         if f.get("constraints") and ftype not in ("int", "float", "money", "percent", "duration", "text", "list"):
@@ -343,7 +352,7 @@ def _build(doc_data: dict, path: Path, library: dict[str, Rule]) -> Domain:
             policy=f.get("policy", "accumulate" if f["type"] == "list" else "latest"),
             mentions=f.get("mentions", "affirmed"), ask=dict(f.get("ask") or {}),
             extract=tuple(f.get("extract") or ()), tool_keys=tuple(f.get("tool_keys") or (name,)),
-            scopes=tuple(f.get("scopes") or ()), description=f.get("description", ""),
+            scopes=tuple(f.get("scopes") or ()), description=f.get("description", ""), prefer=f.get("prefer", "future"),
         )
     machine = None
     if d.get("machine"):
@@ -373,12 +382,14 @@ def _build(doc_data: dict, path: Path, library: dict[str, Rule]) -> Domain:
     tools = {name: ToolSpec(tuple(t.get("keep") or ()), int(t.get("max_items", 3))) for name, t in (d.get("tools") or {}).items()}
     used_rules = sorted({r.id for f in fields.values() for ref in f.extract for r in select_rules(library, ref)})
     fingerprint = canonical_json({
-        "domain": d, "rules": {rid: [library[rid].pattern.pattern, library[rid].parse, library[rid].confidence] for rid in used_rules}})
+        "domain": d, "rules": {rid: [library[rid].pattern.pattern, library[rid].parse, library[rid].confidence] for rid in used_rules},
+        "dialogue": dialogue_lexicon_texts()})
     version_hash = hashlib.sha256(fingerprint.encode("utf-8")).hexdigest()[:16]
     return Domain(
         name=d["domain"], version=str(d["version"]), version_hash=version_hash,
         languages=tuple(d.get("languages") or ("zh", "en")), default_currency=d.get("default_currency", "CNY"),
-        fields=fields, machine=machine, rules=rules, actions=actions, tools=tools, path=str(path), source=d, rule_library=library)
+        fields=fields, machine=machine, rules=rules, actions=actions, tools=tools, path=str(path), source=d,
+        dialogue=dict(d.get("dialogue") or {}), rule_library=library)
 
 
 PLUGIN_CODE = "_plugin_code"  # plugin sources kept in the stored document: replay runs the same code

@@ -19,7 +19,8 @@ from ..errors import DomainError, DomainProblem
 from .yamlines import load_lined_yaml
 
 RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
-PARSERS = ("money", "number", "int", "percent", "date", "duration", "count", "enum", "text", "upper")
+PARSERS = ("money", "number", "int", "percent", "date", "time", "duration", "count", "enum", "text", "upper")
+DIALOGUE_LEXICON = "dialogue.yaml"  # dialogue cues (extract/cues.py): word lists, no rules
 # `extract` entries that name an entity label of the NER layer instead of a rule.
 NER_PREFIX = "ner."
 NER_LABELS = ("PERSON", "GPE", "LOC", "ORG", "PRODUCT", "FAC", "NORP", "EVENT", "WORK_OF_ART")
@@ -110,6 +111,11 @@ def load_rule_library(rules_dir: Path = RULES_DIR) -> dict[str, Rule]:
         path, _ = problems[0]
         raise DomainError([p for _, p in problems], file=str(path))
     return library
+
+
+def dialogue_lexicon_texts(rules_dir: Path = RULES_DIR) -> dict[str, str]:
+    """`<lang>/dialogue.yaml` -> its text: the dialogue cues change results, so the version hash covers them."""
+    return {f"{p.parent.name}/{p.name}": p.read_text("utf-8") for p in sorted(rules_dir.glob(f"*/{DIALOGUE_LEXICON}"))}
 
 
 def ner_label(ref: str) -> str | None:
