@@ -22,12 +22,14 @@ import jsonschema
 
 from ..errors import DomainError, DomainProblem
 from ..expressions import TemplateSyntaxError, compile_expression, expression_names
+from ..lang import lexicon_fingerprint
 from ..model import canonical_json
-from .rulepacks import NER_LABELS, RULES_DIR, Rule, dialogue_lexicon_texts, load_rule_library, ner_label, select_rules
-from .yamlines import load_lined_yaml
+from ..resources import domains_dir, schema_path, templates_dir
+from .rulepacks import NER_LABELS, Rule, load_rule_library, ner_label, select_rules
+from .yamlines import LinedYaml, load_lined_yaml
 
-DOMAINS_DIR = Path(__file__).resolve().parents[2] / "domains"
-SCHEMA_PATH = Path(__file__).resolve().parents[1] / "data" / "domain.schema.json"
+DOMAINS_DIR = domains_dir()
+SCHEMA_PATH = schema_path()
 # Who may set a field by default: what the user says and what tools return. Assistant text only
 # proposes; system messages are instructions, not facts about the user.
 DEFAULT_SOURCES = ("user", "tool")
@@ -38,10 +40,10 @@ class FieldSpec:
     name: str
     type: str
     values: dict[str, list[str]] = field(default_factory=dict)  # enum synonyms
-    items: dict = field(default_factory=dict)
+    items: dict[str, Any] = field(default_factory=dict)
     pattern: str | None = None
     unit: str | None = None
-    constraints: dict = field(default_factory=dict)
+    constraints: dict[str, Any] = field(default_factory=dict)
     cls: str = "anchor"
     ttl: Any = "session"
     critical: bool = False
@@ -71,7 +73,7 @@ class TransitionSpec:
     trigger: str
     source: tuple[str, ...]
     dest: str
-    when: dict[str, list]
+    when: dict[str, list[Any]]
     conditions: tuple[str, ...]
     on_fail: str | None
     set: dict[str, Any]
@@ -92,7 +94,7 @@ class RuleSpec:
     code: str
     message: str
     fields: tuple[str, ...]
-    plugin: Callable | None = None  # a function of an explicitly enabled plugin module
+    plugin: Callable[..., Any] | None = None  # a function of an explicitly enabled plugin module
 
 
 @dataclass(frozen=True)
@@ -129,10 +131,10 @@ class Domain:
     actions: dict[str, ActionSpec]
     tools: dict[str, ToolSpec]
     path: str
-    source: dict  # the loaded document, stored with the log so replay uses this exact version
+    source: dict[str, Any]  # the loaded document, stored with the log so replay uses this exact version
     # Dialogue mechanics, each on unless switched off: `answers` (a reply is read as the answer to
     # the field the assistant asked for), `offers` (assistant offers, accepted, declined or picked).
-    dialogue: dict = field(default_factory=dict)
+    dialogue: dict[str, Any] = field(default_factory=dict)
     rule_library: dict[str, Rule] = field(repr=False, compare=False, default_factory=dict)
 
     @cached_property
@@ -166,7 +168,7 @@ def _validator() -> jsonschema.Draft202012Validator:
     return _schema_validator
 
 
-def _schema_problems(doc) -> list[DomainProblem]:
+def _schema_problems(doc: LinedYaml) -> list[DomainProblem]:
     out = []
     for err in sorted(_validator().iter_errors(doc.data), key=lambda e: [str(p) for p in e.absolute_path]):
         path = [str(p) for p in err.absolute_path]
@@ -191,7 +193,7 @@ def _schema_problems(doc) -> list[DomainProblem]:
     return out
 
 
-def _semantic_problems(doc, library: dict[str, Rule], doc_dir: Path) -> list[DomainProblem]:
+def _semantic_problems(doc: LinedYaml, library: dict[str, Rule], doc_dir: Path) -> list[DomainProblem]:
     """Cross-references a schema cannot express: every name used must exist."""
     d = doc.data
     fields = d.get("fields") or {}
@@ -304,12 +306,12 @@ def _semantic_problems(doc, library: dict[str, Rule], doc_dir: Path) -> list[Dom
             if fname not in (a.get("fields") or []):
                 problem(f"required field '{fname}' is not in the action's `fields`", f"{base}/required/{j}", f"add '{fname}' to `fields` of action '{aname}'")
         tpl = a.get("template")
-        if tpl and not (DOMAINS_DIR.parent / "templates" / tpl).exists():
+        if tpl and not (templates_dir() / tpl).exists():
             problem(f"template '{tpl}' not found in templates/", f"{base}/template", "create it or remove `template` to use the default")
     return out
 
 
-def _problems(path: Path) -> tuple[Any, list[DomainProblem], dict]:
+def _problems(path: Path) -> tuple[Any, list[DomainProblem], dict[str, Any]]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -323,7 +325,7 @@ def _problems(path: Path) -> tuple[Any, list[DomainProblem], dict]:
     if not isinstance(doc.data, dict):
         return doc, [DomainProblem("a domain file must be a YAML mapping (domain:, version:, fields:, actions:)",
                                    line=1, fix="start from domains/ecommerce.yaml", code="CE104")], {}
-    library = load_rule_library(RULES_DIR)
+    library = load_rule_library()
     problems = doc.problems + _schema_problems(doc)
     if not problems:  # references are only meaningful in a structurally valid file
         problems = _semantic_problems(doc, library, path.parent)
@@ -337,7 +339,7 @@ def lint_domain(domain: str | Path) -> tuple[Path, list[DomainProblem]]:
     return path, sorted(problems, key=lambda p: (p.line or 0))
 
 
-def _build(doc_data: dict, path: Path, library: dict[str, Rule]) -> Domain:
+def _build(doc_data: dict[str, Any], path: Path, library: dict[str, Rule]) -> Domain:
     d = doc_data
     fields = {}
     for name, f in d["fields"].items():
@@ -382,8 +384,7 @@ def _build(doc_data: dict, path: Path, library: dict[str, Rule]) -> Domain:
     tools = {name: ToolSpec(tuple(t.get("keep") or ()), int(t.get("max_items", 3))) for name, t in (d.get("tools") or {}).items()}
     used_rules = sorted({r.id for f in fields.values() for ref in f.extract for r in select_rules(library, ref)})
     fingerprint = canonical_json({
-        "domain": d, "rules": {rid: [library[rid].pattern.pattern, library[rid].parse, library[rid].confidence] for rid in used_rules},
-        "dialogue": dialogue_lexicon_texts()})
+        "domain": d, "lexicons": lexicon_fingerprint(), "rules": {rid: [library[rid].pattern.pattern, library[rid].parse, library[rid].confidence] for rid in used_rules}})
     version_hash = hashlib.sha256(fingerprint.encode("utf-8")).hexdigest()[:16]
     return Domain(
         name=d["domain"], version=str(d["version"]), version_hash=version_hash,
@@ -429,8 +430,8 @@ def load_domain(domain: str | Path, allow_plugins: bool = False) -> Domain:
     return _build(data, path, library)
 
 
-def domain_from_source(source: dict, path: str = "<stored>", allow_plugins: bool = False) -> Domain:
+def domain_from_source(source: dict[str, Any], path: str = "<stored>", allow_plugins: bool = False) -> Domain:
     """Rebuild a domain from the document stored with a session (for replay)."""
     if source.get(PLUGIN_CODE) and not allow_plugins:
         raise _plugins_refused(path)
-    return _build(source, Path(path), load_rule_library(RULES_DIR))
+    return _build(source, Path(path), load_rule_library())

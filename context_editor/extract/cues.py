@@ -1,10 +1,11 @@
-"""Dialogue cues: the word lists of `rules/<lang>/dialogue.yaml`, compiled once.
+"""Dialogue cues: the `dialogue:` word lists of the lexicons (`rules/<lang>/lexicon.yaml`), compiled once.
 
 They say how a reply accepts, declines or picks from an offer ("sounds good", "不用了", "the
 second one"), which assistant sentences offer something ("How about …", "为您推荐 …"), which
 questions ask about no field ("Anything else?") and what kind of value a question asks for
-("what time" -> a time). All of it is data: a language is added by adding a file, and the
-domain version hash covers the files (see `domain.rulepacks.dialogue_lexicon_texts`).
+("what time" -> a time). All of it is data: a language brings its own in its lexicon, which the
+domain version hash covers. An acceptance opens with one of the lexicons' `yes_words` or
+`dialogue/accept` phrases, followed by at most one of the `yes_particles`.
 """
 
 from __future__ import annotations
@@ -12,16 +13,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
-import yaml
+from ..lang import Lexicon, lexicon
 
-from ..domain.rulepacks import RULES_DIR
-
-LEXICON_FILE = "dialogue.yaml"
 # After a cue: at most a particle, then punctuation, a space or the end ("好啊", "yes,"), never more
 # letters ("okay-ish") or a trailing-off "ok..." / "嗯……" (hesitation is no answer).
-_STANDS_ALONE = r"(?=[啊呀吧哈嘛的了]?(?:$|(?!\.\.|……)[\s，。！!,.;；~～…]))"
+_STANDS_ALONE = r"(?=[{particles}]?(?:$|(?!\.\.|……)[\s，。！!,.;；~～…]))"
 
 
 def _alternation(words: list[str]) -> str:
@@ -32,9 +29,12 @@ def _alternation(words: list[str]) -> str:
     return "|".join(out)
 
 
-def _opening(words: list[str]) -> re.Pattern[str] | None:
+def _opening(words: list[str], particles: list[str]) -> re.Pattern[str] | None:
     """A cue that opens the text and stands alone."""
-    return re.compile(r"\s*(?P<cue>" + _alternation(words) + r")" + _STANDS_ALONE, re.IGNORECASE) if words else None
+    if not words:
+        return None
+    after = _STANDS_ALONE.format(particles="".join(re.escape(p) for p in particles) or "\\s")
+    return re.compile(r"\s*(?P<cue>" + _alternation(words) + r")" + after, re.IGNORECASE)
 
 
 def _anywhere(words: list[str]) -> re.Pattern[str] | None:
@@ -93,32 +93,22 @@ _EDGE = re.compile(r"[\s,，.。!！?？;；~～、:：]+")
 _EDGE_END = re.compile(r"[\s,，.。!！?？;；~～、:：]+$")
 
 
-def _read(rules_dir: Path) -> list[dict]:
-    out = []
-    for path in sorted(rules_dir.glob(f"*/{LEXICON_FILE}")):
-        data = yaml.load(path.read_text("utf-8"), Loader=yaml.BaseLoader) or {}  # words stay words: `no` is not False
-        if isinstance(data, dict):
-            out.append(data)
-    return out
+def load_cues() -> Cues:
+    """The cues of every registered language (the lexicon is cached, and so is this)."""
+    return _compile(lexicon())
 
 
 @lru_cache(maxsize=2)
-def load_cues(rules_dir: Path = RULES_DIR) -> Cues:
-    docs = _read(rules_dir)
-
+def _compile(lex: Lexicon) -> Cues:
     def words(key: str) -> list[str]:
-        return [str(w) for d in docs for w in (d.get(key) or [])]
+        return lex.words(f"dialogue/{key}")
 
-    ordinals: dict[int, list[str]] = {}
-    kinds: dict[str, list[str]] = {}
-    for d in docs:
-        for n, phrases in (d.get("ordinals") or {}).items():
-            ordinals.setdefault(int(n), []).extend(str(p) for p in phrases)
-        for kind, phrases in (d.get("question_kinds") or {}).items():
-            kinds.setdefault(str(kind), []).extend(str(p) for p in phrases)
+    ordinals = {int(n): ws for n, ws in lex.table("dialogue/ordinals").items()}
+    kinds = lex.table("dialogue/question_kinds")
     fillers = words("fillers")
+    particles = lex.words("yes_particles")
     return Cues(
-        accept=_opening(words("accept")), decline=_opening(words("decline")),
+        accept=_opening(lex.words("yes_words") + words("accept"), particles), decline=_opening(words("decline"), particles),
         ordinals=tuple((p, n) for n, ws in sorted(ordinals.items()) if (p := _anywhere(ws)) is not None),
         closing=_anywhere(words("closing")), offer=_anywhere(words("offer")),
         kinds=tuple((k, p) for k, ws in sorted(kinds.items()) if (p := _anywhere(ws)) is not None),

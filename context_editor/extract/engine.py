@@ -22,14 +22,17 @@ import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cached_property
+from typing import Any
 
+from .. import registry
 from ..domain import Domain, FieldSpec
+from ..lang import detect_language
 from ..model import Candidate, Message, Provenance
 from .confirm import AskMatcher, confirmation, decline, offer_spans, pick
 from .cues import load_cues
 from .enums import EnumMatcher
 from .negation import is_negated
-from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, entities, ner_label
+from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, ner_label
 from .tools import key_index, parse_json, walk
 from .values import default_parser, parse_value
 
@@ -46,11 +49,6 @@ class Prior:
     round: int  # the round of the question
     asks: tuple[str, ...] = ()  # fields it asked for, in text order
     offered: tuple[str, ...] = ()  # fields it offered values for
-
-
-def detect_language(text: str) -> str:
-    """'zh' when the text contains CJK ideographs, else 'en'."""
-    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text[:2000]) else "en"
 
 
 class Extractor:
@@ -86,7 +84,7 @@ class Extractor:
         """Field -> the entity labels it takes from NER (only fields that opted in)."""
         out = {}
         for name, spec in self.domain.fields.items():
-            labels = {ner_label(ref) for ref in spec.extract if ner_label(ref)}
+            labels = {label for label in map(ner_label, spec.extract) if label}
             if labels:
                 out[name] = labels
         return out
@@ -110,7 +108,7 @@ class Extractor:
         text = msg.content[:MAX_SCAN_CHARS]
         questions = offer_spans(text) if msg.role == "assistant" and self.offers_on else []
         out: list[Candidate] = []
-        ents: list | None = None  # one model pass per message, only if a field asks for it
+        ents: list[Any] | None = None  # one model pass per message, only if a field asks for it
         english = detect_language(text) == "en" if self.ner_fields else False
         for name, spec in self.domain.fields.items():
             proposing = msg.role == "assistant" and msg.role not in spec.sources and "user" in spec.sources
@@ -120,7 +118,7 @@ class Extractor:
             if name in self.enum_matchers:
                 found.extend(self._from_enum(msg, text, spec))
             if name in self.ner_fields and english:
-                ents = entities(text) if ents is None else ents
+                ents = registry.extractors.get("ner")(text) if ents is None else ents
                 found.extend(self._from_ner(msg, text, spec, ents))
             if proposing:
                 found = [replace(c, kind="proposal") for c in found
@@ -176,13 +174,11 @@ class Extractor:
             claimed.append((s, e))
         return out
 
-    def _answer_value(self, spec: FieldSpec, text: str, now: datetime, free: bool):
+    def _answer_value(self, spec: FieldSpec, text: str, now: datetime, free: bool) -> tuple[Any, int, int, str] | None:
         """(value, start, end, parser) of `text` read as an answer for `spec`, or None."""
         if spec.type == "bool":
-            yes, no = confirmation(text), decline(text)
-            if yes or no:
-                return (bool(yes), *(yes or no), "bool")
-            return None
+            said = confirmation(text) or decline(text)
+            return (said == confirmation(text), said[0], said[1], "bool") if said else None
         parser = default_parser(spec)
         if parser != "text":
             parsed = parse_value(parser, text, spec, now, self.domain.default_currency, answer=True)
@@ -196,7 +192,7 @@ class Extractor:
             return None
         return " ".join(text[s:e].split()), s, e, "text"
 
-    def _from_ner(self, msg: Message, text: str, spec: FieldSpec, ents) -> list[Candidate]:
+    def _from_ner(self, msg: Message, text: str, spec: FieldSpec, ents: list[Any]) -> list[Candidate]:
         labels = self.ner_fields[spec.name]
         return [Candidate(spec.name, " ".join(t.split()),
                           self._prov(msg, s, e, t, f"ner:{MODEL_ID}:{label}", NER_CONFIDENCE), negated=is_negated(text, s, e))
@@ -230,7 +226,7 @@ class Extractor:
                           self._prov(msg, s, e, raw, f"enum:{spec.name}", 0.9), negated=is_negated(text, s, e))
                 for s, e, raw, canonical in self.enum_matchers[spec.name].finditer(text)]
 
-    def _from_tool(self, msg: Message, data, now: datetime) -> list[Candidate]:
+    def _from_tool(self, msg: Message, data: Any, now: datetime) -> list[Candidate]:
         """Values of a tool result; a list of several records is a list of options the user picks
         from ("the second one"), offered as numbered proposals rather than set."""
         options = _options(data) if self.offers_on else None
@@ -242,7 +238,7 @@ class Extractor:
             out.extend(replace(c, kind="proposal", option=n) for c in self._tool_values(msg, item, now))
         return out
 
-    def _tool_values(self, msg: Message, data, now: datetime) -> list[Candidate]:
+    def _tool_values(self, msg: Message, data: Any, now: datetime) -> list[Candidate]:
         out = []
         for key, value in walk(data):
             spec = self.tool_keys.get(key.lower())
@@ -256,7 +252,7 @@ class Extractor:
             out.append(Candidate(spec.name, normalised, self._prov(msg, start, end, msg.content[start:end], "tool:json", 1.0)))
         return out
 
-    def _tool_value(self, spec: FieldSpec, value, now: datetime):  # noqa: C901 - one branch per type
+    def _tool_value(self, spec: FieldSpec, value: Any, now: datetime) -> Any:
         if spec.type == "money":
             if isinstance(value, dict) and "amount" in value:
                 return {"amount": value["amount"], "currency": value.get("currency") or self.domain.default_currency}
@@ -276,14 +272,16 @@ class Extractor:
         return parsed.value if parsed else None
 
 
-def _options(data) -> list | None:
-    """The records of a tool result that lists several of them (top level, or one key's list)."""
-    def records(v) -> bool:
-        return isinstance(v, list) and len(v) >= 2 and all(isinstance(x, dict) for x in v)
-    if records(data):
-        return data
-    if isinstance(data, dict):
-        lists = [v for v in data.values() if records(v)]
-        if len(lists) == 1:
-            return lists[0]
+def _records(value: Any) -> list[Any] | None:
+    """`value` when it is a list of several records (JSON objects), else None."""
+    if isinstance(value, list) and len(value) >= 2 and all(isinstance(x, dict) for x in value):
+        return value
     return None
+
+
+def _options(data: Any) -> list[Any] | None:
+    """The records of a tool result that lists several of them (top level, or one key's list)."""
+    if isinstance(data, dict):
+        lists = [r for v in data.values() if (r := _records(v)) is not None]
+        return lists[0] if len(lists) == 1 else None
+    return _records(data)

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from itertools import takewhile
-from typing import Iterable
+from typing import Any, Iterable
 
 from ..domain import Domain, FieldSpec
-from ..model import Candidate, Edit, FieldState, HistoryEntry, Message, State, canonical_json
+from ..model import Candidate, Edit, FieldState, HistoryEntry, Message, Op, Provenance, Source, State, canonical_json
 
 POLICY_LOCKED = "POLICY_FIRST_LOCKED"
 POLICY_LOWER_CONFIDENCE = "POLICY_LOWER_CONFIDENCE"
@@ -40,8 +40,8 @@ PICKED = "PICKED_OPTION_"  # + the number picked
 ANSWERED = "ANSWER_TO_ROUND_"  # + the round of the question
 
 
-def edit(msg: Message, domain: Domain, op: str, field: str | None, before, after, source: str,
-         reason: str | None = None, provenance=None, stage: str = "transform") -> Edit:
+def edit(msg: Message, domain: Domain, op: Op, field: str | None, before: Any, after: Any, source: Source,
+         reason: str | None = None, provenance: Provenance | None = None, stage: str = "transform") -> Edit:
     """An unsealed edit for `msg` (seq and hashes are filled in at commit)."""
     return Edit(session=msg.session, seq=-1, message_index=msg.index, round=msg.round, stage=stage, op=op,
                 field=field, before=before, after=after, source=source, reason=reason, provenance=provenance,
@@ -84,7 +84,7 @@ def _removes(spec: FieldSpec, c: Candidate) -> bool:
     return spec.is_list and spec.mentions == "affirmed" and c.negated
 
 
-def _classify(msg: Message, fs: FieldState | None, value) -> str:
+def _classify(msg: Message, fs: FieldState | None, value: Any) -> Source:
     """initial | correction | reversion | tool, from the field's accepted history."""
     if msg.role == "tool":
         return "tool"
@@ -99,7 +99,7 @@ def _chosen(cands: list[Candidate]) -> Candidate:
     return max(enumerate(cands), key=lambda ic: (ic[1].provenance.confidence, ic[1].provenance.span[0], ic[0]))[1]
 
 
-def _set(msg: Message, domain: Domain, name: str, fs: FieldState | None, value, c: Candidate) -> Edit:
+def _set(msg: Message, domain: Domain, name: str, fs: FieldState | None, value: Any, c: Candidate) -> Edit:
     """A `set` edit, its source classified from history (or `confirmation`)."""
     current = fs.value if fs else None
     if c.kind == "confirmation":
@@ -137,8 +137,9 @@ def _value_edit(msg: Message, domain: Domain, spec: FieldSpec, fs: FieldState | 
     if current is not None and spec.policy == "first":
         return edit(msg, domain, "reject", spec.name, current, chosen.value, "correction", reason=POLICY_LOCKED,
                     provenance=chosen.provenance)
-    if (current is not None and spec.policy == "highest_confidence"
-            and chosen.provenance.confidence < fs.provenance.confidence):
+    held = fs.provenance if fs else None
+    if (current is not None and spec.policy == "highest_confidence" and held is not None
+            and chosen.provenance.confidence < held.confidence):
         return edit(msg, domain, "reject", spec.name, current, chosen.value, "correction", reason=POLICY_LOWER_CONFIDENCE,
                     provenance=chosen.provenance)
     return _set(msg, domain, spec.name, fs, chosen.value, chosen)
@@ -167,7 +168,7 @@ def _offered(fs: FieldState, rnd: int) -> list[HistoryEntry]:
     can be of that round: the scan stops at the first older one, so a reply costs O(1) however
     long the field's history is."""
     recent = takewhile(lambda h: h.round >= rnd, reversed(fs.history))
-    return [h for h in recent if h.round == rnd and h.source == "proposal" and h.reason
+    return [h for h in recent if h.round == rnd and h.source == "proposal" and h.reason and h.provenance is not None
             and (h.reason == PROPOSED or h.reason.startswith(OPTION))][::-1]
 
 
@@ -179,7 +180,7 @@ def _replies(state: State, domain: Domain, msg: Message, mentioned: set[str], ac
         listed = any(len(v) > 1 for v in offers.values())
         out = {}
         for name, found in offers.items():
-            options = {int(h.reason[len(OPTION):]): h for h in found if h.reason.startswith(OPTION)}
+            options = {int(h.reason[len(OPTION):]): h for h in found if h.reason and h.reason.startswith(OPTION)}
             n = act.value
             if options:
                 chosen = options.get(max(options) if n == -1 else n)
@@ -187,12 +188,13 @@ def _replies(state: State, domain: Domain, msg: Message, mentioned: set[str], ac
                 chosen = found[n if n == -1 else n - 1] if -1 <= n <= len(found) and n != 0 else None
             else:  # a single value goes with whichever option was picked ("Sino or Rosie's, both at 7pm")
                 chosen = found[0] if listed else None
-            if chosen is not None:
+            if chosen is not None and chosen.provenance is not None:
                 out[name] = Candidate(name, chosen.value, chosen.provenance, kind="confirmation", option=n)
         return out
     # A yes takes the value named last, nearest the question ("有黑色和白色，要黑色的吗？"); a no declines it.
-    return {name: Candidate(name, found[-1].value, found[-1].provenance, kind=act.kind)
-            for name, found in offers.items() if "user" in domain.fields[name].sources}
+    return {name: Candidate(name, last.value, last.provenance, kind=act.kind)
+            for name, found in offers.items()
+            if "user" in domain.fields[name].sources and (last := found[-1]).provenance is not None}
 
 
 def field_edits(state: State, domain: Domain, msg: Message, candidates: Iterable[Candidate]) -> list[Edit]:
