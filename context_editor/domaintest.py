@@ -19,15 +19,8 @@ from xml.sax.saxutils import quoteattr
 from .conversation import normalise_message
 from .domain import Domain
 from .domain.yamlines import LinedYaml, load_lined_yaml
-from .errors import ContextEditorError
+from .errors import Errors, TestCaseError
 from .pipeline import ContextEditor
-
-
-class TestCaseError(ContextEditorError):
-    """A test case file is not in the documented format."""
-
-    __test__ = False  # not a pytest class
-    code = "CE800"
 
 
 @dataclass(frozen=True)
@@ -50,7 +43,7 @@ class Case:
 
 
 def _fail(path: Path, line: int | None, what: str, fix: str) -> TestCaseError:
-    return TestCaseError(what, file=str(path), line=line, fix=fix)
+    return Errors.BAD_TEST_CASE(problem=what, fix=fix, file=str(path), line=line)
 
 
 def _expectation(raw: Any, path: Path, where: str, doc: LinedYaml) -> Expectation:
@@ -102,10 +95,11 @@ def load_cases(directory: str | Path) -> list[Case]:
     """Every case in a directory (`*.yaml`, `*.yml`), in name order."""
     root = Path(directory)
     if not root.is_dir():
-        raise TestCaseError(f"no such directory: {root}", fix="pass the directory holding your test case .yaml files")
+        raise Errors.BAD_TEST_CASE(problem=f"no such directory: {root}", fix="pass the directory holding your test case .yaml files")
     paths = sorted([*root.glob("*.yaml"), *root.glob("*.yml")])
     if not paths:
-        raise TestCaseError(f"no test cases (*.yaml) in {root}", fix="write one YAML file per conversation (docs/testing-domains.md)")
+        raise Errors.BAD_TEST_CASE(problem=f"no test cases (*.yaml) in {root}",
+                                   fix="write one YAML file per conversation (docs/testing-domains.md)")
     return [load_case(p) for p in paths]
 
 
@@ -247,6 +241,16 @@ def _miss_line(m: Miss) -> str:
     return text + (f"\n    why: {m.why}" if m.why else "")
 
 
+def _total(counts: dict[str, Counts]) -> Counts:
+    return Counts(sum(c.tp for c in counts.values()), sum(c.fp for c in counts.values()), sum(c.fn for c in counts.values()))
+
+
+def _language_summary(suite: SuiteResult, lang: str) -> str:
+    t = _total(suite.counts(lang))
+    n = sum(r.case.lang == lang for r in suite.results)
+    return f"{lang} precision {_fmt(t.precision)} recall {_fmt(t.recall)} ({n} conversations)"
+
+
 def report(suite: SuiteResult) -> str:
     """Per-field precision/recall, then every failed case with each miss and its why."""
     lines = []
@@ -257,8 +261,11 @@ def report(suite: SuiteResult) -> str:
     for n in used:
         c = counts[n]
         lines.append(f"{n:<{width}}  {c.tp:>4} {c.fp:>4} {c.fn:>4}  {_fmt(c.precision):>9}  {_fmt(c.recall):>6}")
-    total = Counts(sum(c.tp for c in counts.values()), sum(c.fp for c in counts.values()), sum(c.fn for c in counts.values()))
+    total = _total(counts)
     lines.append(f"{'all':<{width}}  {total.tp:>4} {total.fp:>4} {total.fn:>4}  {_fmt(total.precision):>9}  {_fmt(total.recall):>6}")
+    langs = sorted({r.case.lang for r in suite.results if r.case.lang})
+    if len(langs) > 1:
+        lines.append("by language: " + "; ".join(_language_summary(suite, lang) for lang in langs))
     for r in suite.results:
         if r.passed and not r.misses:
             continue
