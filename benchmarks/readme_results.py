@@ -38,7 +38,8 @@ def measured(name: str, r: dict[str, Any]) -> str:
             else f"the first {r['dialogues']:,} dialogues of the {c['split']} split (--limit {c['limit']})")
     cores = c["cpu_affinity"]
     pinned = f"pinned to core {cores[0]}" if len(cores) == 1 else f"not pinned (cores {', '.join(map(str, cores))})"
-    return f"{name}: {what}, {pinned}, on {c['date']}"
+    commit = f", commit {c['commit']}" if c.get("commit") else ""
+    return f"{name}: {what}, {pinned}, on {c['date']}{commit}"
 
 
 def reference(name: str, r: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import subprocess
 import time
 from collections import Counter
 from datetime import date
@@ -47,7 +48,12 @@ def run_environment() -> dict[str, Any]:
             cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return {"date": date.today().isoformat(), "cpu_affinity": sorted(os.sched_getaffinity(0)),
+    try:
+        commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True, timeout=10,
+                                cwd=Path(__file__).parent).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"date": date.today().isoformat(), "cpu_affinity": sorted(os.sched_getaffinity(0)), "commit": commit,
             "machine": f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, {platform.system()}"}
 
 
