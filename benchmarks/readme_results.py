@@ -25,8 +25,8 @@ CONTEXTS = ("full_history", "window_5", "window_10", "editor")
 
 # Published figures, each on the split its paper used: compare like with like, or say it.
 REFERENCES = {
-    "SGD": ("the DSTC8 / SGD baseline", 0.25, "test"),
-    "CrossWOZ": ("TRADE, the neutral baseline of the CrossWOZ paper", 0.36, "test"),
+    "SGD": ("the baseline of the SGD paper (DSTC8)", 0.25, "test"),
+    "CrossWOZ": ("the TRADE baseline of the CrossWOZ paper", 0.36, "test"),
 }
 LABELS = {"sgd": "SGD", "crosswoz": "CrossWOZ"}
 
@@ -67,11 +67,11 @@ def dataset_table(results: dict[str, dict[str, Any]]) -> list[str]:
           for c in CONTEXTS],
         *[(f"turn ≥ 20: {c.replace('_', ' ')}", lambda r, c=c: f"{r['tokens_median_at_20'][c]:.0f} ({r['coverage_at_20'][c]:.0%})")
           for c in CONTEXTS],
-        ("ingest ms p50 / p99", lambda r: f"{r['ingest_ms_p50']:.2f} / {r['ingest_ms_p99']:.2f}"),
-        ("render ms p50", lambda r: f"{r['render_ms_p50']:.2f}"),
-        ("messages/s (one core)", lambda r: f"{r['messages_per_s']:,.0f}"),
+        ("ingest ms p50 / p99 (wall time)", lambda r: f"{r['ingest_ms_p50']:.2f} / {r['ingest_ms_p99']:.2f}"),
+        ("render ms p50 (wall time)", lambda r: f"{r['render_ms_p50']:.2f}"),
+        ("messages/s (one process, wall time)", lambda r: f"{r['messages_per_s']:,.0f}"),
         ("peak RSS MB", lambda r: f"{r['peak_rss_mb']:.0f}"),
-        ("scaling ratio (late vs early rounds of one session)",
+        ("scaling ratio (CPU ms per message, late vs early rounds of one session)",
          lambda r: f"{r['scaling_ratio']:.2f} (rounds {r['scaling']['late_rounds']} vs {r['scaling']['early_rounds']})"),
     ]
     lines = ["| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
