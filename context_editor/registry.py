@@ -14,12 +14,21 @@ notebooks); it wins over an entry point of the same name.
 from __future__ import annotations
 
 import sys
+from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Generic, TypeVar
 
 from .errors import Errors
 
 T = TypeVar("T")
+
+
+@lru_cache(maxsize=32)
+def _scan(group: str, path: tuple[str, ...]) -> dict[str, EntryPoint]:
+    """The group's entry points as installed on `path` (sys.path). Scanning every distribution's
+    metadata costs ~10 ms, so it is done once per group and sys.path: a package put on sys.path
+    at run time (a test, a notebook) is seen, and hot paths (open_store, lint) pay nothing."""
+    return {ep.name: ep for ep in entry_points(group=group)}
 
 
 class Registry(Generic[T]):
@@ -30,16 +39,9 @@ class Registry(Generic[T]):
         self.what = what  # "store URL scheme", "language", … (for error messages)
         self._loaded: dict[str, T] = {}
         self._local: dict[str, T] = {}
-        self._declared: tuple[tuple[str, ...], dict[str, EntryPoint]] | None = None
 
     def _entry_points(self) -> dict[str, EntryPoint]:
-        # Read again only when sys.path changes: `entry_points()` scans the metadata of every
-        # installed package (≈20 ms here), and `in` is asked on hot paths (a token count per
-        # render tier), while packages appear only where sys.path points.
-        path = tuple(sys.path)
-        if self._declared is None or self._declared[0] != path:
-            self._declared = (path, {ep.name: ep for ep in entry_points(group=self.group)})
-        return self._declared[1]
+        return _scan(self.group, tuple(sys.path))
 
     def names(self) -> list[str]:
         """Every registered name, sorted."""
