@@ -276,7 +276,7 @@ class Errors:
                        "path of a Hugging Face tokenizer.json (Qwen, Llama, DeepSeek …), or a claude-… model (estimated)")
     TOKENIZER_FILE = _e("CE404", "cannot load tokenizer {path}: {detail}",
                         "pass a Hugging Face tokenizer.json (as saved by tokenizers or transformers)")
-    CRITICAL_LOST = _e("CE410", "CRITICAL_COMPRESSION_FAILURE: critical fields {lost} are not in the context",
+    CRITICAL_LOST = _e("CE410", "CRITICAL_COMPRESSION_FAILURE: protected (required or critical) fields {lost} are not in the context",
                        "check templates/default.xml.j2 renders every field it is given")
     TOKENS_UNSETTLED = _e("CE411", "could not settle the token count of the context",
                           "report this with the conversation that caused it")
