@@ -89,8 +89,7 @@ def _editor_for_session(session: str, store_url: str | None, model: str | None =
         known = ", ".join(store.sessions()[:10]) or "none yet"
         raise SessionNotFoundError(f"no session {session!r} in {store.url}",
                                    fix=f"run `context-editor ingest DOMAIN FILE --session {session}` first; known sessions: {known}")
-    source = store.get_domain(info.domain_version)
-    domain = domain_from_source(source, f"<stored {info.domain} {info.domain_version}>", allow_plugins)
+    domain = domain_from_source(store.domain_of(info), f"<stored {info.domain} {info.domain_version}>", allow_plugins)
     return ContextEditor(domain, store, model=model)
 
 

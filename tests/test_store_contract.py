@@ -16,6 +16,8 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields, replace
 
+import sqlite3
+
 import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,6 +27,7 @@ from psycopg import sql
 import pg_server
 from context_editor.errors import StoreError
 from context_editor.model import GENESIS_HASH, Edit, Message, Provenance, canonical_json
+from context_editor.signing import Signer, check_signature
 from context_editor.store import Store, open_store
 
 DOMAIN, VERSION = "shop", "v" * 64
@@ -113,7 +116,7 @@ def snapshot(store: Store, session: str) -> tuple:
 def assert_chains(store: Store, session: str) -> None:
     """Both hash chains of a session recompute from the stored bytes and link from genesis."""
     msg_rows, edit_rows = store.raw_rows(session)
-    for rows in (msg_rows, [(seq, body, h) for seq, _, _, body, h in edit_rows]):
+    for rows in ([(idx, body, h) for idx, _, body, h in msg_rows], [(seq, body, h) for seq, _, _, body, h in edit_rows]):
         prev = GENESIS_HASH
         for i, (position, body, stored_hash) in enumerate(rows):
             assert position == i and json.loads(body)["prev_hash"] == prev
@@ -130,6 +133,52 @@ def test_domain_round_trip_is_idempotent(store):
     assert store.get_domain("h2") is None
 
 
+def test_domain_keeps_key_order_and_refuses_a_changed_document(store, store_url):
+    source = {"domain": "shop", "fields": {"z_last": {"type": "text"}, "a_first": {"type": "text"}}, "version": 1}
+    store.put_domain("h1", "shop", source)
+    assert list(store.get_domain("h1")["fields"]) == ["z_last", "a_first"]  # the author's order, not sorted
+    name, text, digest = store.raw_domains()["h1"]
+    assert name == "shop" and hashlib.sha256(text.encode()).hexdigest() == digest
+    if store_url == "memory://":
+        return
+    with psycopg.connect(store_url) if store_url.startswith("postgresql") else sqlite3.connect(store_url[10:]) as c:
+        c.execute("UPDATE domains SET source = replace(source, 'z_last', 'evil')")
+    with pytest.raises(StoreError, match="does not match its SHA-256") as err:
+        open_store(store_url).get_domain("h1")
+    assert err.value.code == "CE502"
+
+
+def test_session_head_and_raw_views(store):
+    add(store, "s", n_edits=2)
+    m, edits = add(store, "s", n_edits=1)
+    store.put_domain(VERSION, DOMAIN, {"domain": DOMAIN})
+    add(store, "t", n_edits=0)
+    rows = store.raw_sessions()
+    assert sorted(rows) == ["s", "t"]
+    domain, version, n_msgs, n_edits, head, signature = rows["s"]
+    assert (domain, version, n_msgs, n_edits, signature) == (DOMAIN, VERSION, 2, 3, None)
+    assert json.loads(head) == {"session": "s", "domain": DOMAIN, "domain_version": VERSION, "domain_sha256": None,
+                                "messages": 2, "edits": 3, "last_message_hash": m.hash, "last_edit_hash": edits[-1].hash}
+    assert json.loads(rows["t"][4])["domain_sha256"] == store.raw_domains()[VERSION][2]
+    assert json.loads(rows["t"][4])["last_edit_hash"] == GENESIS_HASH
+
+
+def test_heads_are_signed_with_the_store_signer(store):
+    store.signer = Signer.generate()
+    add(store, "s")
+    head, signature = store.raw_sessions()["s"][4:]
+    assert check_signature(signature, head, store.signer.public_hex) is None
+    assert check_signature(signature, head.replace('"messages":1', '"messages":0'), store.signer.public_hex)
+
+
+def test_a_message_must_link_to_the_last_stored_message(store):
+    add(store, "s")
+    m, edits = next_turn(store, "s")
+    unlinked = Message.from_dict({**m.to_dict(), "hash": ""}).sealed(GENESIS_HASH)
+    with pytest.raises(StoreError, match="does not link"):
+        store.append(DOMAIN, VERSION, unlinked, [replace(e, message_index=unlinked.index) for e in edits])
+
+
 def test_session_is_none_before_first_append_then_counts(store):
     assert store.session("s") is None
     add(store, "s", n_edits=3)
@@ -144,7 +193,7 @@ def test_append_round_trip_is_byte_identical(store):
     assert [m.to_dict() for m in store.messages("s")] == [m.to_dict() for m, _ in written]
     assert [e.to_dict() for e in store.edits("s")] == [e.to_dict() for _, es in written for e in es]
     msg_rows, edit_rows = store.raw_rows("s")
-    assert msg_rows == [(m.index, canonical_json(m.body()), m.hash) for m, _ in written]
+    assert msg_rows == [(m.index, m.round, canonical_json(m.body()), m.hash) for m, _ in written]
     assert edit_rows == [(e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash)
                          for _, es in written for e in es]
     assert_chains(store, "s")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from ..errors import StoreError
+from ..signing import Signer
 from .base import SessionInfo, Store
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
@@ -12,10 +13,16 @@ from .sqlite import SQLiteStore
 DEFAULT_STORE = "./context_editor.db"
 
 
-def open_store(url: str | None = None) -> Store:
+def open_store(url: str | None = None, signer: Signer | None = None) -> Store:
     """`memory://`, `sqlite:///path.db`, a plain path (SQLite), or postgresql://…
-    Default: $CONTEXT_EDITOR_STORE, else ./context_editor.db."""
-    url = url or os.environ.get("CONTEXT_EDITOR_STORE") or DEFAULT_STORE
+    Default: $CONTEXT_EDITOR_STORE, else ./context_editor.db. Session heads are signed with
+    `signer`, else with the key the environment names (see context_editor.signing), if any."""
+    store = _open(url or os.environ.get("CONTEXT_EDITOR_STORE") or DEFAULT_STORE)
+    store.signer = signer or Signer.from_env()
+    return store
+
+
+def _open(url: str) -> Store:
     if url in ("memory://", ":memory:"):
         return MemoryStore()
     if url.startswith("sqlite:///"):

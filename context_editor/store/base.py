@@ -13,8 +13,11 @@ import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+import hashlib
+
 from ..errors import StoreError
-from ..model import Edit, Message, canonical_json
+from ..model import GENESIS_HASH, Edit, Message, canonical_json
+from ..signing import Signer
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,12 +31,17 @@ class SessionInfo:
 
 # One schema for every SQL backend. Bodies are TEXT (canonical JSON) so `audit verify` hashes
 # exactly the bytes that were written; seq/round/index columns exist for indexed reads.
+# A domain document is kept as written (its key order is the author's field order, which replay
+# reproduces) with the SHA-256 of that text. A session's `head` is the canonical JSON of
+# session_head(): everything a truncation or a rewrite would have to change, optionally signed.
+SCHEMA_VERSION = 2
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS domains (
-    version_hash TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT NOT NULL);
+    version_hash TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT NOT NULL, sha256 TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
     session TEXT PRIMARY KEY, domain TEXT NOT NULL, domain_version TEXT NOT NULL,
-    messages INTEGER NOT NULL DEFAULT 0, edits INTEGER NOT NULL DEFAULT 0);
+    messages INTEGER NOT NULL DEFAULT 0, edits INTEGER NOT NULL DEFAULT 0,
+    head TEXT NOT NULL DEFAULT '', signature TEXT);
 CREATE TABLE IF NOT EXISTS messages (
     session TEXT NOT NULL, idx INTEGER NOT NULL, round INTEGER NOT NULL, body TEXT NOT NULL, hash TEXT NOT NULL,
     PRIMARY KEY (session, idx));
@@ -43,6 +51,51 @@ CREATE TABLE IF NOT EXISTS edits (
     body TEXT NOT NULL, hash TEXT NOT NULL,
     PRIMARY KEY (session, seq));
 """
+
+
+def domain_text(source: dict) -> tuple[str, str]:
+    """The stored text of a domain document (key order kept) and its full SHA-256."""
+    text = json.dumps(source, ensure_ascii=False, separators=(",", ":"))
+    return text, hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def parse_domain_row(version_hash: str, row: tuple[str, str] | None) -> dict | None:
+    """The document of a domains row (source, sha256), refused if its text does not match its hash."""
+    if row is None:
+        return None
+    text, digest = row
+    if hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() != digest:
+        raise StoreError(f"the stored document of domain version {version_hash} does not match its SHA-256 "
+                         "(it was changed after it was written)",
+                         fix="restore the store from a backup and run `context-editor audit verify`", code="CE502")
+    return json.loads(text)
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """Where a session stands: what a truncation, deletion or rewrite would have to change."""
+
+    session: str
+    domain: str
+    domain_version: str
+    domain_sha256: str | None
+    messages: int
+    edits: int
+    last_message_hash: str
+    last_edit_hash: str
+
+    def text(self) -> str:
+        return canonical_json({"session": self.session, "domain": self.domain, "domain_version": self.domain_version,
+                               "domain_sha256": self.domain_sha256, "messages": self.messages, "edits": self.edits,
+                               "last_message_hash": self.last_message_hash, "last_edit_hash": self.last_edit_hash})
+
+
+def new_head(domain: str, domain_version: str, domain_sha256: str | None, message: Message, edits: list[Edit],
+             n_msgs: int, n_edits: int, last_edit_hash: str | None) -> Head:
+    """The head of a session after `message` and its `edits` are appended."""
+    return Head(message.session, domain, domain_version, domain_sha256, n_msgs + 1, n_edits + len(edits), message.hash,
+                edits[-1].hash if edits else (last_edit_hash or GENESIS_HASH))
+
 
 def edit_row(e: Edit) -> tuple:
     """The row of an edit in an SQL store: key columns, canonical body, hash."""
@@ -56,7 +109,8 @@ def edit_from_row(body: str, hash_: str) -> Edit:
 RETRY_FIX = "another writer appended to this session; reload its state and retry"
 
 
-def check_batch(message: Message, edits: list[Edit], n_messages: int, n_edits: int, last_hash: str) -> None:
+def check_batch(message: Message, edits: list[Edit], n_messages: int, n_edits: int, last_hash: str,
+                last_message_hash: str | None = None) -> None:
     """Refuse an append that would not continue the session exactly where it stands.
 
     The message must take the next index, the edits the next seqs, each linked to the hash
@@ -66,6 +120,8 @@ def check_batch(message: Message, edits: list[Edit], n_messages: int, n_edits: i
     where = f"session {message.session!r}"
     if message.index != n_messages:
         raise StoreError(f"{where}: expected message index {n_messages}, got {message.index}", fix=RETRY_FIX)
+    if last_message_hash is not None and message.prev_hash != last_message_hash:
+        raise StoreError(f"{where}: message {message.index} does not link to the last stored message", fix=RETRY_FIX)
     prev, seq = last_hash, n_edits
     for e in edits:
         if e.session != message.session or e.message_index != message.index:
@@ -80,6 +136,7 @@ class Store(ABC):
     """Abstract store. Implementations: MemoryStore, SQLiteStore (and PostgreSQL)."""
 
     url: str = ""
+    signer: Signer | None = None  # signs each new session head; set by open_store from the environment
 
     @abstractmethod
     def put_domain(self, version_hash: str, name: str, source: dict) -> None:
@@ -111,8 +168,32 @@ class Store(ABC):
 
     @abstractmethod
     def raw_rows(self, session: str) -> tuple[list[tuple], list[tuple]]:
-        """Rows exactly as stored, for `audit verify`: messages as (index, body, hash) and edits
-        as (seq, round, message_index, body, hash), each in storage order of its key."""
+        """Rows exactly as stored, for `audit verify`: messages as (index, round, body, hash) and
+        edits as (seq, round, message_index, body, hash), each in storage order of its key."""
+
+    @abstractmethod
+    def raw_sessions(self) -> dict[str, tuple]:
+        """For `audit verify`: every session id found in any table, mapped to its sessions row
+        as stored, (domain, domain_version, messages, edits, head, signature), or to None when
+        messages or edits exist for a session the sessions table does not list."""
+
+    @abstractmethod
+    def raw_domains(self) -> dict[str, tuple]:
+        """For `audit verify`: every domains row as stored, version id -> (name, source text, sha256)."""
+
+    def domain_of(self, info: SessionInfo) -> dict:
+        """The domain document a session was processed with; a clear error if it is gone or changed."""
+        source = self.get_domain(info.domain_version)
+        if source is None:
+            raise StoreError(f"session {info.session!r} was processed with domain {info.domain} version "
+                             f"{info.domain_version}, which is not in {self.url} (its row was deleted)",
+                             fix="restore the store from a backup and run `context-editor audit verify`", code="CE503")
+        return source
+
+    def sign(self, head: Head) -> tuple[str, str | None]:
+        """The head and signature columns of a session."""
+        text = head.text()
+        return text, (self.signer.sign(text) if self.signer else None)
 
     def close(self) -> None:
         """Release connections (no-op where there are none)."""

@@ -14,9 +14,8 @@ from pathlib import Path
 
 from ..errors import StoreError
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
-from .base import RETRY_FIX, SCHEMA, SessionInfo, Store, check_batch, edit_from_row, edit_row
-
-SCHEMA_VERSION = 1
+from .base import (RETRY_FIX, SCHEMA, SCHEMA_VERSION, SessionInfo, Store, check_batch, domain_text, edit_from_row,
+                   edit_row, new_head, parse_domain_row)
 
 
 class SQLiteStore(Store):
@@ -28,15 +27,24 @@ class SQLiteStore(Store):
         self._local = threading.local()
         c = self._conn()
         try:
+            # One transaction for the tables and the version stamp: a kill in between leaves neither.
+            c.execute("BEGIN IMMEDIATE")
             version = c.execute("PRAGMA user_version").fetchone()[0]
             has_tables = c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'messages'").fetchone()[0]
+            if has_tables and version != SCHEMA_VERSION:
+                c.execute("ROLLBACK")
+                raise StoreError(f"{self.path} was written by another version of context-editor "
+                                 f"(schema {version}, this is {SCHEMA_VERSION})",
+                                 fix="export its sessions with the version that wrote it, or use a new --store file")
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    c.execute(statement)
+            c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            c.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path} is not a SQLite database ({exc})", fix="pass another --store path") from exc
-        if has_tables and version != SCHEMA_VERSION:
-            raise StoreError(f"{self.path} was written by an older context-editor (schema {version}, this is {SCHEMA_VERSION})",
-                             fix="export its sessions with the version that wrote it, or use a new --store file")
-        c.executescript(SCHEMA)
-        c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+            raise StoreError(f"{self.path} is not a usable SQLite database ({exc})", fix="pass another --store path") from exc
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -53,13 +61,11 @@ class SQLiteStore(Store):
         return conn
 
     def put_domain(self, version_hash: str, name: str, source: dict) -> None:
-        # Key order is kept (not canonical): it is the author's field order, which replay must reproduce.
-        self._conn().execute("INSERT OR IGNORE INTO domains VALUES (?, ?, ?)",
-                             (version_hash, name, json.dumps(source, ensure_ascii=False)))
+        self._conn().execute("INSERT OR IGNORE INTO domains VALUES (?, ?, ?, ?)", (version_hash, name, *domain_text(source)))
 
     def get_domain(self, version_hash: str) -> dict | None:
-        row = self._conn().execute("SELECT source FROM domains WHERE version_hash = ?", (version_hash,)).fetchone()
-        return json.loads(row[0]) if row else None
+        row = self._conn().execute("SELECT source, sha256 FROM domains WHERE version_hash = ?", (version_hash,)).fetchone()
+        return parse_domain_row(version_hash, row)
 
     def session(self, session: str) -> SessionInfo | None:
         row = self._conn().execute(
@@ -70,18 +76,24 @@ class SQLiteStore(Store):
         c = self._conn()
         try:
             c.execute("BEGIN IMMEDIATE")
-            row = c.execute("SELECT messages, edits FROM sessions WHERE session = ?", (message.session,)).fetchone()
+            s = message.session
+            row = c.execute("SELECT messages, edits FROM sessions WHERE session = ?", (s,)).fetchone()
             n_msgs, n_edits = row if row else (0, 0)
-            last = c.execute("SELECT hash FROM edits WHERE session = ? AND seq = ?", (message.session, n_edits - 1)).fetchone()
-            check_batch(message, edits, n_msgs, n_edits, last[0] if last else GENESIS_HASH)
+            last = c.execute("SELECT hash FROM edits WHERE session = ? AND seq = ?", (s, n_edits - 1)).fetchone()
+            last_msg = c.execute("SELECT hash FROM messages WHERE session = ? AND idx = ?", (s, n_msgs - 1)).fetchone()
+            check_batch(message, edits, n_msgs, n_edits, last[0] if last else GENESIS_HASH,
+                        last_msg[0] if last_msg else GENESIS_HASH)
             c.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?)",
-                      (message.session, message.index, message.round, canonical_json(message.body()), message.hash))
+                      (s, message.index, message.round, canonical_json(message.body()), message.hash))
             c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
+            sha = c.execute("SELECT sha256 FROM domains WHERE version_hash = ?", (domain_version,)).fetchone()
+            head = new_head(domain, domain_version, sha[0] if sha else None, message, edits, n_msgs, n_edits,
+                            last[0] if last else None)
             c.execute(
-                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?) ON CONFLICT(session) DO UPDATE SET "
-                "domain = excluded.domain, domain_version = excluded.domain_version, "
-                "messages = excluded.messages, edits = excluded.edits",
-                (message.session, domain, domain_version, n_msgs + 1, n_edits + len(edits)))
+                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session) DO UPDATE SET "
+                "domain = excluded.domain, domain_version = excluded.domain_version, messages = excluded.messages, "
+                "edits = excluded.edits, head = excluded.head, signature = excluded.signature",
+                (s, domain, domain_version, head.messages, head.edits, *self.sign(head)))
             c.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
             c.execute("ROLLBACK")
@@ -106,10 +118,22 @@ class SQLiteStore(Store):
 
     def raw_rows(self, session: str) -> tuple[list[tuple], list[tuple]]:
         c = self._conn()
-        msgs = c.execute("SELECT idx, body, hash FROM messages WHERE session = ? ORDER BY idx", (session,)).fetchall()
+        msgs = c.execute("SELECT idx, round, body, hash FROM messages WHERE session = ? ORDER BY idx", (session,)).fetchall()
         edits = c.execute("SELECT seq, round, message_index, body, hash FROM edits WHERE session = ? ORDER BY seq",
                           (session,)).fetchall()
         return msgs, edits
+
+    def raw_sessions(self) -> dict[str, tuple]:
+        c = self._conn()
+        found: dict[str, tuple] = {}
+        for table in ("messages", "edits"):
+            found.update((r[0], None) for r in c.execute(f"SELECT DISTINCT session FROM {table}"))
+        found.update((r[0], tuple(r[1:])) for r in c.execute(
+            "SELECT session, domain, domain_version, messages, edits, head, signature FROM sessions"))
+        return found
+
+    def raw_domains(self) -> dict[str, tuple]:
+        return {r[0]: tuple(r[1:]) for r in self._conn().execute("SELECT version_hash, name, source, sha256 FROM domains")}
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
