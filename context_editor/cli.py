@@ -20,6 +20,7 @@ from .errors import ContextEditorError, SessionNotFoundError
 from .inject import format_value
 from .model import State, session_key
 from .pipeline import ContextEditor
+from .signing import KEY_FIX, Signer, SigningKeyError, public_key_from
 from .store import DEFAULT_STORE, open_store
 
 SAMPLE = DOMAINS_DIR / "samples" / "ecommerce_headphones.jsonl"
@@ -134,14 +135,27 @@ def cmd_run(args) -> int:
 
 
 def _already_stored(stored: list, incoming: list[dict]) -> int:
-    """How many leading incoming messages are the tail of what is stored (an interrupted run)."""
-    def same(m, d) -> bool:
-        return (m.role, m.content) == (d["role"], d["content"]) and (d.get("timestamp") in (None, m.timestamp))
+    """How many leading incoming messages an earlier, interrupted run of the same file stored.
 
-    for overlap in range(min(len(stored), len(incoming)), 0, -1):
-        if all(same(m, d) for m, d in zip(stored[-overlap:], incoming[:overlap])):
-            return overlap
-    return 0
+    Matched by identity, not position: a message with an `id` matches the stored message with
+    that id; one without matches on role, content, name, tool call id, tool calls and timestamp
+    (a missing timestamp matches any: the run stamped it). The file's first messages must appear
+    in order among the stored ones, with anything another writer appended in between skipped, so
+    re-running after someone else wrote to the session never stores a message twice."""
+    def same(m, d) -> bool:
+        if d.get("id") is not None or m.id is not None:
+            return m.id == d.get("id")
+        return ((m.role, m.content, m.name, m.tool_call_id, list(m.tool_calls))
+                == (d["role"], d["content"], d.get("name"), d.get("tool_call_id"), list(d.get("tool_calls") or []))
+                and d.get("timestamp") in (None, m.timestamp))
+
+    matched, position = 0, 0
+    for d in incoming:
+        position = next((i + 1 for i in range(position, len(stored)) if same(stored[i], d)), -1)
+        if position < 0:
+            break
+        matched += 1
+    return matched
 
 
 def cmd_ingest(args) -> int:
@@ -193,16 +207,55 @@ def cmd_why(args) -> int:
 
 def cmd_audit_verify(args) -> int:
     store = open_store(args.store)
-    verdicts = audit.verify(store, args.session)
-    broken = [v for v in verdicts if not v.ok]
-    for v in verdicts:
+    pubkey = public_key_from(args.pubkey) if args.pubkey else None
+    report = audit.verify_store(store, args.session, pubkey=pubkey, checkpoint=args.checkpoint,
+                                allow_plugins=_plugins(args))
+    for v in report.sessions:
         if v.ok:
-            print(f"ok      {v.session}: {v.messages} messages, {v.edits} edits, both hash chains intact")
+            print(f"ok      {v.session}: {v.messages} messages, {v.edits} edits, both hash chains and the head intact")
         else:
             print(f"BROKEN  {v.session}: first broken at {v.broken_at}: {v.reason}")
-    if not verdicts:
+            for problem in v.problems[1:]:
+                print(f"        also {problem}")
+    for problem in report.store_problems:
+        print(f"BROKEN  {problem}")
+    if not report.sessions:
         print(f"no sessions in {store.url}")
-    return 1 if broken else 0
+    if pubkey:
+        print(f"heads signed by the trusted key {pubkey[:16]}…"
+              + (f"; checked against checkpoint {report.checkpoint}" if report.checkpoint else ""))
+    for limit in report.limits:
+        print(f"note: {limit}")
+    return 0 if report.ok else 1
+
+
+def _signer(args) -> Signer:
+    signer = Signer.from_file(args.key) if args.key else Signer.from_env()
+    if signer is None:
+        raise SigningKeyError("no signing key", fix=KEY_FIX)
+    return signer
+
+
+def cmd_audit_checkpoint(args) -> int:
+    record = audit.checkpoint(open_store(args.store), _signer(args), args.out)
+    body = record["checkpoint"]
+    if args.out:
+        print(f"checkpoint of {body['sessions']} sessions, root {body['root']}, appended to {args.out}")
+    else:
+        print(json.dumps(record, ensure_ascii=False))
+    return 0
+
+
+def cmd_audit_keygen(args) -> int:
+    signer = Signer.generate()
+    try:
+        fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never overwrite a key
+    except OSError as exc:
+        raise SigningKeyError(f"cannot create {args.out}: {exc.strerror}", fix="choose a path that does not exist yet") from None
+    with os.fdopen(fd, "w") as f:
+        f.write(signer.private_hex() + "\n")
+    print(f"private key written to {args.out} (keep it outside the store); public key: {signer.public_hex}")
+    return 0
 
 
 def cmd_audit_export(args) -> int:
@@ -316,7 +369,22 @@ def build_parser() -> argparse.ArgumentParser:
                              description="Check that no stored message or edit was changed, deleted, reordered or inserted.")
     session_opts(v, required=False)
     store_opt(v)
+    v.add_argument("--pubkey", metavar="HEX|FILE", help="trusted Ed25519 public key: every session head must be signed by it")
+    v.add_argument("--checkpoint", metavar="FILE",
+                   help="checkpoint file (`audit checkpoint --out`): prove no anchored session was deleted, "
+                        "truncated or rewritten since its last checkpoint (needs --pubkey)")
     v.set_defaults(func=cmd_audit_verify)
+    c = audit_sub.add_parser("checkpoint", help="sign a Merkle tree head over every session head",
+                             description="Verify the store, then sign a Merkle tree head over all session heads and "
+                                         "append it to FILE (or print it for an external witness).")
+    c.add_argument("--key", metavar="FILE", help="private key file (default $CONTEXT_EDITOR_SIGNING_KEY_FILE)")
+    c.add_argument("--out", metavar="FILE", help="append the checkpoint to this file instead of printing it")
+    store_opt(c)
+    c.set_defaults(func=cmd_audit_checkpoint)
+    k = audit_sub.add_parser("keygen", help="write a new Ed25519 signing key", description="Write a new Ed25519 private key "
+                             "(64 hex digits, mode 600) and print its public key.")
+    k.add_argument("--out", metavar="FILE", required=True)
+    k.set_defaults(func=cmd_audit_keygen)
     x = audit_sub.add_parser("export", help="JSONL of a session's messages and edits, with the domain version",
                              description="Write the session as JSONL: a header, then messages and their edits in commit order.")
     session_opts(x)

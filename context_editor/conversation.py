@@ -7,6 +7,7 @@ names the file, the line (or array item) and what to fix, and the store is untou
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from datetime import datetime
@@ -20,6 +21,34 @@ MAX_MESSAGE_BYTES = 1_000_000  # user/assistant/system text: beyond this it is n
 MAX_TOOL_MESSAGE_BYTES = 16_000_000  # tool results may be large; Inject trims them
 ROLE_ALIASES = {"developer": "system", "function": "tool", "human": "user", "ai": "assistant"}
 _SURROGATE = re.compile("[\ud800-\udfff]")
+MAX_DEPTH = 64  # nesting of tool_calls / structured content; a chat message is never deeper
+SURROGATE_FIX = "fix the encoder that produced this text (a \\ud83d escape without its pair)"
+
+
+def check_value(value: Any, where: str, file: str = "<input>", line: int | None = None) -> None:
+    """Refuse a value that cannot be stored and hashed as UTF-8 JSON: a lone surrogate in any
+    string (keys included), a number JSON cannot hold, or nesting deeper than MAX_DEPTH.
+    Iterative, so a 10,000-deep document is refused without recursion."""
+    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ConversationError(f"{where}: nested deeper than {MAX_DEPTH} levels", file=file, line=line,
+                                    fix="flatten the structure; a chat message or tool call is never this deep")
+        if isinstance(item, str):
+            lone = _SURROGATE.search(item)
+            if lone:
+                raise ConversationError(f"{path}: lone surrogate \\u{ord(lone.group(0)):04x} at character {lone.start()} "
+                                        "is not valid Unicode", file=file, line=line, fix=SURROGATE_FIX)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise ConversationError(f"{path}: {item} is not a JSON number", file=file, line=line,
+                                    fix="write numbers that JSON can hold (no NaN or Infinity)")
+        elif isinstance(item, dict):
+            for k, v in item.items():
+                stack.append((k, f"{path} key", depth + 1))
+                stack.append((v, f"{path}.{k}" if isinstance(k, str) and not _SURROGATE.search(k) else path, depth + 1))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(item))
 
 
 def _content_text(content: Any, where: str, file: str, line: int | None) -> str:
@@ -44,10 +73,12 @@ def _content_text(content: Any, where: str, file: str, line: int | None) -> str:
 
 def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = None, where: str = "message") -> dict:
     """Check one raw message and return it with only the known keys."""
+    check_value(raw, where, file, line)
     if not isinstance(raw, dict):
         raise ConversationError(f"{where}: expected a JSON object, got {type(raw).__name__}", file=file, line=line,
                                 fix='write each message as {"role": "user", "content": "..."}')
-    role = ROLE_ALIASES.get(raw.get("role"), raw.get("role"))
+    role = raw.get("role")
+    role = ROLE_ALIASES.get(role, role) if isinstance(role, str) else role
     if role not in ROLES:
         raise ConversationError(f"{where}: unknown role {raw.get('role')!r}", file=file, line=line,
                                 fix=f"use one of: {', '.join(ROLES)}")
@@ -57,10 +88,6 @@ def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = Non
     if size > limit:
         raise ConversationError(f"{where}: message is {size:,} bytes, the limit for {role} messages is {limit:,}",
                                 file=file, line=line, fix="split the message or store the payload elsewhere and pass a reference")
-    lone = _SURROGATE.search(content)
-    if lone:
-        raise ConversationError(f"{where}: lone surrogate \\u{ord(lone.group(0)):04x} at character {lone.start()} is not valid Unicode",
-                                file=file, line=line, fix="fix the encoder that produced this text (a \\ud83d escape without its pair)")
     msg = {"role": role, "content": content}
     ts = raw.get("timestamp")
     if ts is not None:
@@ -81,6 +108,11 @@ def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = Non
     return msg
 
 
+def _too_deep(file: str, line: int) -> ConversationError:
+    return ConversationError(f"JSON nested deeper than {MAX_DEPTH} levels", file=file, line=line,
+                             fix="flatten the structure; a chat message or tool call is never this deep")
+
+
 def parse_conversation(data: bytes, file: str = "<input>") -> list[dict]:
     """Parse a whole conversation (JSONL or a JSON array); raise on the first bad line."""
     try:
@@ -96,6 +128,11 @@ def parse_conversation(data: bytes, file: str = "<input>") -> list[dict]:
         except json.JSONDecodeError as exc:
             raise ConversationError(f"invalid JSON: {exc.msg}", file=file, line=exc.lineno,
                                     fix="fix the JSON syntax (or write one message per line as JSONL)") from None
+        except RecursionError:
+            raise _too_deep(file, 1) from None
+        if not isinstance(items, list):
+            raise ConversationError("expected a JSON array of messages", file=file, line=1,
+                                    fix="write a JSON array of messages, or one message per line (JSONL)")
         return [normalise_message(m, file=file, where=f"message {i}") for i, m in enumerate(items)]
     out = []
     for n, line in enumerate(text.lstrip("\ufeff").splitlines(), start=1):
@@ -106,6 +143,8 @@ def parse_conversation(data: bytes, file: str = "<input>") -> list[dict]:
         except json.JSONDecodeError as exc:
             raise ConversationError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, line=n,
                                     fix='each line must be one JSON object like {"role": "user", "content": "..."}') from None
+        except RecursionError:
+            raise _too_deep(file, n) from None
         out.append(normalise_message(raw, file=file, line=n, where=f"line {n}"))
     return out
 

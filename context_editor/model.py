@@ -31,7 +31,7 @@ Source = Literal["initial", "correction", "reversion", "machine", "tool", "expir
 GENESIS_HASH = "0" * 64
 
 
-_KEY_PART = re.compile(r"[^/\x00-\x1f]{1,200}")
+_KEY_PART = re.compile(r"[^/\x00-\x1f\ud800-\udfff]{1,200}")
 
 
 def session_key(session: str, tenant: str | None = None, user: str | None = None) -> str:
@@ -45,7 +45,7 @@ def session_key(session: str, tenant: str | None = None, user: str | None = None
             from .errors import ContextEditorError
 
             raise ContextEditorError(f"invalid session key part {part!r}", code="CE002",
-                                     fix="use 1-200 characters without '/' or control characters for tenant, user and session")
+                                     fix="use 1-200 characters without '/', control characters or lone surrogates for tenant, user and session")
     if tenant is not None and user is None:
         parts.insert(1, "-")
     return "/".join(parts)

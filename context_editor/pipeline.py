@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-from .conversation import normalise_message
+from .conversation import check_value, normalise_message
 from .domain import Domain, load_domain
 from .echo import CONTEXT_LOOP_DETECTED, mask_echoes
 from .errors import SessionNotFoundError, UnknownFieldError
@@ -67,6 +67,7 @@ class ContextEditor:
 
     def add(self, session: str, message: dict | Message, now: datetime | str | None = None) -> list[Edit]:
         """Process one message atomically; returns the edits it committed."""
+        check_value(session, "session id")
         raw = normalise_message(message.to_dict() if isinstance(message, Message) else message)
         state = self._live(session)
         msg = self._stamp(session, raw, state, now)

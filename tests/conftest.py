@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import uuid
 from pathlib import Path
 
+import psycopg
 import pytest
+from psycopg import sql
+
+import pg_server
 
 from context_editor import ContextEditor
 from context_editor.conversation import read_conversation
@@ -22,3 +28,25 @@ def headphones() -> list[dict]:
 def editor(request, tmp_path) -> ContextEditor:
     store = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path / 'ce.db'}"
     return ContextEditor("ecommerce", store)
+
+
+@pytest.fixture(scope="session")
+def pg_url():
+    if reason := pg_server.unavailable_reason():
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason} (CI is set: the PostgreSQL store must be tested there)")
+        pytest.skip(reason)
+    with pg_server.postgres_url() as url:
+        yield url
+
+
+@pytest.fixture
+def pg_schema_url(pg_url):
+    """A URL whose search_path is a fresh schema: every test gets empty tables, and a database
+    given through CONTEXT_EDITOR_TEST_PG is never touched outside that schema."""
+    schema = f"t_{uuid.uuid4().hex}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    yield f"{pg_url}{'&' if '?' in pg_url else '?'}options=-csearch_path%3D{schema}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))

@@ -10,49 +10,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
+import sqlite3
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields, replace
 
-import sqlite3
-
 import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from psycopg import sql
 
-import pg_server
 from context_editor.errors import StoreError
 from context_editor.model import GENESIS_HASH, Edit, Message, Provenance, canonical_json
 from context_editor.signing import Signer, check_signature
 from context_editor.store import Store, open_store
 
 DOMAIN, VERSION = "shop", "v" * 64
-
-
-@pytest.fixture(scope="session")
-def pg_url():
-    if reason := pg_server.unavailable_reason():
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI is set: the PostgreSQL store must be tested there)")
-        pytest.skip(reason)
-    with pg_server.postgres_url() as url:
-        yield url
-
-
-@pytest.fixture
-def pg_schema_url(pg_url):
-    """A URL whose search_path is a fresh schema: every test gets empty tables, and a database
-    given through CONTEXT_EDITOR_TEST_PG is never touched outside that schema."""
-    schema = f"t_{uuid.uuid4().hex}"
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-    yield f"{pg_url}{'&' if '?' in pg_url else '?'}options=-csearch_path%3D{schema}"
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
