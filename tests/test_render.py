@@ -221,3 +221,37 @@ def test_template_that_drops_a_critical_field_falls_back_to_default(tmp_path, he
     root = parse(editor.render("s", "place_order"))
     assert [a.get("code") for a in root.find("alerts")] == ["CRITICAL_COMPRESSION_FAILURE"]
     assert root.find("state/field[@name='budget_max']").text == "2000 CNY"
+
+
+CARD = """\
+domain: pay
+version: 1
+fields:
+  order_id: {type: text, extract: [ids.order], sources: [user, tool]}
+  card_number:
+    type: text
+    sources: [user, tool]
+    scopes: [payment]
+actions:
+  pay: {fields: [order_id, card_number], scope: payment, recent_rounds: 5}
+  track: {fields: [order_id], scope: tracking, recent_rounds: 5}
+tools:
+  lookup: {keep: [order_id, card_number, status]}
+"""
+
+
+@pytest.mark.parametrize("tool", ["payment", "lookup"])  # untrimmed and trimmed tool JSON
+def test_a_scoped_value_inside_tool_json_never_leaks(tmp_path, tool):
+    path = tmp_path / "pay.yaml"
+    path.write_text(CARD, encoding="utf-8")
+    editor = ContextEditor(load_domain(path), "memory://")
+    say(editor, "s", ("user", "订单ORDER-2024-001付款"),
+        ("tool", '{"order_id": "ORDER-2024-001", "payment": {"card_number": "1234567812345678", "status": "ok"}}'),
+        ("tool", '{"receipt": {"pan": "1234567812345678"}, "status": "paid"}'))
+    msgs = [m if m.role == "user" else replace(m, name=tool) for m in editor.store.messages("s")]
+    assert editor.state("s").get("card_number") == "1234567812345678"
+    track = editor.renderer.render(editor.state("s"), "track", msgs).xml
+    assert "1234567812345678" not in track and "5678" not in track and "ORDER-2024-001" in track
+    if tool == "payment":  # untrimmed: the key stays, its value is masked
+        assert '[card_number hidden]' in track
+    assert "1234567812345678" in editor.renderer.render(editor.state("s"), "pay", msgs).xml

@@ -21,7 +21,7 @@ from typing import Any, Callable
 import jsonschema
 
 from ..errors import DomainError, DomainProblem
-from ..expressions import TemplateSyntaxError, compile_expression, expression_names
+from ..expressions import TemplateSyntaxError, budget_problem, compile_expression, expression_names
 from ..model import canonical_json
 from .rulepacks import NER_LABELS, RULES_DIR, Rule, load_rule_library, ner_label, select_rules
 from .yamlines import load_lined_yaml
@@ -240,6 +240,8 @@ def _semantic_problems(doc, library: dict[str, Rule], doc_dir: Path) -> list[Dom
         except TemplateSyntaxError as exc:
             problem(f"invalid expression: {exc.message}", path, "write a Python-like expression such as `days_between(a, b) >= 1`", "CE107")
             return
+        if why := budget_problem(expr):
+            problem(why, path, "compare field values; do not build huge numbers or strings", "CE112")
         for n in sorted(names - set(fields)):
             problem(f"expression reads unknown name '{n}'", path, "use a declared field or a helper (days_between, amount, len, min, max, abs, today)", "CE107")
 

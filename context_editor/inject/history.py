@@ -9,7 +9,8 @@
 - Identical tool results (same tool, same content) are shown once, the latest.
 - Large JSON tool results are trimmed by the domain's per-tool declaration (keep conclusion keys,
   cut long arrays to N items with "N more omitted"); nothing is ever cut mid-value.
-- Spans that were the source of a field outside the action's scope are masked.
+- Spans that were the source of a field outside the action's scope are masked, and so are its
+  keys and values inside tool JSON (a card number in a payment result never reaches `track`).
 A user can plug in another scorer (an LLM, say) with `Renderer(scorer=...)`; the default needs none.
 """
 
@@ -146,40 +147,75 @@ def trim_json(value, keep: tuple[str, ...], max_items: int, depth: int = 0):
     return value
 
 
-def tool_text(domain: Domain, msg: Message) -> str:
-    """What the model sees of a tool result: trimmed JSON, or the text as is."""
+@dataclass
+class Hidden:
+    """What an action may not see of fields outside its scope (e.g. card numbers): the source
+    spans per message, the JSON keys that carry them in tool results, and their values."""
+
+    spans: dict[int, list[tuple[int, int, str]]]
+    keys: dict[str, str]  # lower-cased JSON key -> field
+    values: dict[str, str]  # value as text (4+ characters) -> field
+
+
+def mask_json(value, hidden: Hidden, depth: int = 0):
+    """The JSON with every value under a hidden key, and every hidden value, replaced."""
+    if depth > 64:
+        return "…"
+    if isinstance(value, dict):
+        return {k: f"[{hidden.keys[str(k).lower()]} hidden]" if str(k).lower() in hidden.keys
+                else mask_json(v, hidden, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_json(v, hidden, depth + 1) for v in value]
+    if not isinstance(value, bool) and isinstance(value, (str, int, float)) and str(value) in hidden.values:
+        return f"[{hidden.values[str(value)]} hidden]"
+    return value
+
+
+def tool_text(domain: Domain, msg: Message, hidden: Hidden | None = None) -> str:
+    """What the model sees of a tool result: JSON with hidden keys and values masked and trimmed
+    by the tool's rule, or the text as is."""
     rule = domain.tools.get(msg.name or "") or domain.tools.get("*")
     content = msg.content
-    if rule is None or not content.lstrip().startswith(("{", "[")):
+    if (rule is None and not (hidden and (hidden.keys or hidden.values))) or not content.lstrip().startswith(("{", "[")):
         return content
     try:
         data = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):
         return content
-    return json.dumps(trim_json(data, rule.keep, rule.max_items), ensure_ascii=False)
+    masked = mask_json(data, hidden) if hidden else data
+    if rule is None and masked == data:
+        return content
+    return json.dumps(trim_json(masked, rule.keep, rule.max_items) if rule else masked, ensure_ascii=False)
 
 
-def hidden_spans(domain: Domain, action: ActionSpec, state: State) -> dict[int, list[tuple[int, int, str]]]:
-    """Message index -> spans that were the source of fields this action may not see (e.g. card
-    numbers). Built once per render from the history of the scoped fields only."""
-    out: dict[int, list[tuple[int, int, str]]] = {}
+def hidden_spans(domain: Domain, action: ActionSpec, state: State) -> Hidden:
+    """What this action may not see. Built once per render from the history of the scoped fields only."""
+    out = Hidden({}, {}, {})
     for name, fs in state.fields.items():
         spec = domain.fields.get(name)
         if spec is None or not spec.scopes or action.scope in spec.scopes:
             continue
+        out.keys.update({key.lower(): name for key in (*spec.tool_keys, name)})
         for h in fs.history:
             p = h.provenance
             if p is not None and p.span[1] > p.span[0]:
-                out.setdefault(p.message_index, []).append((p.span[0], p.span[1], name))
+                out.spans.setdefault(p.message_index, []).append((p.span[0], p.span[1], name))
+            for v in (h.value, p.text if p else None):
+                if not isinstance(v, bool) and isinstance(v, (str, int, float)) and len(str(v)) >= 4:
+                    out.values[str(v)] = name
     return out
 
 
-def turn(domain: Domain, msg: Message, hidden: dict[int, list[tuple[int, int, str]]]) -> dict:
-    """What the model sees of one message: trimmed tool JSON, or the text with hidden spans masked."""
-    text = tool_text(domain, msg) if msg.role == "tool" else msg.content
-    if text is msg.content:  # trimmed tool JSON holds no prose spans
-        for start, end, name in sorted(hidden.get(msg.index, ()), reverse=True):
+def turn(domain: Domain, msg: Message, hidden: Hidden) -> dict:
+    """What the model sees of one message: tool JSON masked and trimmed, or the text with hidden
+    spans masked; then any hidden value still in it."""
+    text = tool_text(domain, msg, hidden) if msg.role == "tool" else msg.content
+    if text is msg.content:  # re-serialised tool JSON has no prose spans left
+        for start, end, name in sorted(hidden.spans.get(msg.index, ()), reverse=True):
             text = text[:start] + f"[{name} hidden]" + text[end:]
+    for value, name in hidden.values.items():
+        if value in text:
+            text = text.replace(value, f"[{name} hidden]")
     return {"round": msg.round, "role": msg.role, "name": msg.name, "content": text}
 
 
