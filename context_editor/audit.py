@@ -97,7 +97,7 @@ def _check_chain(kind: str, rows: list[tuple[int, str, str]]) -> tuple[str, str]
     return None
 
 
-def _check_columns(session: str, msg_rows: list[tuple], edit_rows: list[tuple]) -> tuple[str, str] | None:
+def _check_columns(session: str, msg_rows: list[tuple[Any, ...]], edit_rows: list[tuple[Any, ...]]) -> tuple[str, str] | None:
     """Key columns against the hashed bodies; each edit against the message it cites."""
     rounds = []
     for idx, rnd, body, _ in msg_rows:
@@ -142,7 +142,7 @@ def _domain_problem(version: str, name: str, text: str, digest: str, allow_plugi
     return None
 
 
-def _verify_rows(store: Store, session: str, row: tuple | None, domains: dict[str, tuple],
+def _verify_rows(store: Store, session: str, row: tuple[Any, ...] | None, domains: dict[str, tuple[Any, ...]],
                  domain_problems: dict[str, str | None], trusted: str | None) -> Verdict:
     msg_rows, edit_rows = store.raw_rows(session)
     v = Verdict(session, True, len(msg_rows), len(edit_rows))
@@ -162,14 +162,14 @@ def _verify_rows(store: Store, session: str, row: tuple | None, domains: dict[st
                                        "(a trailing row was deleted or added)")
     if not msg_rows:
         v.fail("session", "the session has no message (a session is created by its first message)")
-    stored_domain = domains.get(version)
-    if stored_domain is None:
+    domain_row = domains.get(version)
+    if domain_row is None:
         v.fail("domain", f"the session's domain version {version} is not in the domains table")
     elif domain_problems.get(version):
         v.fail("domain", f"domain version {version}: {domain_problems[version]}")
-    elif stored_domain[0] != domain:
-        v.fail("domain", f"the session names domain {domain!r} but version {version} is domain {stored_domain[0]!r}")
-    expected = Head(session, domain, version, stored_domain[2] if stored_domain else None, len(msg_rows),
+    elif domain_row[0] != domain:
+        v.fail("domain", f"the session names domain {domain!r} but version {version} is domain {domain_row[0]!r}")
+    expected = Head(session, domain, version, domain_row[2] if domain_row else None, len(msg_rows),
                     len(edit_rows), msg_rows[-1][3] if msg_rows else GENESIS_HASH,
                     edit_rows[-1][4] if edit_rows else GENESIS_HASH).text()
     if head_text != expected:
@@ -231,7 +231,7 @@ def checkpoint(store: Store, signer: Signer, out: str | Path | None = None) -> d
         bad = [f"{v.session}: {v.reason}" for v in report.sessions if not v.ok] + report.store_problems
         raise CheckpointError(f"the store does not verify, so it cannot be anchored: {bad[0]}",
                               fix="run `context-editor audit verify` and restore the damaged sessions first")
-    heads = [row[4] for _, row in sorted(store.raw_sessions().items())]
+    heads = [row[4] for _, row in sorted(store.raw_sessions().items()) if row is not None]
     prev = GENESIS_HASH
     path = Path(out) if out else None
     if path and path.exists():
@@ -274,7 +274,7 @@ def _read_checkpoints(path: Path, pubkey: str) -> dict[str, Any]:
             raise CheckpointError("the checkpoint file was edited (a link or a tree head does not match)",
                                   file=str(path), line=n, fix="restore the checkpoint file from its witness")
         prev = hashlib.sha256(line.encode("utf-8")).hexdigest()
-    assert body is not None
+    assert isinstance(body, dict)
     return body
 
 
@@ -315,17 +315,17 @@ class ReplayReport:
     identical: bool
     recorded: int
     replayed: int
-    first_difference: dict | None = None
+    first_difference: dict[str, Any] | None = None
 
 
 def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayReport:
     """Re-run the stored messages through the recorded domain version; compare the edit logs."""
-    from .pipeline import ContextEditor  # the pipeline depends on audit's neighbours, not the reverse
+    from .pipeline import ContextEditor, stored_domain  # the pipeline depends on audit's neighbours, not the reverse
 
     info = store.session(session)
     if info is None:
         raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id")
-    domain = domain_from_source(store.domain_of(info), f"<stored {info.domain} {info.domain_version}>", allow_plugins)
+    domain = stored_domain(store, info, allow_plugins)
     editor = ContextEditor(domain, MemoryStore())
     for m in store.messages(session):
         editor.add(session, Message.from_dict(m.to_dict()))
@@ -348,13 +348,13 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
     return report
 
 
-def export(store: Store, session: str) -> Iterator[dict]:
+def export(store: Store, session: str) -> Iterator[dict[str, Any]]:
     """The session for auditors: a header, then messages and edits interleaved in commit order."""
     info = store.session(session)
     if info is None:
         raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id")
     yield {"type": "session", "session": session, "domain": info.domain, "domain_version": info.domain_version,
-           "domain_source": store.domain_of(info), "messages": info.messages, "edits": info.edits}
+           "domain_source": store.get_domain(info.domain_version), "messages": info.messages, "edits": info.edits}
     edits: list[Edit] = store.edits(session)
     j = 0
     for m in store.messages(session):

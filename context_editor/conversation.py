@@ -71,7 +71,7 @@ def _content_text(content: Any, where: str, file: str, line: int | None) -> str:
                             file=file, line=line, fix="put the message text in a JSON string")
 
 
-def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = None, where: str = "message") -> dict:
+def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = None, where: str = "message") -> dict[str, Any]:
     """Check one raw message and return it with only the known keys."""
     check_value(raw, where, file, line)
     if not isinstance(raw, dict):
@@ -88,7 +88,7 @@ def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = Non
     if size > limit:
         raise ConversationError(f"{where}: message is {size:,} bytes, the limit for {role} messages is {limit:,}",
                                 file=file, line=line, fix="split the message or store the payload elsewhere and pass a reference")
-    msg = {"role": role, "content": content}
+    msg: dict[str, Any] = {"role": role, "content": content}
     ts = raw.get("timestamp")
     if ts is not None:
         try:
@@ -113,7 +113,7 @@ def _too_deep(file: str, line: int) -> ConversationError:
                              fix="flatten the structure; a chat message or tool call is never this deep")
 
 
-def parse_conversation(data: bytes, file: str = "<input>") -> list[dict]:
+def parse_conversation(data: bytes, file: str = "<input>") -> list[dict[str, Any]]:
     """Parse a whole conversation (JSONL or a JSON array); raise on the first bad line."""
     try:
         text = data.decode("utf-8")
@@ -135,11 +135,11 @@ def parse_conversation(data: bytes, file: str = "<input>") -> list[dict]:
                                     fix="write a JSON array of messages, or one message per line (JSONL)")
         return [normalise_message(m, file=file, where=f"message {i}") for i, m in enumerate(items)]
     out = []
-    for n, line in enumerate(text.lstrip("\ufeff").splitlines(), start=1):
-        if not line.strip():
+    for n, row in enumerate(text.lstrip("\ufeff").splitlines(), start=1):
+        if not row.strip():
             continue
         try:
-            raw = json.loads(line)
+            raw = json.loads(row)
         except json.JSONDecodeError as exc:
             raise ConversationError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, line=n,
                                     fix='each line must be one JSON object like {"role": "user", "content": "..."}') from None
@@ -149,7 +149,7 @@ def parse_conversation(data: bytes, file: str = "<input>") -> list[dict]:
     return out
 
 
-def read_conversation(path: str) -> list[dict]:
+def read_conversation(path: str) -> list[dict[str, Any]]:
     """A conversation from a file path, or stdin for `-`."""
     if path == "-":
         return parse_conversation(sys.stdin.buffer.read(), "<stdin>")

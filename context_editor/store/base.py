@@ -9,11 +9,11 @@ Every backend gives the same guarantees, checked by one contract test suite:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-
-import hashlib
+from typing import Any
 
 from ..errors import StoreError
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
@@ -53,13 +53,13 @@ CREATE TABLE IF NOT EXISTS edits (
 """
 
 
-def domain_text(source: dict) -> tuple[str, str]:
+def domain_text(source: dict[str, Any]) -> tuple[str, str]:
     """The stored text of a domain document (key order kept) and its full SHA-256."""
     text = json.dumps(source, ensure_ascii=False, separators=(",", ":"))
     return text, hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def parse_domain_row(version_hash: str, row: tuple[str, str] | None) -> dict | None:
+def parse_domain_row(version_hash: str, row: tuple[str, str] | None) -> dict[str, Any] | None:
     """The document of a domains row (source, sha256), refused if its text does not match its hash."""
     if row is None:
         return None
@@ -68,7 +68,8 @@ def parse_domain_row(version_hash: str, row: tuple[str, str] | None) -> dict | N
         raise StoreError(f"the stored document of domain version {version_hash} does not match its SHA-256 "
                          "(it was changed after it was written)",
                          fix="restore the store from a backup and run `context-editor audit verify`", code="CE502")
-    return json.loads(text)
+    doc: dict[str, Any] = json.loads(text)
+    return doc
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +98,7 @@ def new_head(domain: str, domain_version: str, domain_sha256: str | None, messag
                 edits[-1].hash if edits else (last_edit_hash or GENESIS_HASH))
 
 
-def edit_row(e: Edit) -> tuple:
+def edit_row(e: Edit) -> tuple[Any, ...]:
     """The row of an edit in an SQL store: key columns, canonical body, hash."""
     return (e.session, e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash)
 
@@ -139,11 +140,11 @@ class Store(ABC):
     signer: Signer | None = None  # signs each new session head; set by open_store from the environment
 
     @abstractmethod
-    def put_domain(self, version_hash: str, name: str, source: dict) -> None:
+    def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
         """Remember a domain document by its version hash (idempotent), keeping its key order."""
 
     @abstractmethod
-    def get_domain(self, version_hash: str) -> dict | None:
+    def get_domain(self, version_hash: str) -> dict[str, Any] | None:
         """The domain document stored under this hash."""
 
     @abstractmethod
@@ -167,28 +168,19 @@ class Store(ABC):
         """All session ids, sorted."""
 
     @abstractmethod
-    def raw_rows(self, session: str) -> tuple[list[tuple], list[tuple]]:
+    def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         """Rows exactly as stored, for `audit verify`: messages as (index, round, body, hash) and
         edits as (seq, round, message_index, body, hash), each in storage order of its key."""
 
     @abstractmethod
-    def raw_sessions(self) -> dict[str, tuple]:
+    def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
         """For `audit verify`: every session id found in any table, mapped to its sessions row
         as stored, (domain, domain_version, messages, edits, head, signature), or to None when
         messages or edits exist for a session the sessions table does not list."""
 
     @abstractmethod
-    def raw_domains(self) -> dict[str, tuple]:
+    def raw_domains(self) -> dict[str, tuple[Any, ...]]:
         """For `audit verify`: every domains row as stored, version id -> (name, source text, sha256)."""
-
-    def domain_of(self, info: SessionInfo) -> dict:
-        """The domain document a session was processed with; a clear error if it is gone or changed."""
-        source = self.get_domain(info.domain_version)
-        if source is None:
-            raise StoreError(f"session {info.session!r} was processed with domain {info.domain} version "
-                             f"{info.domain_version}, which is not in {self.url} (its row was deleted)",
-                             fix="restore the store from a backup and run `context-editor audit verify`", code="CE503")
-        return source
 
     def sign(self, head: Head) -> tuple[str, str | None]:
         """The head and signature columns of a session."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left
+from typing import Any
 
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
 from .base import SessionInfo, Store, check_batch, domain_text, new_head, parse_domain_row
@@ -17,10 +18,10 @@ class MemoryStore(Store):
         self._messages: dict[str, list[Message]] = {}
         self._edits: dict[str, list[Edit]] = {}
 
-    def put_domain(self, version_hash: str, name: str, source: dict) -> None:
+    def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
         self._domains.setdefault(version_hash, (name, *domain_text(source)))
 
-    def get_domain(self, version_hash: str) -> dict | None:
+    def get_domain(self, version_hash: str) -> dict[str, Any] | None:
         entry = self._domains.get(version_hash)
         return parse_domain_row(version_hash, entry[1:] if entry else None)
 
@@ -55,14 +56,14 @@ class MemoryStore(Store):
     def sessions(self) -> list[str]:
         return sorted(self._sessions)
 
-    def raw_rows(self, session: str) -> tuple[list[tuple], list[tuple]]:
+    def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         msgs = [(m.index, m.round, canonical_json(m.body()), m.hash) for m in self._messages.get(session, [])]
         edits = [(e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash) for e in self._edits.get(session, [])]
         return msgs, edits
 
-    def raw_sessions(self) -> dict[str, tuple]:
+    def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
         return {s: (d, v, len(self._messages[s]), len(self._edits[s]), head, sig)
                 for s, (d, v, head, sig) in self._sessions.items()}
 
-    def raw_domains(self) -> dict[str, tuple]:
+    def raw_domains(self) -> dict[str, tuple[Any, ...]]:
         return dict(self._domains)

@@ -12,6 +12,7 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 
@@ -37,6 +38,13 @@ def _database_errors(action: str) -> Iterator[None]:
                              "(postgresql://user[:password]@host[:port]/database) is right") from exc
 
 
+def _one(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:
+    """The single row an aggregate query always returns."""
+    row = cursor.fetchone()
+    assert row is not None
+    return tuple(row)
+
+
 class PostgresStore(Store):
     def __init__(self, url: str):
         self.url = url
@@ -48,14 +56,14 @@ class PostgresStore(Store):
             c = self._conn()
             c.execute("SELECT pg_advisory_xact_lock(hashtext('context_editor.schema'))")
             c.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            row = c.execute("SELECT max(version) FROM schema_version").fetchone()
-            has_tables = c.execute("SELECT to_regclass('messages') IS NOT NULL").fetchone()[0]
-            if has_tables and row[0] != SCHEMA_VERSION:
+            version, has_tables = _one(c.execute(
+                "SELECT (SELECT max(version) FROM schema_version), to_regclass('messages') IS NOT NULL"))
+            if has_tables and version != SCHEMA_VERSION:
                 raise StoreError(f"{url} was written by another version of context-editor "
-                                 f"(schema {row[0] or 1}, this is {SCHEMA_VERSION})",
+                                 f"(schema {version or 1}, this is {SCHEMA_VERSION})",
                                  fix="export its sessions with the version that wrote it, or use a new database")
             c.execute(SCHEMA)
-            if row[0] is None:
+            if version is None:
                 c.execute("INSERT INTO schema_version VALUES (%s)", (SCHEMA_VERSION,))
 
     def _conn(self) -> psycopg.Connection:
@@ -71,13 +79,13 @@ class PostgresStore(Store):
             self._opened.append(conn)
         return conn
 
-    def put_domain(self, version_hash: str, name: str, source: dict) -> None:
+    def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
         with _database_errors(f"storing domain {version_hash}"):
             # The text keeps the author's key order (replay reproduces the field order), as in SQLite.
             self._conn().execute("INSERT INTO domains VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
                                  (version_hash, name, *domain_text(source)))
 
-    def get_domain(self, version_hash: str) -> dict | None:
+    def get_domain(self, version_hash: str) -> dict[str, Any] | None:
         with _database_errors(f"reading domain {version_hash}"):
             row = self._conn().execute("SELECT source, sha256 FROM domains WHERE version_hash = %s",
                                        (version_hash,)).fetchone()
@@ -97,11 +105,13 @@ class PostgresStore(Store):
             # the INSERT until the first one commits, then reads its counts like any other loser.
             c.execute("INSERT INTO sessions (session, domain, domain_version) VALUES (%s, %s, %s) "
                       "ON CONFLICT DO NOTHING", (s, domain, domain_version))
-            n_msgs, n_edits, last_hash, last_msg, sha = c.execute(
+            locked = c.execute(
                 "SELECT messages, edits, (SELECT hash FROM edits e WHERE e.session = s.session AND e.seq = s.edits - 1), "
                 "(SELECT hash FROM messages m WHERE m.session = s.session AND m.idx = s.messages - 1), "
                 "(SELECT sha256 FROM domains d WHERE d.version_hash = %s) "
                 "FROM sessions s WHERE session = %s FOR UPDATE", (domain_version, s)).fetchone()
+            assert locked is not None  # the INSERT above made the row or found it
+            n_msgs, n_edits, last_hash, last_msg, sha = locked
             check_batch(message, edits, n_msgs, n_edits, last_hash or GENESIS_HASH, last_msg or GENESIS_HASH)
             c.execute("INSERT INTO messages VALUES (%s, %s, %s, %s, %s)",
                       (s, message.index, message.round, canonical_json(message.body()), message.hash))
@@ -130,7 +140,7 @@ class PostgresStore(Store):
         with _database_errors("listing sessions"):
             return [r[0] for r in self._conn().execute('SELECT session FROM sessions ORDER BY session COLLATE "C"')]
 
-    def raw_rows(self, session: str) -> tuple[list[tuple], list[tuple]]:
+    def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         with _database_errors(f"reading rows of session {session!r}"):
             c = self._conn()
             msgs = c.execute("SELECT idx, round, body, hash FROM messages WHERE session = %s ORDER BY idx", (session,)).fetchall()
@@ -138,17 +148,17 @@ class PostgresStore(Store):
                               (session,)).fetchall()
         return msgs, edits
 
-    def raw_sessions(self) -> dict[str, tuple]:
+    def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
         with _database_errors("listing every stored session"):
             c = self._conn()
-            found: dict[str, tuple] = {}
+            found: dict[str, tuple[Any, ...] | None] = {}
             for table in ("messages", "edits"):
                 found.update((r[0], None) for r in c.execute(f"SELECT DISTINCT session FROM {table}"))
             found.update((r[0], tuple(r[1:])) for r in c.execute(
                 "SELECT session, domain, domain_version, messages, edits, head, signature FROM sessions"))
         return found
 
-    def raw_domains(self) -> dict[str, tuple]:
+    def raw_domains(self) -> dict[str, tuple[Any, ...]]:
         with _database_errors("reading the domains table"):
             rows = self._conn().execute("SELECT version_hash, name, source, sha256 FROM domains").fetchall()
         return {r[0]: tuple(r[1:]) for r in rows}

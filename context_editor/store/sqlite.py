@@ -11,6 +11,7 @@ import json
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 from ..errors import StoreError
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
@@ -19,32 +20,40 @@ from .base import (RETRY_FIX, SCHEMA, SCHEMA_VERSION, SessionInfo, Store, check_
 
 
 class SQLiteStore(Store):
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, create: bool = True):
         self.path = str(path)
         self.url = f"sqlite:///{self.path}"
+        if not create and not (self.path == ":memory:" or Path(self.path).is_file()):
+            raise StoreError(f"no store at {self.path}", code="CE504",
+                             fix="check --store (or $CONTEXT_EDITOR_STORE); `context-editor ingest` creates a store")
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         c = self._conn()
         try:
-            # One transaction for the tables and the version stamp: a kill in between leaves neither.
-            c.execute("BEGIN IMMEDIATE")
-            version = c.execute("PRAGMA user_version").fetchone()[0]
-            has_tables = c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'messages'").fetchone()[0]
-            if has_tables and version != SCHEMA_VERSION:
-                c.execute("ROLLBACK")
-                raise StoreError(f"{self.path} was written by another version of context-editor "
-                                 f"(schema {version}, this is {SCHEMA_VERSION})",
-                                 fix="export its sessions with the version that wrote it, or use a new --store file")
-            for statement in SCHEMA.split(";"):
-                if statement.strip():
-                    c.execute(statement)
-            c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            c.execute("COMMIT")
+            if self._schema_version(c) != (True, SCHEMA_VERSION):
+                # One transaction for the tables and the version stamp: a kill in between leaves neither.
+                c.execute("BEGIN IMMEDIATE")
+                has_tables, version = self._schema_version(c)
+                if has_tables and version != SCHEMA_VERSION:
+                    c.execute("ROLLBACK")
+                    raise StoreError(f"{self.path} was written by another version of context-editor "
+                                     f"(schema {version}, this is {SCHEMA_VERSION})",
+                                     fix="export its sessions with the version that wrote it, or use a new --store file")
+                for statement in SCHEMA.split(";"):
+                    if statement.strip():
+                        c.execute(statement)
+                c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                c.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             if c.in_transaction:
                 c.execute("ROLLBACK")
             raise StoreError(f"{self.path} is not a usable SQLite database ({exc})", fix="pass another --store path") from exc
+
+    @staticmethod
+    def _schema_version(c: sqlite3.Connection) -> tuple[bool, int]:
+        has_tables = c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'messages'").fetchone()[0] > 0
+        return has_tables, int(c.execute("PRAGMA user_version").fetchone()[0])
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -60,10 +69,10 @@ class SQLiteStore(Store):
             self._local.conn = conn
         return conn
 
-    def put_domain(self, version_hash: str, name: str, source: dict) -> None:
+    def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
         self._conn().execute("INSERT OR IGNORE INTO domains VALUES (?, ?, ?, ?)", (version_hash, name, *domain_text(source)))
 
-    def get_domain(self, version_hash: str) -> dict | None:
+    def get_domain(self, version_hash: str) -> dict[str, Any] | None:
         row = self._conn().execute("SELECT source, sha256 FROM domains WHERE version_hash = ?", (version_hash,)).fetchone()
         return parse_domain_row(version_hash, row)
 
@@ -116,23 +125,23 @@ class SQLiteStore(Store):
     def sessions(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT session FROM sessions ORDER BY session")]
 
-    def raw_rows(self, session: str) -> tuple[list[tuple], list[tuple]]:
+    def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         c = self._conn()
         msgs = c.execute("SELECT idx, round, body, hash FROM messages WHERE session = ? ORDER BY idx", (session,)).fetchall()
         edits = c.execute("SELECT seq, round, message_index, body, hash FROM edits WHERE session = ? ORDER BY seq",
                           (session,)).fetchall()
         return msgs, edits
 
-    def raw_sessions(self) -> dict[str, tuple]:
+    def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
         c = self._conn()
-        found: dict[str, tuple] = {}
+        found: dict[str, tuple[Any, ...] | None] = {}
         for table in ("messages", "edits"):
             found.update((r[0], None) for r in c.execute(f"SELECT DISTINCT session FROM {table}"))
         found.update((r[0], tuple(r[1:])) for r in c.execute(
             "SELECT session, domain, domain_version, messages, edits, head, signature FROM sessions"))
         return found
 
-    def raw_domains(self) -> dict[str, tuple]:
+    def raw_domains(self) -> dict[str, tuple[Any, ...]]:
         return {r[0]: tuple(r[1:]) for r in self._conn().execute("SELECT version_hash, name, source, sha256 FROM domains")}
 
     def close(self) -> None:
