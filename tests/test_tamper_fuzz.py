@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import tamper_fuzz  # noqa: E402
 
 
-@pytest.mark.parametrize("kind,trials", [("sqlite", 400), ("postgres", 200)])
+@pytest.mark.parametrize("kind,trials", [("sqlite", 300), ("postgres", 120)])
 def test_every_tampering_is_detected(kind, trials, tmp_path, request):
     url = f"sqlite:///{tmp_path / 'store.db'}" if kind == "sqlite" else request.getfixturevalue("pg_schema_url")
     result = tamper_fuzz.run(url, trials, seed=len(kind), workdir=tmp_path)
