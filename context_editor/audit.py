@@ -121,25 +121,29 @@ def _check_columns(session: str, msg_rows: list[tuple[Any, ...]], edit_rows: lis
 
 
 @lru_cache(maxsize=64)
-def _domain_problem(version: str, name: str, text: str, digest: str, allow_plugins: bool) -> str | None:
-    """Why a domains row is not the document its version id names, or None."""
+def _domain_problem(version: str, name: str, text: str, digest: str, allow_plugins: bool) -> tuple[str | None, str | None]:
+    """(why a domains row is not the document it claims to be, or None; a note, or None).
+
+    A document that no longer rebuilds to its version id under this package's rule packs is a
+    note, not a break: the packs may have changed since (its text still matches its SHA-256 and
+    the session heads that name it)."""
     if hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() != digest:
-        return "its document does not match its SHA-256 (the document was changed)"
+        return "its document does not match its SHA-256 (the document was changed)", None
     try:
         source = json.loads(text)
         rebuilt = domain_from_source(source, f"<stored {version}>", allow_plugins)
     except DomainError as exc:
         if exc.code == "CE109":  # plugin code is not run unless allowed: the hash check above still holds
-            return None
-        return f"its document is not a valid domain ({exc.message})"
+            return None, None
+        return f"its document is not a valid domain ({exc.message})", None
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        return f"its document is not a valid domain ({type(exc).__name__})"
-    if rebuilt.version_hash != version:
-        return (f"its document rebuilds to version {rebuilt.version_hash}, not to its id {version} "
-                "(the document, or the rule packs it resolves against, changed)")
+        return f"its document is not a valid domain ({type(exc).__name__})", None
     if rebuilt.name != name:
-        return f"its name column {name!r} is not the document's domain {rebuilt.name!r}"
-    return None
+        return f"its name column {name!r} is not the document's domain {rebuilt.name!r}", None
+    if rebuilt.version_hash != version:
+        return None, (f"domain version {version} rebuilds to {rebuilt.version_hash} under this package's rule packs "
+                      "(the packs changed since it was stored; `replay` of its sessions will report the difference)")
+    return None, None
 
 
 def _verify_rows(store: Store, session: str, row: tuple[Any, ...] | None, domains: dict[str, tuple[Any, ...]],
@@ -187,12 +191,19 @@ def verify_store(store: Store, session: str | None = None, pubkey: str | None = 
     if session is not None and session not in found:
         raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id (`context-editor sessions`)")
     domains = store.raw_domains()
-    domain_problems = {version: _domain_problem(version, *row, allow_plugins) for version, row in domains.items()}
+    checked = {version: _domain_problem(version, *row, allow_plugins) for version, row in domains.items()}
+    domain_problems = {version: why for version, (why, _) in checked.items()}
     report = AuditReport([_verify_rows(store, s, found[s], domains, domain_problems, pubkey)
                           for s in sorted(found) if session in (None, s)])
     if session is None:
         report.store_problems += [f"domain version {version}: {why}" for version, why in sorted(domain_problems.items())
                                   if why]
+    used = {row[1] for row in found.values() if row is not None}
+    for version, (_, note) in sorted(checked.items()):
+        if note and version not in used and session is None:  # no session names it: nothing vouches for it
+            report.store_problems.append(f"domain version {version}: no session uses it and it does not rebuild to its id")
+        elif note:
+            report.limits.append(note)
     if pubkey is None:
         report.limits.append(NO_KEY_LIMITS)
     if checkpoint is None:
