@@ -281,7 +281,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    path, problems = lint_domain(args.domain)
+    path, problems = lint_domain(args.domain, timing=args.timing)
     for p in problems:
         print(p.format(str(path)))
     if problems:
@@ -423,7 +423,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_write_commands(sub)
     _add_read_commands(sub)
     _add_audit_commands(sub)
-    _command(sub, "lint", cmd_lint, "Check a domain file and report every problem with its line and a fix.").add_argument("domain")
+    p = _command(sub, "lint", cmd_lint, "Check a domain file and report every problem with its line and a fix.")
+    p.add_argument("domain")
+    p.add_argument("--timing", action="store_true",
+                   help="also time each rule the domain uses on adversarial text and refuse one that is not linear-time")
 
     from .bench.cli import register  # `import` and `bench`: schema importers and the real-data runners
 

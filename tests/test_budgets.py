@@ -38,3 +38,36 @@ def test_lint_refuses_an_expression_bomb(tmp_path):
     problems = lint_domain(p)[1]
     assert time.perf_counter() - start < 2.0
     assert [(pr.code, pr.line) for pr in problems] == [("CE112", 8)] and "evaluation budget" in problems[0].message
+
+
+def test_a_backtracking_rule_is_refused_and_a_linear_one_passes():
+    import re
+
+    from context_editor.domain.rulepacks import Rule, slow_rule_problem
+
+    def rule(pattern: str) -> Rule:
+        return Rule("t", "en", re.compile(pattern, re.IGNORECASE), None, 0.9, "test", ("value",))
+
+    # Value before its cue, unanchored and unbounded: rescans the rest of a run from every position.
+    assert "backtracks" in (slow_rule_problem(rule(r"(?P<value>[a ]+)\s*dollars")) or "")
+    assert slow_rule_problem(rule(r"\bbudget\s{0,3}(?P<value>[0-9]{1,9})")) is None
+
+
+@pytest.mark.parametrize("text,field", [("预算1e999999元", "budget_max"), ("budget is $1e309", "budget_max"),
+                                        ("预算1e3元", "budget_max")])
+def test_exponent_numbers_are_rejected_with_a_reason(text, field):
+    from context_editor import ContextEditor
+
+    state = ContextEditor("ecommerce", "memory://").ingest("s", [{"role": "user", "content": text}], now="2024-05-01T10:00:00")
+    assert state.get(field) is None
+    (entry,) = state.fields[field].history
+    assert (entry.status, entry.reason) == ("rejected", "NUMBER_NOT_A_QUANTITY") and "e" in entry.value
+
+
+def test_a_power_of_ten_is_no_people_count():
+    from context_editor import ContextEditor
+
+    state = ContextEditor("travel", "memory://").ingest("s", [{"role": "user", "content": "10^1000 people"}],
+                                                       now="2024-05-01T10:00:00")
+    assert state.get("travelers") is None
+    assert [(h.value, h.reason) for h in state.fields["travelers"].history] == [("10^1000", "NUMBER_NOT_A_QUANTITY")]

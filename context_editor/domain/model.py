@@ -25,7 +25,7 @@ from ..expressions import TemplateSyntaxError, budget_problem, compile_expressio
 from ..lang import lexicon_fingerprint
 from ..model import canonical_json
 from ..resources import domains_dir, schema_path, templates_dir
-from .rulepacks import NER_LABELS, Rule, load_rule_library, ner_label, select_rules
+from .rulepacks import NER_LABELS, Rule, load_rule_library, ner_label, select_rules, slow_rule_problem
 from .yamlines import LinedYaml, load_lined_yaml
 
 DOMAINS_DIR = domains_dir()
@@ -325,11 +325,27 @@ def _problems(path: Path) -> tuple[Any, list[DomainProblem], dict[str, Any]]:
     return doc, problems, library
 
 
-def lint_domain(domain: str | Path) -> tuple[Path, list[DomainProblem]]:
-    """Every problem in a domain file, in file order. An empty list means it loads."""
+def lint_domain(domain: str | Path, timing: bool = False) -> tuple[Path, list[DomainProblem]]:
+    """Every problem in a domain file, in file order. An empty list means it loads. With
+    `timing`, each rule the domain uses is also timed on adversarial text and refused if it is
+    not linear-time (seconds of work, so only on request: `context-editor lint --timing`)."""
     path = resolve_domain_path(domain)
-    _, problems, _ = _problems(path)
+    doc, problems, library = _problems(path)
+    if timing and not problems:
+        problems += _slow_rule_problems(doc, library)
     return path, sorted(problems, key=lambda p: (p.line or 0))
+
+
+def _slow_rule_problems(doc: LinedYaml, library: dict[str, Rule]) -> list[DomainProblem]:
+    out = []
+    for name, f in (doc.data.get("fields") or {}).items():
+        for i, ref in enumerate(f.get("extract") or []):
+            for rule in select_rules(library, str(ref)) if not ner_label(str(ref)) else []:
+                if why := slow_rule_problem(rule):
+                    out.append(DomainProblem(why, line=doc.line(f"fields/{name}/extract/{i}"), path=f"fields/{name}/extract/{i}",
+                                             fix="anchor the value to its cue, bound the quantifiers ({0,3} not *), "
+                                                 "or split the rule", code="CE113"))
+    return out
 
 
 def _build(doc_data: dict[str, Any], path: Path, library: dict[str, Rule]) -> Domain:

@@ -12,6 +12,7 @@ literally, longest first (a city list, a brand list).
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -133,6 +134,38 @@ def _load_library(packs: tuple[Path, ...], lex: Lexicon) -> dict[str, Rule]:
         path, _ = problems[0]
         raise DomainError([p for _, p in problems], file=str(path))
     return library
+
+
+# Linear-time check: a rule is run over runs of these at two sizes. A backtracking pattern (an
+# unanchored value-before-cue alternative, nested or unbounded quantifiers) grows faster than the
+# text; a linear one grows with it.
+ADVERSARIAL_UNITS = ("a", " ", "1", "三", "!,.", "a ", "1 ", "三元", "ab1-")
+COST_SIZES = (2_000, 8_000)
+MAX_GROWTH = 8.0  # time(8 KB) / time(2 KB): 4 for linear, 16 for quadratic; room for a shared machine's noise
+MAX_MS_PER_KB = 10.0
+
+
+@lru_cache(maxsize=1024)
+def _scan_ms(pattern: re.Pattern[str], text: str) -> float:
+    best = float("inf")
+    for _ in range(3):  # the best of three: a shared machine only ever adds time
+        start = time.perf_counter()
+        for _m in pattern.finditer(text):
+            pass
+        best = min(best, (time.perf_counter() - start) * 1000)
+    return best
+
+
+def slow_rule_problem(rule: Rule) -> str | None:
+    """Why `rule` is not linear-time on adversarial text, or None."""
+    small, large = COST_SIZES
+    for unit in ADVERSARIAL_UNITS:
+        t_small = _scan_ms(rule.pattern, (unit * small)[:small])
+        t_large = _scan_ms(rule.pattern, (unit * large)[:large])
+        if t_large > MAX_MS_PER_KB * large / 1000 or (t_large > 10.0 and t_large > MAX_GROWTH * t_small):
+            return (f"rule '{rule.id}' takes {t_large:.0f} ms on {large // 1000} KB of {unit!r} repeated "
+                    f"({t_small:.1f} ms on {small // 1000} KB): it backtracks, so one long message can stall extraction")
+    return None
 
 
 def ner_label(ref: str) -> str | None:

@@ -13,6 +13,7 @@ that a user's plain yes in the next round turns into values (see confirm.py).
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import datetime
 from functools import cached_property
@@ -29,7 +30,13 @@ from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, ner_label
 from .tools import key_index, parse_json, walk
 from .values import default_parser, parse_value
 
-MAX_SCAN_CHARS = 20_000  # prose beyond this is kept in the log but not scanned (bounded cost)
+MAX_SCAN_CHARS = 20_000
+# A number written with an exponent ("1e999999", "$1e309", "10^1000") is no amount anyone pays or
+# counts: a parser reading "1" or "1000" out of it would be wrong, so the mention is rejected.
+_EXPONENT_AFTER = re.compile(r"[0-9.]*\s*(?:[eE][+-]?[0-9]|\^\s*[0-9]|\*\*\s*[0-9])")
+_EXPONENT_BEFORE = re.compile(r"[0-9]\s*(?:[eE][+-]?|\^\s*|\*\*\s*)$")
+_EXPONENT_TOKEN = re.compile(r"[0-9][0-9.,]*\s*(?:[eE][+-]?|\^|\*\*)\s*[0-9]+")
+NUMERIC_PARSERS = ("money", "number", "int", "float", "percent", "count")  # prose beyond this is kept in the log but not scanned (bounded cost)
 
 
 class Extractor:
@@ -112,6 +119,14 @@ class Extractor:
                 if parsed is None:
                     continue
                 value, start, end = parsed.value, m.start(group) + parsed.start, m.start(group) + parsed.end
+                parser = rule.parse or default_parser(spec)
+                if parser in NUMERIC_PARSERS and (_EXPONENT_AFTER.match(text, end) or _EXPONENT_BEFORE.search(text[max(0, start - 12):start])):
+                    token = next((t for t in _EXPONENT_TOKEN.finditer(text, max(0, start - 12), end + 24)
+                                  if t.start() <= start < t.end() or t.start() < end <= t.end()), None)
+                    s0, e0 = (token.start(), token.end()) if token else (start, end)
+                    out.append(Candidate(spec.name, text[s0:e0], self._prov(msg, s0, e0, text[s0:e0], f"rule:{rule.id}",
+                                                                            rule.confidence), kind="not_a_quantity"))
+                    continue
                 if spec.synonyms:  # a rule feeding an enum field must land on a canonical value
                     value = next((c for _, _, _, c in self.enum_matchers[spec.name].finditer(str(value))), None)
                     if value is None:

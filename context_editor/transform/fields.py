@@ -29,6 +29,7 @@ from ..model import Candidate, Edit, FieldState, Message, Op, Provenance, Source
 POLICY_LOCKED = "POLICY_FIRST_LOCKED"
 POLICY_LOWER_CONFIDENCE = "POLICY_LOWER_CONFIDENCE"
 PROPOSED = "PROPOSED_BY_ASSISTANT"
+NOT_A_QUANTITY = "NUMBER_NOT_A_QUANTITY"  # "1e999999", "10^1000": an exponent, not an amount or a count
 CONFIRMED = "CONFIRMED_BY_USER"
 
 
@@ -168,11 +169,18 @@ def field_edits(state: State, domain: Domain, msg: Message, candidates: Iterable
     proposals: dict[str, list[Candidate]] = {}
     mentioned: set[str] = set()
     confirms = False
+    refused: list[Edit] = []
     for c in candidates:
         if c.kind == "confirmation":
             confirms = True
             continue
         spec = domain.fields[c.field]
+        if c.kind == "not_a_quantity":
+            if msg.role in spec.sources:
+                fs = state.fields.get(c.field)
+                refused.append(edit(msg, domain, "reject", c.field, fs.value if fs else None, c.value, "initial",
+                                    reason=NOT_A_QUANTITY, provenance=c.provenance))
+            continue
         mentioned.add(c.field)
         if c.kind == "proposal":
             if _wanted(spec, c):
@@ -192,4 +200,4 @@ def field_edits(state: State, domain: Domain, msg: Message, candidates: Iterable
             out.extend(_list_edits(msg, domain, name, fs, values.get(name, []), removals.get(name, [])))
         elif (e := _value_edit(msg, domain, spec, fs, values[name])) is not None:
             out.append(e)
-    return out
+    return out + refused
