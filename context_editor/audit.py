@@ -14,19 +14,23 @@ session consistently (recomputed hashes and head) or delete a whole session. Wit
 (Ed25519, the key outside the store) and a checkpoint (a signed Merkle tree head over every
 session head, kept outside the store), `verify --pubkey K --checkpoint FILE` also proves that no
 session anchored by the checkpoint was deleted, truncated or rewritten since.
+
+`replay` re-runs the stored raw messages through the domain version recorded with the session,
+in memory, and compares the edit log byte for byte; a session upgraded to a new domain version
+is replayed segment by segment, each under the version it ran with.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
-from .domain import domain_from_source
+from .domain import Domain, domain_from_source
 from .errors import ContextEditorError, DomainError, SessionNotFoundError
 from .model import GENESIS_HASH, Edit, Message, canonical_json
 from .signing import Signer, check_signature
@@ -336,11 +340,22 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
     info = store.session(session)
     if info is None:
         raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id")
-    domain = stored_domain(store, info, allow_plugins)
+
+    def version(v: str) -> Domain:
+        return stored_domain(store, replace(info, domain_version=v), allow_plugins)
+
+    edits = store.edits(session)
+    # Each segment runs under the version it ran with: the first one, then each `upgrade` edit's.
+    upgrades = {e.message_index: str(e.after) for e in edits if e.op == "upgrade"}
+    first = next((str(e.before) if e.op == "upgrade" else e.domain_version for e in edits[:1]), info.domain_version)
+    domain = version(first)
     editor = ContextEditor(domain, MemoryStore())
     for m in store.messages(session):
+        if m.index in upgrades:
+            domain = version(upgrades[m.index])
+            editor = ContextEditor(domain, editor.store, upgrade=True)
         editor.add(session, Message.from_dict(m.to_dict()))
-    recorded = [e.to_dict() for e in store.edits(session)]
+    recorded = [e.to_dict() for e in edits]
     replayed = [e.to_dict() for e in editor.store.edits(session)]
     report = ReplayReport(session, recorded == replayed, len(recorded), len(replayed))
     if not report.identical:

@@ -108,13 +108,17 @@ def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = Non
     return msg
 
 
+EXPORT_RECORDS = ("session", "message", "edit")  # record types of `context-editor audit export`
+
+
 def _too_deep(file: str, line: int) -> ConversationError:
     return ConversationError(f"JSON nested deeper than {MAX_DEPTH} levels", file=file, line=line,
                              fix="flatten the structure; a chat message or tool call is never this deep")
 
 
 def parse_conversation(data: bytes, file: str = "<input>") -> list[dict[str, Any]]:
-    """Parse a whole conversation (JSONL or a JSON array); raise on the first bad line."""
+    """Parse a whole conversation (JSONL, a JSON array, or the JSONL of `audit export`, whose messages
+    are taken with their timestamps); raise on the first bad line."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -145,6 +149,10 @@ def parse_conversation(data: bytes, file: str = "<input>") -> list[dict[str, Any
                                     fix='each line must be one JSON object like {"role": "user", "content": "..."}') from None
         except RecursionError:
             raise _too_deep(file, n) from None
+        if isinstance(raw, dict) and raw.get("type") in EXPORT_RECORDS:
+            if raw["type"] != "message":
+                continue  # an `audit export` file: its header and edits are the record, the messages are the input
+            raw = {k: v for k, v in raw.items() if k != "type"}
         out.append(normalise_message(raw, file=file, line=n, where=f"line {n}"))
     return out
 

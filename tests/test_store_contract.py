@@ -119,7 +119,7 @@ def test_domain_keeps_key_order_and_refuses_a_changed_document(store, store_url)
         c.execute("UPDATE domains SET source = replace(source, 'z_last', 'evil')")
     with pytest.raises(StoreError, match="does not match its SHA-256") as err:
         open_store(store_url).get_domain("h1")
-    assert err.value.code == "CE502"
+    assert err.value.code == "CE506"
 
 
 def test_session_head_and_raw_views(store):

@@ -3,7 +3,9 @@
 Finders scan text that mixes languages ("预算500 dollars"), so they read the union of all
 registered lexicons: lists are concatenated (duplicates dropped, first seen first), mappings are
 merged key by key. The merged lexicon is cached; `reset()` drops the cache after a language is
-registered at run time.
+registered at run time. A stored domain version carries the lexicons it ran with; `using(lex)`
+makes `lexicon()` return that one while its messages are processed, so replay reads the words
+that were read then, not today's.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import types
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -139,16 +143,41 @@ class Lexicon:
         return iter(self.per_language.items())
 
 
+def merged(per_language: dict[str, dict[str, Any]]) -> Lexicon:
+    """The lexicon of these per-language parts, merged common first, then by language code."""
+    out: dict[str, Any] = {}
+    order = [COMMON, *sorted(code for code in per_language if code != COMMON)]
+    for code in order:
+        if code in per_language:
+            _merge(out, per_language[code])
+    return Lexicon(out, {code: per_language[code] for code in order if code in per_language})
+
+
 @lru_cache(maxsize=1)
-def lexicon() -> Lexicon:
-    """The union of `rules/common/lexicon.yaml` and every registered language's lexicon."""
+def _installed() -> Lexicon:
     per_language = {COMMON: _read(rules_dir() / COMMON / LEXICON_FILE)}
     for lang in languages():
         per_language[lang.code] = _read(lang.lexicon_path)
-    merged: dict[str, Any] = {}
-    for data in per_language.values():
-        _merge(merged, data)
-    return Lexicon(merged, per_language)
+    return merged(per_language)
+
+
+_IN_USE: ContextVar[Lexicon | None] = ContextVar("context_editor_lexicon", default=None)
+
+
+def lexicon() -> Lexicon:
+    """The union of `rules/common/lexicon.yaml` and every registered language's lexicon, or the
+    one a stored domain version carries while `using` it."""
+    return _IN_USE.get() or _installed()
+
+
+@contextmanager
+def using(lex: Lexicon | None) -> Iterator[None]:
+    """Make `lexicon()` return `lex` in this context (None: the installed one)."""
+    token = _IN_USE.set(lex)
+    try:
+        yield
+    finally:
+        _IN_USE.reset(token)
 
 
 def lexicon_fingerprint() -> str:
@@ -159,4 +188,4 @@ def lexicon_fingerprint() -> str:
 
 def reset() -> None:
     """Forget the cached lexicon (after registering a language in a running process)."""
-    lexicon.cache_clear()
+    _installed.cache_clear()

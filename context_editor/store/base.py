@@ -67,7 +67,7 @@ def parse_domain_row(version_hash: str, row: tuple[str, str] | None) -> dict[str
     if hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() != digest:
         raise StoreError(f"the stored document of domain version {version_hash} does not match its SHA-256 "
                          "(it was changed after it was written)",
-                         fix="restore the store from a backup and run `context-editor audit verify`", code="CE502")
+                         fix="restore the store from a backup and run `context-editor audit verify`", code="CE506")
     doc: dict[str, Any] = json.loads(text)
     return doc
 
