@@ -168,35 +168,22 @@ class Tamperer:
         new = self.rng.choice([c for c in "0123456789abcdef\"{}:,. x元Z" if c != value[i]])
         return value[:i] + new + value[i + 1:]
 
-    def reseal_messages(self, session: str, start: int, change: Callable[[dict], None]) -> list[tuple[str, tuple]]:
-        """Rewrite message `start` with `change`, then every later message's link and hash."""
-        rows = sorted(self.rows("messages", session), key=lambda r: r["idx"])
+    def reseal(self, table: str, session: str, start: int, change: Callable[[dict], None]) -> list[tuple[str, tuple]]:
+        """Rewrite row `start` of a chain (messages by idx, edits by seq) with `change`, then every
+        later row's link and hash, as an intruder recomputing the chain would."""
+        key = "idx" if table == "messages" else "seq"
+        rows = sorted(self.rows(table, session), key=lambda r: r[key])
         prev = rows[start - 1]["hash"] if start else GENESIS_HASH
         statements = []
         for r in rows[start:]:
             body = json.loads(r["body"])
-            if r["idx"] == start:
+            if r[key] == start:
                 change(body)
             body["prev_hash"] = prev
             text = canonical_json(body)
             prev = hashlib.sha256(text.encode("utf-8")).hexdigest()
-            statements.append(("UPDATE messages SET body = ?, hash = ? WHERE session = ? AND idx = ?",
-                               (text, prev, session, r["idx"])))
-        return statements
-
-    def reseal_edits(self, session: str, start: int, change: Callable[[dict], None]) -> list[tuple[str, tuple]]:
-        rows = sorted(self.rows("edits", session), key=lambda r: r["seq"])
-        prev = rows[start - 1]["hash"] if start else GENESIS_HASH
-        statements = []
-        for r in rows[start:]:
-            body = json.loads(r["body"])
-            if r["seq"] == start:
-                change(body)
-            body["prev_hash"] = prev
-            text = canonical_json(body)
-            prev = hashlib.sha256(text.encode("utf-8")).hexdigest()
-            statements.append(("UPDATE edits SET body = ?, hash = ? WHERE session = ? AND seq = ?",
-                               (text, prev, session, r["seq"])))
+            statements.append((f"UPDATE {table} SET body = ?, hash = ? WHERE session = ? AND {key} = ?",
+                               (text, prev, session, r[key])))
         return statements
 
     def rehead(self, session: str, n_msgs: int, n_edits: int, last_msg: str, last_edit: str,
@@ -332,11 +319,11 @@ class Tamperer:
         statements, what = [], []
         if self.rng.random() < 0.6 or not edits:
             i = self.rng.randrange(len(msgs))
-            statements += self.reseal_messages(session, i, lambda b: b.update(content=b["content"] + " 改成10000元"))
+            statements += self.reseal("messages", session, i, lambda b: b.update(content=b["content"] + " 改成10000元"))
             what.append("message")
         if edits and (not statements or self.rng.random() < 0.5):
             j = self.rng.randrange(len(edits))
-            statements += self.reseal_edits(session, j, lambda b: b.update(after="tampered"))
+            statements += self.reseal("edits", session, j, lambda b: b.update(after="tampered"))
             what.append("edit")
         # The new last hashes are those of the last rewritten rows, else the untouched last rows'.
         new_msg_hash = next((p[1] for s, p in reversed(statements) if s.startswith("UPDATE messages")), msgs[-1]["hash"])

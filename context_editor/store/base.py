@@ -13,7 +13,7 @@ import hashlib
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import StoreError
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
@@ -96,6 +96,17 @@ def new_head(domain: str, domain_version: str, domain_sha256: str | None, messag
     """The head of a session after `message` and its `edits` are appended."""
     return Head(message.session, domain, domain_version, domain_sha256, n_msgs + 1, n_edits + len(edits), message.hash,
                 edits[-1].hash if edits else (last_edit_hash or GENESIS_HASH))
+
+
+def raw_session_rows(query: Callable[[str], Iterable[Sequence[Any]]]) -> dict[str, tuple[Any, ...] | None]:
+    """`Store.raw_sessions` for an SQL store, given a function that runs a query: every session
+    id in any table, with its sessions row or None."""
+    found: dict[str, tuple[Any, ...] | None] = {}
+    for table in ("messages", "edits"):
+        found.update((r[0], None) for r in query(f"SELECT DISTINCT session FROM {table}"))
+    found.update((r[0], tuple(r[1:])) for r in query(
+        "SELECT session, domain, domain_version, messages, edits, head, signature FROM sessions"))
+    return found
 
 
 def edit_row(e: Edit) -> tuple[Any, ...]:

@@ -19,7 +19,7 @@ import psycopg
 from ..errors import StoreError
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
 from .base import (RETRY_FIX, SCHEMA, SCHEMA_VERSION, SessionInfo, Store, check_batch, domain_text, edit_from_row,
-                   edit_row, new_head, parse_domain_row)
+                   edit_row, new_head, parse_domain_row, raw_session_rows)
 
 
 
@@ -150,13 +150,7 @@ class PostgresStore(Store):
 
     def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
         with _database_errors("listing every stored session"):
-            c = self._conn()
-            found: dict[str, tuple[Any, ...] | None] = {}
-            for table in ("messages", "edits"):
-                found.update((r[0], None) for r in c.execute(f"SELECT DISTINCT session FROM {table}"))
-            found.update((r[0], tuple(r[1:])) for r in c.execute(
-                "SELECT session, domain, domain_version, messages, edits, head, signature FROM sessions"))
-        return found
+            return raw_session_rows(lambda sql: self._conn().execute(sql).fetchall())
 
     def raw_domains(self) -> dict[str, tuple[Any, ...]]:
         with _database_errors("reading the domains table"):

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import StoreError
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
 from .base import (RETRY_FIX, SCHEMA, SCHEMA_VERSION, SessionInfo, Store, check_batch, domain_text, edit_from_row,
-                   edit_row, new_head, parse_domain_row)
+                   edit_row, new_head, parse_domain_row, raw_session_rows)
 
 
 class SQLiteStore(Store):
@@ -133,13 +133,7 @@ class SQLiteStore(Store):
         return msgs, edits
 
     def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
-        c = self._conn()
-        found: dict[str, tuple[Any, ...] | None] = {}
-        for table in ("messages", "edits"):
-            found.update((r[0], None) for r in c.execute(f"SELECT DISTINCT session FROM {table}"))
-        found.update((r[0], tuple(r[1:])) for r in c.execute(
-            "SELECT session, domain, domain_version, messages, edits, head, signature FROM sessions"))
-        return found
+        return raw_session_rows(self._conn().execute)
 
     def raw_domains(self) -> dict[str, tuple[Any, ...]]:
         return {r[0]: tuple(r[1:]) for r in self._conn().execute("SELECT version_hash, name, source, sha256 FROM domains")}
