@@ -11,6 +11,8 @@
   cut long arrays to N items with "N more omitted"); nothing is ever cut mid-value.
 - Spans that were the source of a field outside the action's scope are masked, and so are its
   keys and values inside tool JSON (a card number in a payment result never reaches `track`).
+- Personal data (e-mail, phone, card and resident id numbers, passports; see pii.py) is masked
+  in every message unless the action shows a field holding that value.
 A user can plug in another scorer (an LLM, say) with `Renderer(scorer=...)`; the default needs none.
 """
 
@@ -19,11 +21,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..domain import ActionSpec, Domain
 from ..model import Message, State
+from . import pii
 
 ROLE_WEIGHT = {"user": 1.0, "tool": 0.8, "assistant": 0.5, "system": 0.3}
 SOURCE_BONUS = 2.0  # the message a shown value came from
@@ -155,6 +158,7 @@ class Hidden:
     spans: dict[int, list[tuple[int, int, str]]]
     keys: dict[str, str]  # lower-cased JSON key -> field
     values: dict[str, str]  # value as text (4+ characters) -> field
+    allowed: set[str] = field(default_factory=set)  # personal values the action may show: its own fields' values
 
 
 def mask_json(value: Any, hidden: Hidden, depth: int = 0) -> Any:
@@ -191,6 +195,10 @@ def tool_text(domain: Domain, msg: Message, hidden: Hidden | None = None) -> str
 def hidden_spans(domain: Domain, action: ActionSpec, state: State) -> Hidden:
     """What this action may not see. Built once per render from the history of the scoped fields only."""
     out = Hidden({}, {}, {})
+    for name in action.fields:
+        value = state.get(name)
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            out.allowed.add(re.sub(r"[\s-]", "", str(value)))
     for name, fs in state.fields.items():
         spec = domain.fields.get(name)
         if spec is None or not spec.scopes or action.scope in spec.scopes:
@@ -216,6 +224,7 @@ def turn(domain: Domain, msg: Message, hidden: Hidden) -> dict[str, Any]:
     for value, name in hidden.values.items():
         if value in text:
             text = text.replace(value, f"[{name} hidden]")
+    text = pii.mask(text, hidden.allowed)
     return {"round": msg.round, "role": msg.role, "name": msg.name, "content": text}
 
 
