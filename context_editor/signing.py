@@ -101,6 +101,8 @@ def check_signature(signature: str | None, data: str, trusted: str | None = None
         return "it is not signed" if trusted else None
     try:
         doc = json.loads(signature)
+        if json.dumps(doc, sort_keys=True, separators=(",", ":")) != signature:
+            return "its signature column was rewritten (not the form it is written in)"
         key = Ed25519PublicKey.from_public_bytes(bytes.fromhex(doc["key"]))
         key.verify(bytes.fromhex(doc["sig"]), data.encode("utf-8"))
     except (ValueError, KeyError, TypeError, binascii.Error, InvalidSignature):

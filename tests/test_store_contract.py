@@ -143,6 +143,7 @@ def test_heads_are_signed_with_the_store_signer(store):
     head, signature = store.raw_sessions()["s"][4:]
     assert check_signature(signature, head, store.signer.public_hex) is None
     assert check_signature(signature, head.replace('"messages":1', '"messages":0'), store.signer.public_hex)
+    assert check_signature(signature + " ", head)  # same key and signature, rewritten column: caught without a key
 
 
 def test_a_message_must_link_to_the_last_stored_message(store):
