@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .domain import Domain, domain_from_source
-from .errors import ContextEditorError, DomainError, SessionNotFoundError
+from .errors import AuditError, DomainError, Errors
 from .model import GENESIS_HASH, Edit, Message, canonical_json
 from .signing import Signer, check_signature
 from .store import MemoryStore, Store
@@ -43,10 +43,6 @@ NO_KEY_LIMITS = ("heads were not checked against a trusted public key (no --pubk
                  "and verify with --pubkey and --checkpoint for those guarantees.")
 NO_CHECKPOINT_LIMITS = ("no --checkpoint: signed heads prove who wrote each head, but not that a session was not "
                         "deleted or rolled back to an older signed head; verify against a checkpoint for that.")
-
-
-class CheckpointError(ContextEditorError):
-    code = "CE521"
 
 
 @dataclass
@@ -137,7 +133,7 @@ def _domain_problem(version: str, name: str, text: str, digest: str, allow_plugi
         source = json.loads(text)
         rebuilt = domain_from_source(source, f"<stored {version}>", allow_plugins)
     except DomainError as exc:
-        if exc.code == "CE109":  # plugin code is not run unless allowed: the hash check above still holds
+        if exc.code == Errors.PLUGINS_REFUSED.code:  # plugin code is not run unless allowed: the hash check above still holds
             return None, None
         return f"its document is not a valid domain ({exc.message})", None
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -193,7 +189,7 @@ def verify_store(store: Store, session: str | None = None, pubkey: str | None = 
     (`pubkey`, hex) against the last checkpoint of a checkpoint file."""
     found = store.raw_sessions()
     if session is not None and session not in found:
-        raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id (`context-editor sessions`)")
+        raise Errors.NO_SESSION(session=session, store=store.url, known=", ".join(sorted(found)[:10]) or "none yet")
     domains = store.raw_domains()
     checked = {version: _domain_problem(version, *row, allow_plugins) for version, row in domains.items()}
     domain_problems = {version: why for version, (why, _) in checked.items()}
@@ -215,7 +211,7 @@ def verify_store(store: Store, session: str | None = None, pubkey: str | None = 
             report.limits.append(NO_CHECKPOINT_LIMITS)
     else:
         if pubkey is None:
-            raise CheckpointError("a checkpoint can only be checked against a trusted public key",
+            raise Errors.CHECKPOINT(problem="a checkpoint can only be checked against a trusted public key",
                                   fix="pass --pubkey with the public key of the key that signed the checkpoint")
         _check_against_checkpoint(store, report, Path(checkpoint), pubkey, session)
     return report
@@ -244,7 +240,7 @@ def checkpoint(store: Store, signer: Signer, out: str | Path | None = None) -> d
     report = verify_store(store, pubkey=signer.public_hex)
     if not report.ok:
         bad = [f"{v.session}: {v.reason}" for v in report.sessions if not v.ok] + report.store_problems
-        raise CheckpointError(f"the store does not verify, so it cannot be anchored: {bad[0]}",
+        raise Errors.CHECKPOINT(problem=f"the store does not verify, so it cannot be anchored: {bad[0]}",
                               fix="run `context-editor audit verify` and restore the damaged sessions first")
     heads = [row[4] for _, row in sorted(store.raw_sessions().items()) if row is not None]
     prev = GENESIS_HASH
@@ -268,9 +264,9 @@ def _read_checkpoints(path: Path, pubkey: str) -> dict[str, Any]:
     try:
         lines = [line for line in path.read_text("utf-8").splitlines() if line.strip()]
     except OSError as exc:
-        raise CheckpointError(f"cannot read checkpoint file {path}: {exc.strerror}", fix="pass the file `audit checkpoint --out` wrote") from None
+        raise Errors.CHECKPOINT(problem=f"cannot read checkpoint file {path}: {exc.strerror}", fix="pass the file `audit checkpoint --out` wrote") from None
     if not lines:
-        raise CheckpointError(f"{path} holds no checkpoint", file=str(path), fix="run `context-editor audit checkpoint --out FILE`")
+        raise Errors.CHECKPOINT(problem=f"{path} holds no checkpoint", file=str(path), fix="run `context-editor audit checkpoint --out FILE`")
     prev, body = GENESIS_HASH, None
     for n, line in enumerate(lines, 1):
         try:
@@ -280,13 +276,13 @@ def _read_checkpoints(path: Path, pubkey: str) -> dict[str, Any]:
             why = check_signature(canonical_json(signature), text, pubkey)
             heads = body["heads"]
         except (ValueError, KeyError, TypeError):
-            raise CheckpointError("not a checkpoint record", file=str(path), line=n,
+            raise Errors.CHECKPOINT(problem="not a checkpoint record", file=str(path), line=n,
                                   fix="pass the file `audit checkpoint --out` wrote, unedited") from None
         if why:
-            raise CheckpointError(f"the checkpoint cannot be trusted: {why}", file=str(path), line=n,
+            raise Errors.CHECKPOINT(problem=f"the checkpoint cannot be trusted: {why}", file=str(path), line=n,
                                   fix="pass the public key of the key that signed the checkpoints")
         if body.get("prev") != prev or merkle_root(heads) != body.get("root") or body.get("sessions") != len(heads):
-            raise CheckpointError("the checkpoint file was edited (a link or a tree head does not match)",
+            raise Errors.CHECKPOINT(problem="the checkpoint file was edited (a link or a tree head does not match)",
                                   file=str(path), line=n, fix="restore the checkpoint file from its witness")
         prev = hashlib.sha256(line.encode("utf-8")).hexdigest()
     assert isinstance(body, dict)
@@ -337,9 +333,7 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
     """Re-run the stored messages through the recorded domain version; compare the edit logs."""
     from .pipeline import ContextEditor, stored_domain  # the pipeline depends on audit's neighbours, not the reverse
 
-    info = store.session(session)
-    if info is None:
-        raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id")
+    info = store.require_session(session)
 
     def version(v: str) -> Domain:
         return stored_domain(store, replace(info, domain_version=v), allow_plugins)
@@ -376,9 +370,7 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
 
 def export(store: Store, session: str) -> Iterator[dict[str, Any]]:
     """The session for auditors: a header, then messages and edits interleaved in commit order."""
-    info = store.session(session)
-    if info is None:
-        raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id")
+    info = store.require_session(session)
     yield {"type": "session", "session": session, "domain": info.domain, "domain_version": info.domain_version,
            "domain_source": store.get_domain(info.domain_version), "messages": info.messages, "edits": info.edits}
     edits: list[Edit] = store.edits(session)

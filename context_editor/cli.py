@@ -13,15 +13,15 @@ import sys
 from datetime import datetime, timezone
 from typing import Any, Callable, TypeAlias
 
-from . import audit
+from . import audit, registry
 from .conversation import read_conversation
 from .domain import lint_domain, load_domain
-from .errors import ContextEditorError, SessionNotFoundError
+from .errors import ContextEditorError, Errors
 from .inject import format_value
 from .model import Message, State, session_key
 from .pipeline import ContextEditor, stored_domain
 from .resources import sample_conversation
-from .signing import KEY_FIX, Signer, SigningKeyError, public_key_from
+from .signing import Signer, public_key_from
 from .store import DEFAULT_STORE, open_store
 
 SAMPLE = sample_conversation("ecommerce_headphones")
@@ -53,8 +53,7 @@ def _parse_now(value: str | None) -> datetime | None:
     try:
         dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise ContextEditorError(f"--now {value!r} is not ISO 8601", fix="write it like 2024-05-01T10:00:00+08:00",
-                                 code="CE001") from None
+        raise Errors.BAD_NOW(value=value) from None
     return dt
 
 
@@ -88,11 +87,7 @@ def _plugins(args: argparse.Namespace) -> bool:
 def _editor_for_session(session: str, store_url: str | None, model: str | None = None, allow_plugins: bool = False) -> ContextEditor:
     """The editor of an existing session, with the domain version it was processed with."""
     store = open_store(store_url, create=False)
-    info = store.session(session)
-    if info is None:
-        known = ", ".join(store.sessions()[:10]) or "none yet"
-        raise SessionNotFoundError(f"no session {session!r} in {store.url}",
-                                   fix=f"run `context-editor ingest DOMAIN FILE --session {session}` first; known sessions: {known}")
+    info = store.require_session(session)
     return ContextEditor(stored_domain(store, info, allow_plugins), store, model=model)
 
 
@@ -234,7 +229,7 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
 def _signer(args: argparse.Namespace) -> Signer:
     signer = Signer.from_file(args.key) if args.key else Signer.from_env()
     if signer is None:
-        raise SigningKeyError("no signing key", fix=KEY_FIX)
+        raise Errors.SIGNING_KEY(problem="no signing key")
     return signer
 
 
@@ -253,7 +248,8 @@ def cmd_audit_keygen(args: argparse.Namespace) -> int:
     try:
         fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never overwrite a key
     except OSError as exc:
-        raise SigningKeyError(f"cannot create {args.out}: {exc.strerror}", fix="choose a path that does not exist yet") from None
+        raise Errors.CHECKPOINT(problem=f"cannot create {args.out}: {exc.strerror}",
+                                fix="choose a path that does not exist yet (a key is never overwritten)") from None
     with os.fdopen(fd, "w") as f:
         f.write(signer.private_hex() + "\n")
     print(f"private key written to {args.out} (keep it outside the store); public key: {signer.public_hex}")
@@ -440,6 +436,17 @@ def _add_audit_commands(sub: Subcommands) -> None:
     x.set_defaults(func=cmd_audit_export)
 
 
+def _add_registered_commands(sub: Any, argv: list[str]) -> None:
+    """Commands from the `context_editor.commands` entry-point group (the built-in `import` and
+    `bench`, or a third party's). One is loaded only when the command line names it, so the other
+    commands never import the benchmark package; the others are listed by name for `--help`."""
+    for name in registry.commands.names():
+        if name in argv:
+            registry.commands.get(name)(sub)
+        else:
+            sub.add_parser(name, help=f"(see `context-editor {name} --help`)", add_help=False)
+
+
 def _add_domain_commands(sub: Subcommands) -> None:
     """Commands a domain author uses: `lint` and `test`."""
     p = _command(sub, "lint", cmd_lint, "Check a domain file and report every problem (errors and warnings) with its "
@@ -456,7 +463,7 @@ def _add_domain_commands(sub: Subcommands) -> None:
     p.add_argument("--compare", metavar="OLD.yaml", help="also run an older version of the domain and show what changed")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="context-editor", formatter_class=_FORMAT, epilog=EPILOG,
         description="Turn a conversation into provenance-tagged state and render the minimal XML context an action needs.")
@@ -466,16 +473,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_read_commands(sub)
     _add_audit_commands(sub)
     _add_domain_commands(sub)
-
-    from .bench.cli import register  # `import` and `bench`: schema importers and the real-data runners
-
-    register(sub)
+    _add_registered_commands(sub, sys.argv[1:] if argv is None else argv)
     _spread_global_options(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     try:
         if getattr(args, "session", None):
             args.session = session_key(args.session, getattr(args, "tenant", None), getattr(args, "user", None))

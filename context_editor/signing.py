@@ -19,16 +19,10 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from .errors import ContextEditorError
+from .errors import Errors
 
 KEY_ENV = "CONTEXT_EDITOR_SIGNING_KEY"
 KEY_FILE_ENV = "CONTEXT_EDITOR_SIGNING_KEY_FILE"
-KEY_FIX = ("write a key with `context-editor audit keygen --out key.hex` and pass --key key.hex, "
-           f"or set {KEY_FILE_ENV} to its path (or {KEY_ENV} to its 64 hex digits)")
-
-
-class SigningKeyError(ContextEditorError):
-    code = "CE520"
 
 
 def _hex32(text: str, what: str, origin: str) -> bytes:
@@ -37,7 +31,7 @@ def _hex32(text: str, what: str, origin: str) -> bytes:
     except ValueError:
         raw = b""
     if len(raw) != 32:
-        raise SigningKeyError(f"{origin} does not hold an Ed25519 {what} (64 hex digits)", fix=KEY_FIX)
+        raise Errors.SIGNING_KEY(problem=f"{origin} does not hold an Ed25519 {what} (64 hex digits)")
     return raw
 
 
@@ -73,7 +67,7 @@ class Signer:
         try:
             text = Path(path).read_text("utf-8")
         except OSError as exc:
-            raise SigningKeyError(f"cannot read signing key {path}: {exc.strerror}", fix=KEY_FIX) from None
+            raise Errors.SIGNING_KEY(problem=f"cannot read signing key {path}: {exc.strerror}") from None
         return cls.from_hex(text, str(path))
 
     @classmethod

@@ -295,10 +295,10 @@ def test_checkpoint_file_is_append_only_and_checked(tmp_path, headphones):
     assert len(lines) == 2
     assert audit.verify_store(store, pubkey=signer.public_hex, checkpoint=cp).ok
     cp.write_text(lines[1] + "\n")  # the first checkpoint removed: the chain of checkpoints breaks
-    with pytest.raises(audit.CheckpointError, match="edited"):
+    with pytest.raises(audit.AuditError, match="edited"):
         audit.verify_store(store, pubkey=signer.public_hex, checkpoint=cp)
     cp.write_text("\n".join(lines) + "\n")
-    with pytest.raises(audit.CheckpointError, match="cannot be trusted"):
+    with pytest.raises(audit.AuditError, match="cannot be trusted"):
         audit.verify_store(store, pubkey=Signer.generate().public_hex, checkpoint=cp)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import DomainProblem
+from ..errors import DomainProblem, Errors
 
 
 class LinedYaml:
@@ -47,11 +47,8 @@ def _yaml11_bool(node: yaml.Node, path: str, as_key: bool, problems: list[Domain
     if not as_key and node.value.lower() in ("true", "false"):
         return False  # `critical: true` means a boolean
     role = "key" if as_key else "value"
-    problems.append(DomainProblem(
-        f"unquoted {role} '{node.value}' is a boolean in YAML 1.1; it is kept as the text '{node.value}'",
-        line=node.start_mark.line + 1, path=path,
-        fix=f"quote it ('{node.value}') to say you mean the text, or write true/false if a boolean is meant",
-        code="CE123", severity="warning"))
+    problems.append(Errors.YAML_BOOLEAN.problem(line=node.start_mark.line + 1, path=path, severity="warning",
+                                                role=role, value=node.value))
     return True
 
 
@@ -67,10 +64,7 @@ def _build(node: yaml.Node, path: str, lines: dict[str, int], problems: list[Dom
                 key = str(key) if not isinstance(key, str) else key
             child = f"{path}/{key}" if path else key
             if key in out:
-                problems.append(DomainProblem(
-                    f"duplicate key '{key}' (YAML would silently keep only the last one)",
-                    line=key_node.start_mark.line + 1, path=child,
-                    fix=f"remove or rename one of the '{key}' entries", code="CE101"))
+                problems.append(Errors.DUPLICATE_KEY.problem(line=key_node.start_mark.line + 1, path=child, key=key))
             lines[child] = key_node.start_mark.line + 1
             out[key] = _build(value_node, child, lines, problems)
             lines[child] = key_node.start_mark.line + 1  # the key's line beats its value's
@@ -97,10 +91,7 @@ def load_lined_yaml(text: str, file: str) -> LinedYaml:
         problem = getattr(exc, "problem", None) or str(exc)
         context = getattr(exc, "context", None)
         noticed = f" ({context} that starts here; noticed on line {problem_mark.line + 1})" if context and problem_mark else ""
-        return LinedYaml(None, {}, [DomainProblem(
-            f"YAML syntax error: {problem}{noticed}", line=line,
-            fix="check indentation and quoting on this line (quote strings containing ': ' or '#')",
-            code="CE102")])
+        return LinedYaml(None, {}, [Errors.YAML_SYNTAX.problem(line=line, detail=f"{problem}{noticed}")])
     lines: dict[str, int] = {}
     problems: list[DomainProblem] = []
     data = _build(node, "", lines, problems) if node is not None else None

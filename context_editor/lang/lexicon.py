@@ -23,7 +23,7 @@ from typing import Any, Iterator
 import yaml
 
 from .. import registry
-from ..errors import ContextEditorError
+from ..errors import Errors
 from ..resources import rules_dir
 
 LEXICON_FILE = "lexicon.yaml"
@@ -61,8 +61,7 @@ def _as_language(code: str, obj: Any) -> Language:
         return Language(code, Path(obj.__file__).parent)
     if callable(obj):
         return _as_language(code, obj())
-    raise ContextEditorError(f"entry point for language '{code}' is not a Language", code="CE011",
-                             fix="point it at a context_editor.lang.Language, or at a package holding lexicon.yaml")
+    raise Errors.NOT_A_LANGUAGE(code=code)
 
 
 def language(code: str) -> Language:
@@ -81,16 +80,16 @@ def _read(path: Path) -> dict[str, Any]:
         data = yaml.safe_load(path.read_text("utf-8"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise ContextEditorError(f"invalid lexicon: {exc}", file=str(path), line=mark.line + 1 if mark else None,
-                                 code="CE112", fix="fix the YAML syntax of the lexicon") from None
+        raise Errors.LEXICON_SYNTAX(detail=exc, file=str(path), line=mark.line + 1 if mark else None) from None
     if not isinstance(data, dict):
-        raise ContextEditorError("a lexicon must be a YAML mapping", file=str(path), line=1, code="CE112",
-                                 fix="write keys such as `currency:`, `yes:`, `negation:` (see rules/en/lexicon.yaml)")
+        raise Errors.LEXICON_NOT_MAPPING(file=str(path), line=1)
     bad = _not_words(data)
     if bad:
-        raise ContextEditorError(f"lexicon entry {bad} is not a word (YAML reads bare yes/no/on/off as booleans)",
-                                 file=str(path), code="CE112", fix="quote it: 'no'")
-    return data
+        raise Errors.LEXICON_NOT_A_WORD(entry=bad, file=str(path))
+    # As JSON sees it (keys are strings: `months: {1: …}`), so the copy stored with a domain
+    # document hashes the same after its round trip through a store.
+    normalised: dict[str, Any] = json.loads(json.dumps(data, ensure_ascii=False))
+    return normalised
 
 
 def _not_words(node: Any, path: str = "") -> str | None:

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
-from ..errors import StoreError
+from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
 from ..signing import Signer
 
@@ -65,9 +65,7 @@ def parse_domain_row(version_hash: str, row: tuple[str, str] | None) -> dict[str
         return None
     text, digest = row
     if hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() != digest:
-        raise StoreError(f"the stored document of domain version {version_hash} does not match its SHA-256 "
-                         "(it was changed after it was written)",
-                         fix="restore the store from a backup and run `context-editor audit verify`", code="CE506")
+        raise Errors.DOMAIN_DOCUMENT_CHANGED(version=version_hash)
     doc: dict[str, Any] = json.loads(text)
     return doc
 
@@ -131,16 +129,16 @@ def check_batch(message: Message, edits: list[Edit], n_messages: int, n_edits: i
     """
     where = f"session {message.session!r}"
     if message.index != n_messages:
-        raise StoreError(f"{where}: expected message index {n_messages}, got {message.index}", fix=RETRY_FIX)
+        raise Errors.STORE(problem=f"{where}: expected message index {n_messages}, got {message.index}", fix=RETRY_FIX)
     if last_message_hash is not None and message.prev_hash != last_message_hash:
-        raise StoreError(f"{where}: message {message.index} does not link to the last stored message", fix=RETRY_FIX)
+        raise Errors.STORE(problem=f"{where}: message {message.index} does not link to the last stored message", fix=RETRY_FIX)
     prev, seq = last_hash, n_edits
     for e in edits:
         if e.session != message.session or e.message_index != message.index:
-            raise StoreError(f"{where}: edit {e.seq} belongs to {e.session!r} message {e.message_index}",
+            raise Errors.STORE(problem=f"{where}: edit {e.seq} belongs to {e.session!r} message {e.message_index}",
                              fix="commit each message with its own edits")
         if e.seq != seq or e.prev_hash != prev:
-            raise StoreError(f"{where}: edit seq {e.seq} does not continue the chain at seq {seq}", fix=RETRY_FIX)
+            raise Errors.STORE(problem=f"{where}: edit seq {e.seq} does not continue the chain at seq {seq}", fix=RETRY_FIX)
         prev, seq = e.hash, seq + 1
 
 
@@ -161,6 +159,13 @@ class Store(ABC):
     @abstractmethod
     def session(self, session: str) -> SessionInfo | None:
         """What is known about a session, or None if it has no message yet."""
+
+    def require_session(self, session: str) -> SessionInfo:
+        """What is known about a session; the one "no session" error (Errors.NO_SESSION) if it has none."""
+        info = self.session(session)
+        if info is None:
+            raise Errors.NO_SESSION(session=session, store=self.url, known=", ".join(self.sessions()[:10]) or "none yet")
+        return info
 
     @abstractmethod
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:

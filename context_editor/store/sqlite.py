@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreError
+from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
 from .base import (RETRY_FIX, SCHEMA, SCHEMA_VERSION, SessionInfo, Store, check_batch, domain_text, edit_from_row,
                    edit_row, new_head, parse_domain_row, raw_session_rows)
@@ -24,8 +24,7 @@ class SQLiteStore(Store):
         self.path = str(path)
         self.url = f"sqlite:///{self.path}"
         if not create and not (self.path == ":memory:" or Path(self.path).is_file()):
-            raise StoreError(f"no store at {self.path}", code="CE504",
-                             fix="check --store (or $CONTEXT_EDITOR_STORE); `context-editor ingest` creates a store")
+            raise Errors.NO_STORE(path=self.path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
@@ -37,9 +36,9 @@ class SQLiteStore(Store):
                 has_tables, version = self._schema_version(c)
                 if has_tables and version != SCHEMA_VERSION:
                     c.execute("ROLLBACK")
-                    raise StoreError(f"{self.path} was written by another version of context-editor "
-                                     f"(schema {version}, this is {SCHEMA_VERSION})",
-                                     fix="export its sessions with the version that wrote it, or use a new --store file")
+                    raise Errors.STORE(problem=f"{self.path} was written by another version of context-editor "
+                                               f"(schema {version}, this is {SCHEMA_VERSION})",
+                                       fix="export its sessions with the version that wrote it, or use a new --store file")
                 for statement in SCHEMA.split(";"):
                     if statement.strip():
                         c.execute(statement)
@@ -48,7 +47,7 @@ class SQLiteStore(Store):
         except sqlite3.DatabaseError as exc:
             if c.in_transaction:
                 c.execute("ROLLBACK")
-            raise StoreError(f"{self.path} is not a usable SQLite database ({exc})", fix="pass another --store path") from exc
+            raise Errors.STORE(problem=f"{self.path} is not a usable SQLite database ({exc})", fix="pass another --store path") from exc
 
     @staticmethod
     def _schema_version(c: sqlite3.Connection) -> tuple[bool, int]:
@@ -64,7 +63,7 @@ class SQLiteStore(Store):
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA busy_timeout=30000")
             except sqlite3.Error as exc:
-                raise StoreError(f"cannot open SQLite database {self.path}: {exc}",
+                raise Errors.STORE(problem=f"cannot open SQLite database {self.path}: {exc}",
                                  fix="check the path and its permissions, or pass another --store") from exc
             self._local.conn = conn
         return conn
@@ -106,7 +105,7 @@ class SQLiteStore(Store):
             c.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
             c.execute("ROLLBACK")
-            raise StoreError(f"session {message.session!r}: {exc}", fix=RETRY_FIX) from exc
+            raise Errors.STORE(problem=f"session {message.session!r}: {exc}", fix=RETRY_FIX) from exc
         except BaseException:
             if c.in_transaction:
                 c.execute("ROLLBACK")
