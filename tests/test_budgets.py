@@ -69,3 +69,25 @@ def test_a_power_of_ten_is_no_people_count():
                                                        now="2024-05-01T10:00:00")
     assert state.get("travelers") is None
     assert [(h.value, h.reason) for h in state.fields["travelers"].history] == [("10^1000", "NUMBER_NOT_A_QUANTITY")]
+
+
+def test_the_literal_prefilter_never_skips_a_rule_that_would_match():
+    """A rule is skipped only when none of the strings every match contains is in the text: on
+    real messages, whenever a rule matches, one of its literals is there."""
+    from conftest import ROOT
+    from context_editor.conversation import read_conversation
+    from context_editor.domain.regexcheck import required_literals
+    from context_editor.domain.rulepacks import load_rule_library
+
+    texts = [m["content"] for path in sorted((ROOT / "domains" / "samples").glob("*.jsonl"))
+             for m in read_conversation(str(path))]
+    texts += ["I have $50,000 to invest for three years", "预算不超过三千元", "Returns around 4 percent a year",
+              "我们一家三口下周五出发", "Budget is 2k USD, 2 adults", "要3件L码的", "ORDER-2024-001 到了吗"]
+    checked = 0
+    for rule in load_rule_library().values():
+        literals = required_literals(rule.pattern)
+        for text in texts:
+            if literals is not None and rule.pattern.search(text):
+                assert any(lit in text.casefold() for lit in literals), (rule.id, text, literals)
+                checked += 1
+    assert checked > 20

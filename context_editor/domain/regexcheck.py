@@ -16,11 +16,13 @@ library, so it runs on request (`context-editor lint --timing`) and in the suite
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing as mp
 import re
 import time
 from multiprocessing.connection import Connection
 from functools import lru_cache
+from typing import Any
 
 SAMPLE_LENGTH = 28  # enough for exponential blow-up to take seconds, short enough to be instant otherwise
 DEADLINE_SECONDS = 2.0
@@ -96,3 +98,51 @@ def superlinear_problem(rule_id: str, pattern: re.Pattern[str]) -> str | None:
             return (f"rule '{rule_id}' takes {t_large:.0f} ms on {large // 1000} KB of {unit!r} repeated "
                     f"({t_small:.1f} ms on {small // 1000} KB): it backtracks, so one long message can stall extraction")
     return None
+
+
+def required_literals(pattern: re.Pattern[str]) -> frozenset[str] | None:
+    """Strings (case-folded) one of which every match of `pattern` contains, or None if the
+    pattern has no such literal. The extractor skips a rule whose literals are all absent from a
+    message: one substring search instead of a regex scan, so text that holds none of a rule's
+    cues (a hostile run of letters or digits) costs that rule almost nothing."""
+    return _required(pattern.pattern, pattern.flags)
+
+
+@lru_cache(maxsize=4096)
+def _required(source: str, flags: int) -> frozenset[str] | None:
+    # The standard library's own regex parser (private modules, hence imported by name).
+    C: Any = importlib.import_module("re._constants")
+    parser: Any = importlib.import_module("re._parser")
+
+    def req(items: Any) -> frozenset[str] | None:
+        candidates: list[frozenset[str]] = []
+        run: list[str] = []
+        for op, av in items:
+            if op is C.LITERAL:
+                run.append(chr(av))
+                continue
+            if run:
+                candidates.append(frozenset({"".join(run)}))
+                run = []
+            found: frozenset[str] | None = None
+            if op is C.SUBPATTERN:
+                found = req(av[3])
+            elif op is C.ATOMIC_GROUP:
+                found = req(av)
+            elif op is C.BRANCH:
+                parts = [req(branch) for branch in av[1]]
+                found = None if any(p is None for p in parts) else frozenset().union(*(p for p in parts if p))
+            elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+                found = req(av[2]) if av[0] >= 1 else None
+            elif op is C.ASSERT:  # what a lookaround requires is in the text too
+                found = req(av[1])
+            elif op is C.IN and av and all(o is C.LITERAL for o, _ in av) and len(av) <= 8:
+                found = frozenset(chr(a) for _, a in av)
+            if found:
+                candidates.append(found)
+        if run:
+            candidates.append(frozenset({"".join(run)}))
+        return max(candidates, key=lambda c: (min(len(s) for s in c), -len(c)), default=None)
+
+    found = req(parser.parse(source, flags))
+    return frozenset(s.casefold() for s in found) if found else None

@@ -4,6 +4,8 @@ Four sources of candidates, each tagged with an extractor id for provenance:
 - `rule:<id>`: regex rules from the packs a field's `extract` selects;
 - `enum:<field>`: the synonyms an enum (or list-of-enum) field declares;
 - `ner:<model>:<label>`: entities, for fields that opt in;
+- `<extractor>:<label>`: spans of a registered third-party extractor (`extract: [caps.WORD]`,
+  entry-point group `context_editor.extractors`);
 - `tool:json`: keys of a JSON tool result.
 Negation, proposals and confirmations are decided here (they are properties of the text); what
 they mean for state is Transform's business. A role a field does not accept yields nothing for
@@ -21,6 +23,8 @@ from typing import Any
 
 from .. import registry
 from ..domain import Domain, FieldSpec
+from ..domain.regexcheck import required_literals
+from ..domain.rulepacks import extractor_ref
 from ..lang import detect_language
 from ..model import Candidate, Message, Provenance
 from .confirm import confirmation, question_spans
@@ -30,13 +34,14 @@ from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, ner_label
 from .tools import key_index, parse_json, walk
 from .values import default_parser, parse_value
 
-MAX_SCAN_CHARS = 20_000
+PLUGIN_CONFIDENCE = 0.8  # a registered extractor's, unless it has a `confidence` attribute
+MAX_SCAN_CHARS = 20_000  # prose beyond this is kept in the log but not scanned (bounded cost)
 # A number written with an exponent ("1e999999", "$1e309", "10^1000") is no amount anyone pays or
 # counts: a parser reading "1" or "1000" out of it would be wrong, so the mention is rejected.
 _EXPONENT_AFTER = re.compile(r"[0-9.]*\s*(?:[eE][+-]?[0-9]|\^\s*[0-9]|\*\*\s*[0-9])")
 _EXPONENT_BEFORE = re.compile(r"[0-9]\s*(?:[eE][+-]?|\^\s*|\*\*\s*)$")
 _EXPONENT_TOKEN = re.compile(r"[0-9][0-9.,]*\s*(?:[eE][+-]?|\^|\*\*)\s*[0-9]+")
-NUMERIC_PARSERS = ("money", "number", "int", "float", "percent", "count")  # prose beyond this is kept in the log but not scanned (bounded cost)
+NUMERIC_PARSERS = ("money", "number", "int", "float", "percent", "count")
 
 
 class Extractor:
@@ -60,6 +65,15 @@ class Extractor:
         return out
 
     @cached_property
+    def plugin_fields(self) -> dict[str, dict[str, set[str]]]:
+        """Field -> {registered extractor -> the labels it takes from it} (fields that opted in)."""
+        out: dict[str, dict[str, set[str]]] = {}
+        for name, spec in self.domain.fields.items():
+            for found in filter(None, map(extractor_ref, spec.extract)):
+                out.setdefault(name, {}).setdefault(found[0], set()).add(found[1])
+        return out
+
+    @cached_property
     def tool_keys(self) -> dict[str, FieldSpec]:
         return key_index(self.domain)
 
@@ -78,17 +92,21 @@ class Extractor:
         questions = question_spans(text) if msg.role == "assistant" else []
         out: list[Candidate] = []
         ents: list[Any] | None = None  # one model pass per message, only if a field asks for it
+        spans: dict[str, list[Any]] = {}  # one pass of each registered extractor a field asks for
         english = detect_language(text) == "en" if self.ner_fields else False
+        folded = text.casefold()  # for the rules' literal pre-filter
         for name, spec in self.domain.fields.items():
             proposing = msg.role == "assistant" and msg.role not in spec.sources and "user" in spec.sources
             if msg.role not in spec.sources and not (proposing and questions):
                 continue  # role policy: this role cannot speak for this field
-            found = self._from_rules(msg, text, spec, now)
+            found = self._from_rules(msg, text, folded, spec, now)
             if name in self.enum_matchers:
                 found.extend(self._from_enum(msg, text, spec))
             if name in self.ner_fields and english:
                 ents = registry.extractors.get("ner")(text) if ents is None else ents
                 found.extend(self._from_ner(msg, text, spec, ents))
+            if name in self.plugin_fields:
+                found.extend(self._from_plugins(msg, text, spec, spans))
             if proposing:
                 found = [replace(c, kind="proposal") for c in found
                          if any(s <= c.provenance.span[0] < e for s, e in questions)]
@@ -104,9 +122,24 @@ class Extractor:
                           self._prov(msg, s, e, t, f"ner:{MODEL_ID}:{label}", NER_CONFIDENCE), negated=is_negated(text, s, e))
                 for s, e, t, label in ents if label in labels]
 
-    def _from_rules(self, msg: Message, text: str, spec: FieldSpec, now: datetime) -> list[Candidate]:
+    def _from_plugins(self, msg: Message, text: str, spec: FieldSpec, spans: dict[str, list[Any]]) -> list[Candidate]:
+        out = []
+        for name, labels in sorted(self.plugin_fields[spec.name].items()):
+            extractor = registry.extractors.get(name)
+            if name not in spans:
+                spans[name] = list(extractor(text))
+            confidence = float(getattr(extractor, "confidence", PLUGIN_CONFIDENCE))
+            out += [Candidate(spec.name, " ".join(t.split()), self._prov(msg, s, e, t, f"{name}:{label}", confidence),
+                              negated=is_negated(text, s, e))
+                    for s, e, t, label in spans[name] if label in labels]
+        return out
+
+    def _from_rules(self, msg: Message, text: str, folded: str, spec: FieldSpec, now: datetime) -> list[Candidate]:
         out = []
         for rule in self.domain.field_rules[spec.name]:
+            literals = required_literals(rule.pattern)
+            if literals is not None and not any(lit in folded for lit in literals):
+                continue  # none of the strings every match contains is here: the scan would find nothing
             for m in rule.pattern.finditer(text):
                 group = next((g for g in rule.groups if m.group(g) is not None), None)
                 if group is None:
