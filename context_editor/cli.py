@@ -335,11 +335,16 @@ def build_parser() -> argparse.ArgumentParser:
     from .bench.cli import register  # `import` and `bench`: schema importers and the real-data runners
 
     register(sub)
+    from .train.cli import register as register_train  # `train ner`: a face over the stages, loaded like bench
+
+    register_train(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if hasattr(args, "argv"):  # commands that record how they were run (a model card's rebuild command)
+        args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if getattr(args, "session", None):
             args.session = session_key(args.session, getattr(args, "tenant", None), getattr(args, "user", None))

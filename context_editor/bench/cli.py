@@ -1,13 +1,19 @@
 """`context-editor import …` and `context-editor bench …`, added to the main CLI by `register`.
 
-    context-editor import sgd SCHEMA.json[.gz] --out DIR
-    context-editor import crosswoz DATABASE_DIR --out DIR
-    context-editor bench sgd --data SPLIT_DIR [--limit N] --out DIR
-    context-editor bench crosswoz --data val.json.zip [--database DIR] [--limit N] --out DIR
+    context-editor import sgd SCHEMA.json[.gz] --out DIR [--ner MODEL_DIR]
+    context-editor import crosswoz DATABASE_DIR --out DIR [--ner MODEL_DIR]
+    context-editor bench sgd --data SPLIT_DIR [--limit N] [--ner MODEL_DIR] --out DIR
+    context-editor bench crosswoz --data val.json.zip [--database DIR] [--limit N] [--ner MODEL_DIR] --out DIR
 
 A benchmark imports the dataset's schema into OUT/domains (so it measures exactly what the
 import command produces), runs every dialogue, then the scaling run, and writes results.json,
 report.md and a plot into OUT. Progress goes to stderr, the list of files written to stdout.
+
+With `--ner MODEL_DIR` it is an ablation in one run: the dialogues go through three imports of
+the schema, rules only (OUT/domains-rules: no model at all), the model only (OUT/domains-ner:
+no rule packs; enum values stay, they are the fields' types) and both (OUT/domains-both, which
+the main numbers, the scaling run and the plot then describe); results.json gets an `ablation`
+section and the model's cold load time.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from pathlib import Path
 from ..importers import import_crosswoz, import_sgd
 from .crosswoz import load_crosswoz
 from .dataset import Dataset
-from .report import summarise, write_outputs
+from .report import ablation_summary, ner_model_summary, summarise, write_outputs
 from .runner import Harness
 from .sgd import load_sgd
 from .speed import scaling_run
@@ -28,9 +34,13 @@ from .speed import scaling_run
 SCALING_ROUNDS = 10_000
 
 
+# The ablation's runs: import options per mode (the last one is the main run).
+ABLATION = (("rules", {"generic_ner": False}), ("ner", {"rules": False}), ("both", {}))
+
+
 def cmd_import(args) -> int:
     importer = import_sgd if args.dataset == "sgd" else import_crosswoz
-    for path in importer(args.source, args.out):
+    for path in importer(args.source, args.out, ner=args.ner):
         print(path)
     return 0
 
@@ -42,21 +52,45 @@ def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, 
     return domain, utterances
 
 
+def _load(args, domains_out: Path, **import_options) -> Dataset:
+    if args.dataset == "sgd":
+        return load_sgd(args.data, domains_out, args.limit, **import_options)
+    return load_crosswoz(args.data, args.database, domains_out, args.limit, **import_options)
+
+
+def _ablation(args, out: Path) -> tuple[Dataset, Harness, dict]:
+    """Rules only, model only, both: each a full run; returns the last (both) and every summary."""
+    runs = {}
+    for mode, options in ABLATION:
+        options = options if mode == "rules" else {**options, "ner": args.ner}
+        ds = _load(args, out / f"domains-{mode}", **options)
+        harness = Harness(ds)
+        harness.run(f"bench {ds.name} [{mode}]")
+        runs[mode] = ablation_summary(harness)
+        if mode != ABLATION[-1][0]:
+            harness.close()
+    return ds, harness, {"modes": runs, "model": ner_model_summary(args.ner)}
+
+
 def cmd_bench(args) -> int:
     out = Path(args.out)
     started = time.monotonic()
-    if args.dataset == "sgd":
-        ds = load_sgd(args.data, out / "domains", args.limit)
+    ablation = None
+    if args.ner:
+        ds, harness, ablation = _ablation(args, out)
     else:
-        ds = load_crosswoz(args.data, args.database, out / "domains", args.limit)
-    harness = Harness(ds)
-    harness.run(f"bench {ds.name}")
+        ds = _load(args, out / "domains")
+        harness = Harness(ds)
+        harness.run(f"bench {ds.name}")
     domain, utterances = _scaling_input(ds, harness)
     harness.close()
     scaling = scaling_run(ds.domain_files[domain], utterances, args.scaling_rounds, ds.now)
-    config = {"data": str(args.data), "limit": args.limit, "domains_dir": str(out / "domains"), "clock": ds.now.isoformat(),
-              "dialogue_domains": dict(Counter(len(d.domains) for d in ds.dialogues))}
+    config = {"data": str(args.data), "limit": args.limit, "domains_dir": str(ds.domain_files[domain].parent),
+              "clock": ds.now.isoformat(), "dialogue_domains": dict(Counter(len(d.domains) for d in ds.dialogues)),
+              "ner": str(args.ner) if args.ner else None}
     results = summarise(harness, scaling, time.monotonic() - started, config)
+    if ablation:
+        results["ablation"] = ablation
     for path in write_outputs(results, harness, scaling, out):
         print(path)
     return 0
@@ -74,6 +108,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     k.add_argument("source", metavar="DATABASE_DIR", help="CrossWOZ's database/ directory (attraction_db.json, …)")
     for k in kinds.choices.values():
         k.add_argument("--out", required=True, metavar="DIR", help="directory for the domain files (created if missing)")
+        k.add_argument("--ner", metavar="MODEL_DIR", help="a model from `context-editor train ner` for every domain to use")
         k.set_defaults(func=cmd_import)
 
     p = subparsers.add_parser("bench", help="Measure accuracy, context size and speed on a real dialogue dataset.",
@@ -87,6 +122,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     for k in kinds.choices.values():
         k.add_argument("--limit", type=int, metavar="N", help="only the first N dialogues")
         k.add_argument("--out", required=True, metavar="DIR", help="directory for results.json, report.md, the plot and domains/")
+        k.add_argument("--ner", metavar="MODEL_DIR", help="a trained model: run the ablation rules only / model only / both")
         k.add_argument("--scaling-rounds", type=int, default=SCALING_ROUNDS, metavar="N",
                        help=f"user rounds fed to one session in the scaling run (default {SCALING_ROUNDS})")
         k.set_defaults(func=cmd_bench)

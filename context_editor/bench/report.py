@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import resource
+import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
+from ..domain.nermodel import model_info, size_bytes
 from .metrics import DomainScore, median, percentile
 from .runner import Harness, TurnRow
 from .speed import ScalingResult
@@ -68,6 +70,28 @@ def summarise(harness: Harness, scaling: ScalingResult, seconds: float, config: 
     }
 
 
+def ablation_summary(harness: Harness) -> dict:
+    """The accuracy and ingest cost of one run of the ablation, overall and per domain."""
+    total = DomainScore()
+    for s in harness.scores.values():
+        total.merge(s)
+    return {**total.summary(),
+            "turn_joint_goal_accuracy": round(sum(harness.turn_joint) / len(harness.turn_joint), 4) if harness.turn_joint else 0.0,
+            "ingest_ms_p50": round(percentile(harness.ingest_ms, 50), 4), "ingest_ms_p99": round(percentile(harness.ingest_ms, 99), 4),
+            "per_domain": {d: harness.scores[d].summary() for d in sorted(harness.scores)}}
+
+
+def ner_model_summary(model_dir: str) -> dict:
+    """The model's card facts and its load time in a fresh interpreter (importing spaCy included):
+    what a process pays the first time a domain needs the model."""
+    info = model_info(model_dir)
+    code = ("import time; t = time.perf_counter(); import spacy; nlp = spacy.load(%r); "
+            "print(time.perf_counter() - t)" % str(info.path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return {"path": str(info.path), "name": info.name, "hash": info.hash, "labels": list(info.labels),
+            "size_bytes": size_bytes(info.path), "load_seconds": round(float(out.stdout.strip()), 3)}
+
+
 def _table(rows: list[tuple]) -> str:
     head, *body = rows
     lines = ["| " + " | ".join(map(str, head)) + " |", "|" + "---|" * len(head)]
@@ -98,7 +122,26 @@ def markdown(results: dict) -> str:
     dom += [(d, s["frames"], f"{s['joint_goal_accuracy']:.3f}", f"{s['slot_precision']:.3f}", f"{s['slot_recall']:.3f}",
              f"{s['slot_f1']:.3f}", ", ".join(f"{k} {v}" for k, v in list(s["top_errors"].items())[:3]))
             for d, s in r["per_domain"].items()]
-    return "\n\n".join([f"## {r['dataset']}", _table(head), _table(ctx), _table(dom)]) + "\n"
+    parts = [f"## {r['dataset']}", _table(head), _table(ctx), _table(dom)]
+    if r.get("ablation"):
+        parts += _ablation_tables(r["ablation"])
+    return "\n\n".join(parts) + "\n"
+
+
+def _ablation_tables(ab: dict) -> list[str]:
+    m = ab["model"]
+    modes = ab["modes"]
+    head = [("extraction", "JGA per frame", "JGA per turn", "slot P / R / F1", "ingest ms p50 / p99")]
+    head += [(mode, f"{s['joint_goal_accuracy']:.3f}", f"{s['turn_joint_goal_accuracy']:.3f}",
+              f"{s['slot_precision']:.3f} / {s['slot_recall']:.3f} / {s['slot_f1']:.3f}",
+              f"{s['ingest_ms_p50']:.2f} / {s['ingest_ms_p99']:.2f}") for mode, s in modes.items()]
+    domains = sorted({d for s in modes.values() for d in s["per_domain"]})
+    dom = [("domain (JGA)", *modes)]
+    dom += [(d, *(f"{s['per_domain'][d]['joint_goal_accuracy']:.3f}" if d in s["per_domain"] else "—" for s in modes.values()))
+            for d in domains]
+    note = (f"NER model `{m['name']}` (sha256 `{m['hash'][:12]}`), {m['size_bytes'] / 1e6:.1f} MB, "
+            f"cold load {m['load_seconds']:.2f} s (import spaCy + load).")
+    return ["### Ablation: rules only / NER only / both", note, _table(head), _table(dom)]
 
 
 def plot(rows: list[TurnRow], scaling: ScalingResult, path: Path) -> bool:

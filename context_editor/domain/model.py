@@ -23,6 +23,8 @@ import jsonschema
 from ..errors import DomainError, DomainProblem
 from ..expressions import TemplateSyntaxError, compile_expression, expression_names
 from ..model import canonical_json
+from .kinds import accepts
+from .nermodel import MARGIN, STORED_KEY, NerModel, NerModelError, configured_models, reloaded_models, stored_models
 from .rulepacks import NER_LABELS, RULES_DIR, Rule, load_rule_library, ner_label, select_rules
 from .yamlines import load_lined_yaml
 
@@ -130,6 +132,8 @@ class Domain:
     path: str
     source: dict  # the loaded document, stored with the log so replay uses this exact version
     rule_library: dict[str, Rule] = field(repr=False, compare=False, default_factory=dict)
+    ner_models: dict[str, NerModel] = field(default_factory=dict)  # language -> trained model (`ner:`)
+    ner_margin: float = MARGIN
 
     @cached_property
     def field_rules(self) -> dict[str, list[Rule]]:
@@ -203,6 +207,14 @@ def _semantic_problems(doc, library: dict[str, Rule], doc_dir: Path) -> list[Dom
             hint = f"did you mean '{close[0]}'? " if close else ""
             problem(f"unknown field '{name}'", path, f"{hint}declare it under `fields:` or use one of: {', '.join(sorted(fields))}")
 
+    models: dict[str, NerModel] = {}
+    if d.get("ner"):
+        try:
+            models = configured_models(d["ner"], doc_dir)
+        except NerModelError as exc:
+            problem(exc.message, "ner", exc.fix or "", exc.code)
+    model_labels = sorted({label for m in models.values() for label in m.labels})
+
     for name, f in fields.items():
         base = f"fields/{name}"
         ftype = f.get("type")
@@ -219,10 +231,13 @@ def _semantic_problems(doc, library: dict[str, Rule], doc_dir: Path) -> list[Dom
                 except re.error as exc:
                     problem(f"invalid regular expression: {exc}", f"{base}/{key}", "fix the pattern (Python `re` syntax)")
         for i, ref in enumerate(f.get("extract") or []):
-            if ner_label(ref) is not None:
-                if ner_label(ref) not in NER_LABELS:
+            label = ner_label(ref)
+            if label is not None:
+                known = any(accepts(label, x) for x in model_labels) if d.get("ner") else label in NER_LABELS
+                if not known and not (d.get("ner") and not models):  # a missing model is reported once, above
+                    names = model_labels if d.get("ner") else NER_LABELS
                     problem(f"unknown entity label in '{ref}'", f"{base}/extract/{i}",
-                            f"use one of: {', '.join('ner.' + x for x in NER_LABELS)}", "CE106")
+                            f"use one of: {', '.join('ner.' + x for x in names)}", "CE106")
                 continue
             if not select_rules(library, ref):
                 close = sorted({rid.rsplit(".", 1)[0] for rid in library if rid.split(".")[0] == ref.split(".")[0]})
@@ -372,13 +387,18 @@ def _build(doc_data: dict, path: Path, library: dict[str, Rule]) -> Domain:
         for name, a in d["actions"].items()}
     tools = {name: ToolSpec(tuple(t.get("keep") or ()), int(t.get("max_items", 3))) for name, t in (d.get("tools") or {}).items()}
     used_rules = sorted({r.id for f in fields.values() for ref in f.extract for r in select_rules(library, ref)})
+    models = reloaded_models(d.get(STORED_KEY) or {})
+    if models:  # the version covers the weights as they are now (a retrained model is a new version), not where they are
+        d = {**d, STORED_KEY: stored_models(models)}
+    weights = {lang: {"name": m.name, "hash": m.hash} for lang, m in sorted(models.items())}
     fingerprint = canonical_json({
-        "domain": d, "rules": {rid: [library[rid].pattern.pattern, library[rid].parse, library[rid].confidence] for rid in used_rules}})
+        "domain": {**d, STORED_KEY: weights} if models else d, "rules": {rid: [library[rid].pattern.pattern, library[rid].parse, library[rid].confidence] for rid in used_rules}})
     version_hash = hashlib.sha256(fingerprint.encode("utf-8")).hexdigest()[:16]
     return Domain(
         name=d["domain"], version=str(d["version"]), version_hash=version_hash,
         languages=tuple(d.get("languages") or ("zh", "en")), default_currency=d.get("default_currency", "CNY"),
-        fields=fields, machine=machine, rules=rules, actions=actions, tools=tools, path=str(path), source=d, rule_library=library)
+        fields=fields, machine=machine, rules=rules, actions=actions, tools=tools, path=str(path), source=d, rule_library=library,
+        ner_models=models, ner_margin=float((d.get("ner") or {}).get("margin", MARGIN)) if isinstance(d.get("ner"), dict) else MARGIN)
 
 
 PLUGIN_CODE = "_plugin_code"  # plugin sources kept in the stored document: replay runs the same code
@@ -415,6 +435,8 @@ def load_domain(domain: str | Path, allow_plugins: bool = False) -> Domain:
         if not allow_plugins:
             raise _plugins_refused(str(path))
         data = {**data, PLUGIN_CODE: {n: (path.parent / n).read_text("utf-8") for n in data["plugins"]}}
+    if data.get("ner"):  # resolved once, here, relative to the file; the stored document keeps where they are
+        data = {**data, STORED_KEY: stored_models(configured_models(data["ner"], path.parent))}
     return _build(data, path, library)
 
 

@@ -3,7 +3,8 @@
 Four sources of candidates, each tagged with an extractor id for provenance:
 - `rule:<id>`: regex rules from the packs a field's `extract` selects;
 - `enum:<field>`: the synonyms an enum (or list-of-enum) field declares;
-- `ner:<model>:<label>`: entities, for fields that opt in;
+- `ner:<model>@<hash>:<label>`: spans of a domain's trained model (`ner:<model>:<label>` for
+  the generic English model), for fields that opt in, combined with rule hits by `outrank`;
 - `tool:json`: keys of a JSON tool result.
 Negation, proposals and confirmations are decided here (they are properties of the text); what
 they mean for state is Transform's business. A role a field does not accept yields nothing for
@@ -22,7 +23,8 @@ from ..model import Candidate, Message, Provenance
 from .confirm import confirmation, question_spans
 from .enums import EnumMatcher
 from .negation import is_negated
-from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, entities, ner_label
+from ..domain.kinds import accepts
+from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, Span, entities, ner_label, outrank, scored_spans
 from .tools import key_index, parse_json, walk
 from .values import default_parser, parse_value
 
@@ -72,8 +74,8 @@ class Extractor:
         text = msg.content[:MAX_SCAN_CHARS]
         questions = question_spans(text) if msg.role == "assistant" else []
         out: list[Candidate] = []
-        ents: list | None = None  # one model pass per message, only if a field asks for it
-        english = detect_language(text) == "en" if self.ner_fields else False
+        spans: list[Span] | None = None  # one model pass per message, only if a field asks for it
+        lang = detect_language(text) if self.ner_fields else ""
         for name, spec in self.domain.fields.items():
             proposing = msg.role == "assistant" and msg.role not in spec.sources and "user" in spec.sources
             if msg.role not in spec.sources and not (proposing and questions):
@@ -81,9 +83,9 @@ class Extractor:
             found = self._from_rules(msg, text, spec, now)
             if name in self.enum_matchers:
                 found.extend(self._from_enum(msg, text, spec))
-            if name in self.ner_fields and english:
-                ents = entities(text) if ents is None else ents
-                found.extend(self._from_ner(msg, text, spec, ents))
+            if name in self.ner_fields:
+                spans = self._spans(text, lang) if spans is None else spans
+                found = outrank(found, self._from_ner(msg, text, spec, spans, now), self.domain.ner_margin)
             if proposing:
                 found = [replace(c, kind="proposal") for c in found
                          if any(s <= c.provenance.span[0] < e for s, e in questions)]
@@ -93,11 +95,38 @@ class Extractor:
             out.append(Candidate("", True, self._prov(msg, *yes, text[yes[0]:yes[1]], "confirm:yes", 1.0), kind="confirmation"))
         return out
 
-    def _from_ner(self, msg: Message, text: str, spec: FieldSpec, ents) -> list[Candidate]:
-        labels = self.ner_fields[spec.name]
-        return [Candidate(spec.name, " ".join(t.split()),
-                          self._prov(msg, s, e, t, f"ner:{MODEL_ID}:{label}", NER_CONFIDENCE), negated=is_negated(text, s, e))
-                for s, e, t, label in ents if label in labels]
+    def _spans(self, text: str, lang: str) -> list[Span]:
+        """The spans of the domain's model for the message's language (the generic English model
+        when the domain names none)."""
+        model = self.domain.ner_models.get(lang)
+        if model is not None:
+            return [Span(s, e, t, label, p, f"{model.extractor}:{label}") for s, e, t, label, p in scored_spans(model, text)]
+        if self.domain.ner_models or lang != "en":
+            return []
+        return [Span(s, e, t, label, NER_CONFIDENCE, f"ner:{MODEL_ID}:{label}") for s, e, t, label in entities(text)]
+
+    def _from_ner(self, msg: Message, text: str, spec: FieldSpec, spans: list[Span], now: datetime) -> list[Candidate]:
+        refs = self.ner_fields[spec.name]
+        out = []
+        for sp in spans:
+            if not any(accepts(ref, sp.label) for ref in refs):
+                continue
+            value = self._span_value(spec, sp.text, now)
+            if value is not None:
+                out.append(Candidate(spec.name, value, self._prov(msg, sp.start, sp.end, sp.text, sp.extractor, sp.score),
+                                     negated=is_negated(text, sp.start, sp.end)))
+        return out
+
+    def _span_value(self, spec: FieldSpec, raw: str, now: datetime):
+        """A model span as the field's value: an enum's canonical value, a parsed date/amount/count,
+        or the words of the span for text."""
+        if spec.synonyms:
+            return next((c for _, _, _, c in self.enum_matchers[spec.name].finditer(raw)), None)
+        parser = default_parser(spec)
+        if parser == "text":
+            return " ".join(raw.split())
+        parsed = parse_value(parser, raw, spec, now, self.domain.default_currency)
+        return parsed.value if parsed else None
 
     def _from_rules(self, msg: Message, text: str, spec: FieldSpec, now: datetime) -> list[Candidate]:
         out = []

@@ -26,7 +26,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .common import DatasetError, read_json, track_action, write_domains
+from ..domain.kinds import served_label, value_kind
+from .common import DatasetError, NerRef, model_ref, read_json, track_action, write_domains
 
 _BRANCH = re.compile(r"[（(][^（）()]*[)）]$")  # "汉庭酒店(北京柳芳店)" -> branch "(北京柳芳店)"
 
@@ -151,7 +152,7 @@ def _vocabularies(database_dir: Path) -> dict[str, dict[str, list[str]]]:
     }
 
 
-def _field(slot: Slot, vocab: dict[str, dict[str, list[str]]]) -> dict:
+def _field(slot: Slot, vocab: dict[str, dict[str, list[str]]], ner_ref: str | None = None, rules: bool = True) -> dict:
     f: dict = {"type": "text", "description": f"CrossWOZ 槽位 {slot.zh}", "ask": {"zh": slot.ask}}
     if slot.tool_only:
         return {**f, "sources": ["tool"], "tool_keys": [slot.zh]}
@@ -162,33 +163,50 @@ def _field(slot: Slot, vocab: dict[str, dict[str, list[str]]]) -> dict:
             f["items"] = {"type": "enum", "values": values}
         else:
             f["values"] = values
-    if slot.rules:
-        f["extract"] = list(slot.rules)
+    extract = [*(slot.rules if rules else ()), *([ner_ref] if ner_ref else [])]
+    if extract:
+        f["extract"] = extract
     return f
 
 
-def domain_document(spec: CrossWozDomain, vocab: dict[str, dict[str, list[str]]]) -> dict:
-    """The domain document of one CrossWOZ domain."""
-    fields = {s.field: _field(s, vocab) for s in spec.slots}
+def _ner_ref(spec: CrossWozDomain, slot: Slot, ner: NerRef | None) -> str | None:
+    """The model label a slot opts into: the kind of value of its name, about its domain (the
+    domain's name is the slot's description, as `train ner --format crosswoz` labels it)."""
+    if ner is None or slot.tool_only:
+        return None
+    label = served_label(value_kind(slot.zh, spec.zh, [(s.zh, spec.zh) for s in spec.slots]), ner.labels)
+    return f"ner.{label}" if label else None
+
+
+def domain_document(spec: CrossWozDomain, vocab: dict[str, dict[str, list[str]]], ner: NerRef | None = None,
+                    rules: bool = True) -> dict:
+    """The domain document of one CrossWOZ domain; `ner` names a trained model, `rules=False`
+    leaves the rule packs out (the benchmark's ablation; gazetteers are the fields' types and stay)."""
+    fields = {s.field: _field(s, vocab, _ner_ref(spec, s, ner), rules) for s in spec.slots}
     for key, name in spec.results:
         fields[name] = {"type": "text", "description": f"数据库字段 {key}（查询结果）", "sources": ["tool"], "tool_keys": [key]}
     constraints = [s.field for s in spec.slots]
-    return {"domain": spec.name, "version": 1, "description": spec.description, "languages": ["zh"], "default_currency": "CNY",
+    doc = {"domain": spec.name, "version": 1, "description": spec.description, "languages": ["zh"], "default_currency": "CNY",
             "fields": fields,
             "actions": {"track": track_action(list(fields), f"{spec.zh}：跟踪的全部字段。"),
                         "search": {"description": f"按用户的条件查询{spec.zh}。", "fields": constraints, "recent_rounds": 1}}}
+    return {**doc, "ner": {"model": ner.path}} if ner else doc
 
 
-def import_crosswoz(database_dir: str | Path, out_dir: str | Path) -> list[Path]:
-    """Write the five CrossWOZ domains, with gazetteers from `database_dir`, into `out_dir`."""
+def import_crosswoz(database_dir: str | Path, out_dir: str | Path, ner: str | Path | None = None, rules: bool = True,
+                    generic_ner: bool = True) -> list[Path]:
+    """Write the five CrossWOZ domains, with gazetteers from `database_dir`, into `out_dir`; with
+    `ner`, every domain uses that trained model. (`generic_ner` is accepted for symmetry with
+    `import_sgd`: the generic model is English, CrossWOZ domains never use it.)"""
     db = Path(database_dir)
     if not db.is_dir():
         raise DatasetError(f"no such directory: {db}", fix="pass CrossWOZ's `database/` directory (it holds attraction_db.json, …)")
     vocab = _vocabularies(db)
+    model = model_ref(ner, out_dir) if ner else None
     docs = {}
     for spec in DOMAINS:
         header = (f"Imported from CrossWOZ {db.name}/ (domain {spec.zh}) by `context-editor import crosswoz`.\n"
                   "Enum values are the database's entity names and attribute values (gazetteers); edit freely\n"
                   "(docs/domain-format.md).")
-        docs[spec.name] = (domain_document(spec, vocab), header)
+        docs[spec.name] = (domain_document(spec, vocab, model, rules), header)
     return write_domains(docs, out_dir)
