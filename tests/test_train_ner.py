@@ -168,3 +168,28 @@ def test_a_rule_hit_outranks_a_model_span_unless_the_model_is_surer_by_the_margi
     assert outrank([rule], [near], 0.05) == [rule]  # not surer by more than the margin: the rule stands
     assert outrank([rule, elsewhere_rule], [sure], 0.05) == [elsewhere_rule, sure]  # the overlapped rule hit gives way
     assert outrank([], [near], 0.05) == [near] and outrank([rule], [], 0.05) == [rule]
+
+
+SGD_DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "sgd" / "dev"
+
+
+@pytest.mark.skipif(not SGD_DEV.is_dir(), reason=f"SGD dev split not found at {SGD_DEV}")
+def test_bench_with_a_model_runs_the_ablation_in_one_run(tiny_model, tmp_path):
+    import argparse
+
+    from context_editor.bench.cli import register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["bench", "sgd", "--data", str(SGD_DEV), "--limit", "3", "--ner", str(tiny_model),
+                              "--out", str(tmp_path), "--scaling-rounds", "150"])
+    assert args.func(args) == 0
+    results = json.loads((tmp_path / "results.json").read_text("utf-8"))
+    modes = results["ablation"]["modes"]
+    assert list(modes) == ["rules", "ner", "both"] and all(0 <= m["joint_goal_accuracy"] <= 1 for m in modes.values())
+    assert results["ablation"]["model"]["hash"] == model_hash(tiny_model) and results["ablation"]["model"]["load_seconds"] > 0
+    both = (tmp_path / "domains-both" / "restaurants_2.yaml").read_text("utf-8")
+    assert "ner:" in both and "ner.PLACE" in both  # the model's labels, through the kind mapping
+    assert "ner." not in (tmp_path / "domains-rules" / "restaurants_2.yaml").read_text("utf-8")
+    assert "slot.name" not in (tmp_path / "domains-ner" / "restaurants_2.yaml").read_text("utf-8")
+    assert "Ablation" in (tmp_path / "report.md").read_text("utf-8")

@@ -19,6 +19,7 @@ message in their language; domains without NER never import spaCy.
 from __future__ import annotations
 
 import threading
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -88,12 +89,18 @@ def scored_spans(model: NerModel, text: str) -> list[tuple[int, int, str, str, f
     """(start, end, text, label, probability) of the spans the model believes in, in text order.
 
     The probability is the share of the beam's parse probability mass that holds the span; two
-    overlapping spans cannot both be above one half, so the result never overlaps."""
+    overlapping spans cannot both be above one half, so the result never overlaps. Several
+    domains of one process reading the same message with the same model share one pass."""
+    return list(_scored(model, text[:MAX_NER_CHARS]))
+
+
+@lru_cache(maxsize=64)
+def _scored(model: NerModel, text: str) -> tuple[tuple[int, int, str, str, float], ...]:
     nlp = _load_trained(model)
     ner = nlp.get_pipe("ner")
-    doc = nlp.make_doc(text[:MAX_NER_CHARS])
+    doc = nlp.make_doc(text)
     if not len(doc):
-        return []
+        return ()
     beams = ner.beam_parse([doc], beam_width=BEAM_WIDTH)
     scores = ner.scored_ents(beams)[0]
     out = []
@@ -101,7 +108,7 @@ def scored_spans(model: NerModel, text: str) -> list[tuple[int, int, str, str, f
         if p >= MIN_SCORE:
             span = doc[start:end]
             out.append((span.start_char, span.end_char, span.text, label, round(float(p), 4)))
-    return sorted(out)
+    return tuple(sorted(out))
 
 
 def load_model() -> Any:

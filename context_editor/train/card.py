@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def write_card(model_dir: Path, result: TrainResult, opts: TrainOptions, *, command: str, data: dict[str, Any],
                digest: str) -> None:
-    import spacy
+    from spacy import about
 
     size = size_bytes(model_dir)
     card = {"name": result.out.name, "lang": opts.lang, "labels": result.labels, "hash": digest,
@@ -30,7 +30,7 @@ def write_card(model_dir: Path, result: TrainResult, opts: TrainOptions, *, comm
                              else "spaCy English rules"},
             "data": data, "seed": opts.seed, "max_epochs": opts.max_epochs, "epochs": result.epochs,
             "held_out": result.scores, "size_bytes": size, "training_seconds": round(result.seconds, 1),
-            "command": command, "spacy": spacy.__version__, "machine": f"{platform.machine()}, {platform.python_version()}"}
+            "command": command, "spacy": about.__version__, "machine": f"{platform.machine()}, {platform.python_version()}"}
     (model_dir / CARD_FILE).write_text(json.dumps(card, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     (model_dir / "README.md").write_text(markdown(card), encoding="utf-8")
 

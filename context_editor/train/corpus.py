@@ -15,9 +15,7 @@ the place to fix. Readers validate everything before anything is trained or writ
 
 from __future__ import annotations
 
-import gzip
 import json
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import Any
 
 from ..domain.kinds import value_kind
 from ..errors import ContextEditorError
+from ..importers import read_json  # the dataset files as published (plain, .gz, .zip); errors are CE700
 
 FORMATS = ("golden", "sgd", "crosswoz")
 
@@ -50,24 +49,6 @@ def _no_overlaps(spans: list[tuple[int, int, str]]) -> tuple[tuple[int, int, str
         if all(s[1] <= k[0] or s[0] >= k[1] for k in kept):
             kept.append(s)
     return tuple(sorted(kept))
-
-
-def _load_json(path: Path) -> Any:
-    if not path.is_file():
-        raise TrainingDataError(f"no such file: {path}", file=str(path), fix="check the path given to `train ner`")
-    try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rt", encoding="utf-8") as fh:
-                return json.load(fh)
-        if path.suffix == ".zip":
-            with zipfile.ZipFile(path) as z:
-                names = [n for n in z.namelist() if n.endswith(".json")]
-                if not names:
-                    raise TrainingDataError(f"{path} holds no .json file", file=str(path), fix="pass the published zip")
-                return json.loads(z.read(names[0]).decode("utf-8"))
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, OSError, zipfile.BadZipFile) as exc:
-        raise TrainingDataError(f"not readable JSON: {exc}", file=str(path), fix="pass the file as published") from exc
 
 
 # --- golden ------------------------------------------------------------------------------------
@@ -125,7 +106,7 @@ def _sgd_file(root: Path, stem: str) -> Path:
     raise TrainingDataError(f"no {stem}.json[.gz] in {root}", file=str(root), fix="pass an SGD split directory (e.g. sgd/train)")
 
 
-def sgd_labels(schema: list[dict]) -> dict[tuple[str, str], str | None]:
+def sgd_labels(schema: list[dict[str, Any]]) -> dict[tuple[str, str], str | None]:
     """(service, slot) -> its kind label, through the one mapping the importer uses."""
     out: dict[tuple[str, str], str | None] = {}
     for service in schema:
@@ -138,13 +119,13 @@ def sgd_labels(schema: list[dict]) -> dict[tuple[str, str], str | None]:
 def read_sgd(root: Path) -> Iterator[Example]:
     if not root.is_dir():
         raise TrainingDataError(f"no such directory: {root}", file=str(root), fix="pass an SGD split directory (e.g. sgd/train)")
-    schema = _load_json(_sgd_file(root, "schema"))
+    schema = read_json(_sgd_file(root, "schema"))
     labels = sgd_labels(schema)
     files = sorted(root.glob("dialogues_*.json*"))
     if not files:
         raise TrainingDataError(f"no dialogues_*.json[.gz] in {root}", file=str(root), fix="pass an SGD split directory")
     for f in files:
-        for d in _load_json(f):
+        for d in read_json(f):
             for t, turn in enumerate(d["turns"]):
                 text = turn["utterance"]
                 spans = []
@@ -159,7 +140,7 @@ def read_sgd(root: Path) -> Iterator[Example]:
 # --- CrossWOZ ----------------------------------------------------------------------------------
 
 def read_crosswoz(path: Path) -> Iterator[Example]:
-    data = _load_json(path)
+    data = read_json(path)
     if not isinstance(data, dict) or not all(isinstance(v, dict) and "messages" in v for v in data.values()):
         raise TrainingDataError("not a CrossWOZ split (an object of dialogues with `messages`)", file=str(path),
                                 fix="pass val.json.zip (or train/test) as published by CrossWOZ")

@@ -160,8 +160,7 @@ def _scores(nlp: Any, held: list[Any]) -> dict[str, Any]:
 def train_ner(examples: list[Example], out: str | Path, opts: TrainOptions, *, command: str, data: dict[str, Any],
               log: Callable[[str], None] = lambda s: None) -> TrainResult:
     """Train on `examples`, keep the best epoch by held-out F1, write the model and its card to `out`."""
-    from spacy.util import fix_random_seed
-    from thinc.api import Adam
+    from thinc.api import Adam, fix_random_seed
 
     started = time.monotonic()
     labels = sorted({label for ex in examples for _, _, label in ex.spans})
