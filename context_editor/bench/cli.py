@@ -22,6 +22,7 @@ import argparse
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from ..importers import import_crosswoz, import_sgd
 from .crosswoz import load_crosswoz
@@ -35,10 +36,10 @@ SCALING_ROUNDS = 10_000
 
 
 # The ablation's runs: import options per mode (the last one is the main run).
-ABLATION = (("rules", {"generic_ner": False}), ("ner", {"rules": False}), ("both", {}))
+ABLATION: tuple[tuple[str, dict[str, Any]], ...] = (("rules", {"generic_ner": False}), ("ner", {"rules": False}), ("both", {}))
 
 
-def cmd_import(args) -> int:
+def cmd_import(args: argparse.Namespace) -> int:
     importer = import_sgd if args.dataset == "sgd" else import_crosswoz
     for path in importer(args.source, args.out, ner=args.ner):
         print(path)
@@ -52,15 +53,15 @@ def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, 
     return domain, utterances
 
 
-def _load(args, domains_out: Path, **import_options) -> Dataset:
+def _load(args: argparse.Namespace, domains_out: Path, **import_options: Any) -> Dataset:
     if args.dataset == "sgd":
         return load_sgd(args.data, domains_out, args.limit, **import_options)
     return load_crosswoz(args.data, args.database, domains_out, args.limit, **import_options)
 
 
-def _ablation(args, out: Path) -> tuple[Dataset, Harness, dict]:
+def _ablation(args: argparse.Namespace, out: Path) -> tuple[Dataset, Harness, dict[str, Any]]:
     """Rules only, model only, both: each a full run; returns the last (both) and every summary."""
-    runs = {}
+    runs: dict[str, Any] = {}
     for mode, options in ABLATION:
         options = options if mode == "rules" else {**options, "ner": args.ner}
         ds = _load(args, out / f"domains-{mode}", **options)
@@ -72,7 +73,7 @@ def _ablation(args, out: Path) -> tuple[Dataset, Harness, dict]:
     return ds, harness, {"modes": runs, "model": ner_model_summary(args.ner)}
 
 
-def cmd_bench(args) -> int:
+def cmd_bench(args: argparse.Namespace) -> int:
     out = Path(args.out)
     started = time.monotonic()
     ablation = None
@@ -96,7 +97,7 @@ def cmd_bench(args) -> int:
     return 0
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add `import` and `bench` to the main CLI's subcommands."""
     fmt = argparse.RawDescriptionHelpFormatter
     p = subparsers.add_parser("import", help="Write editable domain files from a published dialogue schema.",

@@ -23,7 +23,7 @@ _ROLES = {"usr": "user", "sys": "assistant"}
 _LISTS = {(d.zh, s.zh) for d in DOMAINS for s in d.slots if s.is_list}
 
 
-def _gold(state: dict) -> dict[str, dict[str, Gold]]:
+def _gold(state: dict[str, Any]) -> dict[str, dict[str, Gold]]:
     out = {}
     for spec in DOMAINS:
         slots = gold_slots(spec.zh)
@@ -34,7 +34,7 @@ def _gold(state: dict) -> dict[str, dict[str, Gold]]:
     return out
 
 
-def _dialogue(did: str, d: dict) -> Dialogue:
+def _dialogue(did: str, d: dict[str, Any]) -> Dialogue:
     msgs = d["messages"]
     utterances = []
     for i, m in enumerate(msgs):

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 from functools import cached_property
+from typing import Any
 
 from ..domain import Domain, FieldSpec
 from ..model import Candidate, Message, Provenance
@@ -51,7 +52,7 @@ class Extractor:
         """Field -> the entity labels it takes from NER (only fields that opted in)."""
         out = {}
         for name, spec in self.domain.fields.items():
-            labels = {ner_label(ref) for ref in spec.extract if ner_label(ref)}
+            labels = {label for label in map(ner_label, spec.extract) if label}
             if labels:
                 out[name] = labels
         return out
@@ -117,7 +118,7 @@ class Extractor:
                                      negated=is_negated(text, sp.start, sp.end)))
         return out
 
-    def _span_value(self, spec: FieldSpec, raw: str, now: datetime):
+    def _span_value(self, spec: FieldSpec, raw: str, now: datetime) -> Any:
         """A model span as the field's value: an enum's canonical value, a parsed date/amount/count,
         or the words of the span for text."""
         if spec.synonyms:
@@ -156,7 +157,7 @@ class Extractor:
                           negated=is_negated(text, s, e))
                 for s, e, raw, canonical in self.enum_matchers[spec.name].finditer(text)]
 
-    def _from_tool(self, msg: Message, data, now: datetime) -> list[Candidate]:
+    def _from_tool(self, msg: Message, data: Any, now: datetime) -> list[Candidate]:
         out = []
         for key, value in walk(data):
             spec = self.tool_keys.get(key.lower())
@@ -170,7 +171,7 @@ class Extractor:
             out.append(Candidate(spec.name, normalised, self._prov(msg, start, end, msg.content[start:end], "tool:json", 1.0)))
         return out
 
-    def _tool_value(self, spec: FieldSpec, value, now: datetime):
+    def _tool_value(self, spec: FieldSpec, value: Any, now: datetime) -> Any:
         if spec.type == "money":
             if isinstance(value, dict) and "amount" in value:
                 return {"amount": value["amount"], "currency": value.get("currency") or self.domain.default_currency}

