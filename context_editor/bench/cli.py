@@ -2,8 +2,8 @@
 
     context-editor import sgd SCHEMA.json[.gz] --out DIR [--ner MODEL_DIR]
     context-editor import crosswoz DATABASE_DIR --out DIR [--ner MODEL_DIR]
-    context-editor bench sgd --data SPLIT_DIR [--limit N] [--ner MODEL_DIR] --out DIR
-    context-editor bench crosswoz --data val.json.zip [--database DIR] [--limit N] [--ner MODEL_DIR] --out DIR
+    context-editor bench sgd --data SPLIT_DIR [--limit N] [--every K] [--ner MODEL_DIR] --out DIR
+    context-editor bench crosswoz --data val.json.zip [--database DIR] [--limit N] [--every K] [--ner MODEL_DIR] --out DIR
 
 A benchmark imports the dataset's schema into OUT/domains (so it measures exactly what the
 import command produces), runs every dialogue, then the scaling run, and writes results.json,
@@ -55,8 +55,11 @@ def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, 
 
 def _load(args: argparse.Namespace, domains_out: Path, **import_options: Any) -> Dataset:
     if args.dataset == "sgd":
-        return load_sgd(args.data, domains_out, args.limit, **import_options)
-    return load_crosswoz(args.data, args.database, domains_out, args.limit, **import_options)
+        ds = load_sgd(args.data, domains_out, args.limit, **import_options)
+    else:
+        ds = load_crosswoz(args.data, args.database, domains_out, args.limit, **import_options)
+    ds.dialogues = ds.dialogues[:: args.every]  # a sample across the whole split (SGD files are grouped by service)
+    return ds
 
 
 def _ablation(args: argparse.Namespace, out: Path) -> tuple[Dataset, Harness, dict[str, Any]]:
@@ -86,7 +89,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     domain, utterances = _scaling_input(ds, harness)
     harness.close()
     scaling = scaling_run(ds.domain_files[domain], utterances, args.scaling_rounds, ds.now)
-    config = {"data": str(args.data), "limit": args.limit, "domains_dir": str(ds.domain_files[domain].parent),
+    config = {"data": str(args.data), "limit": args.limit, "every": args.every, "domains_dir": str(ds.domain_files[domain].parent),
               "clock": ds.now.isoformat(), "dialogue_domains": dict(Counter(len(d.domains) for d in ds.dialogues)),
               "ner": str(args.ner) if args.ner else None}
     results = summarise(harness, scaling, time.monotonic() - started, config)
@@ -122,6 +125,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     k.add_argument("--database", metavar="DIR", help="CrossWOZ database/ (default: database/ beside --data)")
     for k in kinds.choices.values():
         k.add_argument("--limit", type=int, metavar="N", help="only the first N dialogues")
+        k.add_argument("--every", type=int, default=1, metavar="K", help="only every K-th dialogue (a sample of the whole split)")
         k.add_argument("--out", required=True, metavar="DIR", help="directory for results.json, report.md, the plot and domains/")
         k.add_argument("--ner", metavar="MODEL_DIR", help="a trained model: run the ablation rules only / model only / both")
         k.add_argument("--scaling-rounds", type=int, default=SCALING_ROUNDS, metavar="N",
