@@ -19,22 +19,19 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
+from .. import registry
 from ..domain import Domain, FieldSpec
+from ..lang import detect_language
 from ..model import Candidate, Message, Provenance
 from .confirm import confirmation, question_spans
 from .enums import EnumMatcher
 from .negation import is_negated
 from ..domain.kinds import accepts
-from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, Span, entities, ner_label, outrank, scored_spans
+from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, Span, ner_label, outrank, scored_spans
 from .tools import key_index, parse_json, walk
 from .values import default_parser, parse_value
 
 MAX_SCAN_CHARS = 20_000  # prose beyond this is kept in the log but not scanned (bounded cost)
-
-
-def detect_language(text: str) -> str:
-    """'zh' when the text contains CJK ideographs, else 'en'."""
-    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text[:2000]) else "en"
 
 
 class Extractor:
@@ -104,7 +101,8 @@ class Extractor:
             return [Span(s, e, t, label, p, f"{model.extractor}:{label}") for s, e, t, label, p in scored_spans(model, text)]
         if self.domain.ner_models or lang != "en":
             return []
-        return [Span(s, e, t, label, NER_CONFIDENCE, f"ner:{MODEL_ID}:{label}") for s, e, t, label in entities(text)]
+        generic = registry.extractors.get("ner")  # the generic English model, a registered extractor
+        return [Span(s, e, t, label, NER_CONFIDENCE, f"ner:{MODEL_ID}:{label}") for s, e, t, label in generic(text)]
 
     def _from_ner(self, msg: Message, text: str, spec: FieldSpec, spans: list[Span], now: datetime) -> list[Candidate]:
         refs = self.ner_fields[spec.name]

@@ -19,15 +19,16 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from ..domain import ActionSpec, Domain
 from ..errors import BudgetError, ContextEditorError, UnknownActionError
-from ..extract import detect_language
+from ..lang import detect_language
 from ..model import Message, State
+from ..resources import templates_dir
 from . import compact, history
 from .tokens import count_tokens, max_token_bytes
 from .xmltext import xml_safe
 
 CRITICAL_COMPRESSION_FAILURE = "CRITICAL_COMPRESSION_FAILURE"
 _TOKENS_SLOT = "TOKENS-SLOT-7F3A"  # placeholder for the `tokens` attribute, filled after counting
-TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
+TEMPLATES_DIR = templates_dir()
 DEFAULT_TEMPLATE = "default.xml.j2"
 
 

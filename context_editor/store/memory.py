@@ -56,3 +56,4 @@ class MemoryStore(Store):
         msgs = [(m.index, canonical_json(m.body()), m.hash) for m in self._messages.get(session, [])]
         edits = [(e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash) for e in self._edits.get(session, [])]
         return msgs, edits
+
