@@ -73,7 +73,8 @@ def _ablation(args: argparse.Namespace, out: Path) -> tuple[Dataset, Harness, di
         runs[mode] = ablation_summary(harness)
         if mode != ABLATION[-1][0]:
             harness.close()
-    return ds, harness, {"modes": runs, "model": ner_model_summary(args.ner)}
+    texts = list(dict.fromkeys(u.text for d in ds.dialogues for u in d.utterances))[:500]
+    return ds, harness, {"modes": runs, "model": ner_model_summary(args.ner, texts)}
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

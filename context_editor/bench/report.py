@@ -82,15 +82,36 @@ def ablation_summary(harness: Harness) -> dict[str, Any]:
             "per_domain": {d: harness.scores[d].summary() for d in sorted(harness.scores)}}
 
 
-def ner_model_summary(model_dir: str) -> dict[str, Any]:
-    """The model's card facts and its load time in a fresh interpreter (importing spaCy included):
-    what a process pays the first time a domain needs the model."""
+_LOAD_AND_TIME = """
+import json, sys, time
+t = time.perf_counter()
+import spacy
+spacy.load(sys.argv[1])
+load = time.perf_counter() - t
+from context_editor.domain.nermodel import model_info
+from context_editor.extract.ner import scored_spans
+model, texts = model_info(sys.argv[1]), json.loads(sys.stdin.read())
+scored_spans(model, "warm up")
+wall, cpu = time.perf_counter(), time.process_time()
+for text in texts:
+    scored_spans(model, text)
+n = max(len(texts), 1)
+print(json.dumps([load, (time.perf_counter() - wall) * 1000 / n, (time.process_time() - cpu) * 1000 / n]))
+"""
+
+
+def ner_model_summary(model_dir: str, texts: list[str]) -> dict[str, Any]:
+    """The model's card facts, its load time in a fresh interpreter (importing spaCy included:
+    what a process pays the first time a domain needs the model), and its cost per message on
+    `texts` (distinct utterances of the run), wall and CPU time: on a shared machine the wall
+    time of a run measures the queue for the CPU as much as the model."""
     info = model_info(model_dir)
-    code = ("import time; t = time.perf_counter(); import spacy; nlp = spacy.load(%r); "
-            "print(time.perf_counter() - t)" % str(info.path))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", _LOAD_AND_TIME, str(info.path)], input=json.dumps(texts), capture_output=True,
+                         text=True, check=True)
+    load, wall_ms, cpu_ms = json.loads(out.stdout)
     return {"path": str(info.path), "name": info.name, "hash": info.hash, "labels": list(info.labels),
-            "size_bytes": size_bytes(info.path), "load_seconds": round(float(out.stdout.strip()), 3)}
+            "size_bytes": size_bytes(info.path), "load_seconds": round(load, 3), "messages_timed": len(texts),
+            "model_ms_per_message_wall": round(wall_ms, 3), "model_ms_per_message_cpu": round(cpu_ms, 3)}
 
 
 def _table(rows: list[tuple[Any, ...]]) -> str:
@@ -141,7 +162,8 @@ def _ablation_tables(ab: dict[str, Any]) -> list[str]:
     dom += [(d, *(f"{s['per_domain'][d]['joint_goal_accuracy']:.3f}" if d in s["per_domain"] else "—" for s in modes.values()))
             for d in domains]
     note = (f"NER model `{m['name']}` (sha256 `{m['hash'][:12]}`), {m['size_bytes'] / 1e6:.1f} MB, "
-            f"cold load {m['load_seconds']:.2f} s (import spaCy + load).")
+            f"cold load {m['load_seconds']:.2f} s (import spaCy + load); the model alone on {m['messages_timed']} utterances: "
+            f"{m['model_ms_per_message_cpu']:.2f} ms CPU, {m['model_ms_per_message_wall']:.2f} ms wall per message.")
     return ["### Ablation: rules only / NER only / both", note, _table(head), _table(dom)]
 
 
