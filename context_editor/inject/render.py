@@ -1,8 +1,8 @@
 """Inject: state -> the minimal XML context one action needs, within an exact token budget.
 
 What goes in is decided by the action view (its fields, required fields, recent rounds); what
-stays when the budget is tight is decided by priority: required fields, missing asks and alerts
-first, then optional fields, then recent turns (newest first). Whatever is dropped is dropped
+stays when the budget is tight is decided by priority: required fields and missing asks
+first, then optional fields, then alerts (newest first), then recent turns (newest first). Whatever is dropped is dropped
 whole and named in <truncated_context>; a value is never cut. The `tokens` attribute is the
 exact count of the whole output, itself included.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from markupsafe import escape as xml_escape
-from jinja2 import FileSystemLoader, StrictUndefined, Template, TemplateNotFound
+from jinja2 import ChoiceLoader, DictLoader, FileSystemLoader, StrictUndefined, Template, TemplateNotFound
 from jinja2.sandbox import SandboxedEnvironment
 
 from ..domain import ActionSpec, Domain
@@ -73,7 +73,9 @@ class Renderer:
     def __init__(self, domain: Domain, templates_dir: Path = TEMPLATES_DIR, model: str | None = None,
                  scorer: history.Scorer | None = None):
         self.domain, self.model, self.scorer = domain, model, scorer
-        self.env = SandboxedEnvironment(loader=FileSystemLoader(str(templates_dir)), autoescape=True,
+        # The domain's own templates (stored with its version) first, then the bundled ones.
+        loader = ChoiceLoader([DictLoader(domain.templates), FileSystemLoader(str(templates_dir))])
+        self.env = SandboxedEnvironment(loader=loader, autoescape=True,
                                         undefined=StrictUndefined, finalize=_finalize, keep_trailing_newline=False)
 
     def action(self, name: str) -> ActionSpec:
@@ -98,7 +100,6 @@ class Renderer:
         # (a context loop, say) is news only while its round is among the recent ones.
         alerts = [{"code": a.code, "round": a.round, "message": a.message} for a in state.alerts
                   if a.field in names or (a.field is None and a.round > state.round - max(spec.recent_rounds, 1))]
-        alerts += _alerts or []
         # Critical fields are protected like required ones: compaction must never lose them.
         protected = [n for n in present if n in spec.required or self.domain.fields[n].critical]
         optional = [n for n in present if n not in protected]
@@ -129,10 +130,11 @@ class Renderer:
             digest = lines[len(lines) - min(kept["digest"], len(lines)):]
             fields = [n for n in names if n in protected or n in optional[: kept["optional"]]]
             dropped = _dropped_summary(len(recent) - kept["recent"], len(optional) - kept["optional"],
-                                       len(ranked) - kept["history"], oversized, len(lines) - len(digest))
+                                       len(ranked) - kept["history"], oversized, len(lines) - len(digest),
+                                       len(alerts) - kept["alerts"])
             ctx = {"action": action, "domain": self.domain.name, "round": state.round, "budget": budget,
                    "phase": state.phase, "fields": [self._field(state, n) for n in fields], "missing": missing,
-                   "alerts": alerts, "dropped": ", ".join(dropped),
+                   "alerts": alerts[len(alerts) - kept["alerts"]:] + (_alerts or []), "dropped": ", ".join(dropped),
                    "entities": entities[: kept["entities"]],
                    "digest": [{"round": d.round, "sources": " ".join(f"m{i}" for i in d.sources), "text": d.text}
                               for d in digest],
@@ -141,11 +143,11 @@ class Renderer:
             return (*self._fixed_point(template, ctx), dropped)
 
         # Tiers in the order they give way: the entity graph, digest lines (oldest first), older
-        # history (lowest score first), recent turns (oldest first), optional fields (last
-        # declared first). Within a tier the token count only grows with what is kept, so the
-        # most that fits is found by bisection.
+        # history (lowest score first), recent turns (oldest first), alerts (oldest first),
+        # optional fields (last declared first). Within a tier the token count only grows with
+        # what is kept, so the most that fits is found by bisection.
         kept = {"entities": len(entities), "digest": compact.MAX_LINES, "history": len(ranked),
-                "recent": len(recent), "optional": len(optional)}
+                "recent": len(recent), "alerts": len(alerts), "optional": len(optional)}
         xml, tokens, dropped = build(kept)
         for tier in kept:
             if tokens <= limit:
@@ -209,7 +211,8 @@ class Renderer:
                                  fix="report this with the conversation that caused it")
 
     def _template(self, spec: ActionSpec) -> Template:
-        name = spec.template or (f"{spec.name}.xml.j2" if (TEMPLATES_DIR / f"{spec.name}.xml.j2").exists() else DEFAULT_TEMPLATE)
+        own = f"{spec.name}.xml.j2"
+        name = spec.template or (own if own in self.domain.templates or (TEMPLATES_DIR / own).exists() else DEFAULT_TEMPLATE)
         try:
             return self.env.get_template(name)
         except TemplateNotFound:
@@ -231,7 +234,7 @@ class Renderer:
         return self.domain.languages[0]
 
 
-def _dropped_summary(turns: int, fields: int, older: int, oversized: int, digest: int) -> list[str]:
+def _dropped_summary(turns: int, fields: int, older: int, oversized: int, digest: int, alerts: int = 0) -> list[str]:
     parts = [(turns, "recent turn"), (fields, "field"), (older, "older message"), (oversized, "oversized message"),
-             (digest, "digest line")]
+             (digest, "digest line"), (alerts, "alert")]
     return [f"{n} {label}{'s' if n != 1 else ''}" for n, label in parts if n]
