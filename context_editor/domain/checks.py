@@ -126,8 +126,8 @@ def extract_refs(c: Lint) -> Iterator[DomainProblem]:
                 continue  # inline rules are compiled (and reported) by the resolver
             label = ner_label(ref)
             if label is not None:
-                known = any(accepts(label, x) for x in labels) if labels is not None else label in NER_LABELS
-                if not known and labels != []:  # [] : the model is missing, reported once by `ner_models`
+                served = any(accepts(label, x) for x in labels) if labels is not None else label in NER_LABELS
+                if not served and labels != []:  # [] : the model is missing, reported once by `ner_models`
                     names = labels if labels is not None else NER_LABELS
                     yield c.problem(f"unknown entity label in '{ref}'", path,
                                     f"use one of: {', '.join('ner.' + x for x in names)}", "CE106")
