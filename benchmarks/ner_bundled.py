@@ -6,8 +6,8 @@ rules alone vs rules + model, for every field whose kind of value a model has le
 For each bundled domain (ecommerce, travel, finance) each field gets the label of its kind —
 read from its name and description by the same `value_kind` the importers and `train ner` use —
 when a given model has that label (or its kind), so nothing here is chosen per field by hand.
-Scoring is the golden runner's (final state against the header's `expect`,
-tests/golden/runner.py). The bundled domains' golden conversations carry no span annotations,
+Scoring is extraction_eval.py's (final state against each case's expected state,
+tests/golden/<domain>/*.yaml). The bundled domains' golden conversations carry no span annotations,
 so they are test data here, never training data. Writes benchmarks/out/ner_bundled.json.
 """
 
@@ -22,14 +22,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "golden"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from context_editor import ContextEditor  # noqa: E402
 from context_editor.domain import load_domain  # noqa: E402
 from context_editor.domain.kinds import served_label, value_kind  # noqa: E402
 from context_editor.domain.model import domain_from_source  # noqa: E402
 from context_editor.domain.nermodel import STORED_KEY, configured_models, model_info, stored_models  # noqa: E402
-from runner import Counts, all_goldens, final_state  # noqa: E402
+from context_editor.domaintest import Counts  # noqa: E402
+from extraction_eval import all_goldens, final_state  # noqa: E402  (the golden cases, read one way)
 
 OUT = ROOT / "benchmarks" / "out" / "ner_bundled.json"
 DOMAINS = ("ecommerce", "travel", "finance")
