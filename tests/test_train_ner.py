@@ -138,7 +138,7 @@ def test_bad_training_input_is_a_clear_error_and_writes_nothing(tmp_path, capsys
     out = tmp_path / "model"
     assert main(["train", "ner", "--format", "golden", str(data), "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "[CE800]" in err and words in err and "fix:" in err and "Traceback" not in err
+    assert "[CE900]" in err and words in err and "fix:" in err and "Traceback" not in err
     assert f"{data}:{line}:" in err if line else str(data) in err
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == (["data.jsonl"] if content else [])
 

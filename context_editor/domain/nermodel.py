@@ -13,16 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ContextEditorError
+from ..errors import Errors, NerModelError
 
 CARD_FILE = "card.json"
 CARD_FILES = frozenset({CARD_FILE, "README.md"})  # written after training: not part of the weights' hash
-
-
-class NerModelError(ContextEditorError):
-    """A model directory named by a domain is missing or not a trained model."""
-
-    code = "CE601"
 
 
 @dataclass(frozen=True)
@@ -61,14 +55,14 @@ def model_info(path: str | Path) -> NerModel:
     root = Path(path)
     card_path = root / CARD_FILE
     if not card_path.is_file():
-        raise NerModelError(f"no trained NER model at {root} (no {CARD_FILE})", file=str(root),
-                            fix="train one with `context-editor train ner … --out DIR` and point `ner: {model: DIR}` at it")
+        raise Errors.NER_MODEL(problem=f"no trained NER model at {root} (no {CARD_FILE})", file=str(root),
+                               fix="train one with `context-editor train ner … --out DIR` and point `ner: {model: DIR}` at it")
     try:
         card = json.loads(card_path.read_text(encoding="utf-8"))
         return NerModel(root.resolve(), str(card["name"]), model_hash(root), str(card["lang"]), tuple(card["labels"]))
     except (ValueError, KeyError, TypeError) as exc:
-        raise NerModelError(f"{card_path} is not a model card: {exc}", file=str(card_path),
-                            fix="retrain the model with `context-editor train ner`") from exc
+        raise Errors.NER_MODEL(problem=f"{card_path} is not a model card: {exc}", file=str(card_path),
+                               fix="retrain the model with `context-editor train ner`") from exc
 
 
 MARGIN = 0.05  # a model span outranks a rule hit only when its confidence is higher by this much

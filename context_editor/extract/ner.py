@@ -23,9 +23,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..domain.nermodel import NerModel, NerModelError
+from ..domain.nermodel import NerModel
 from ..domain.rulepacks import NER_LABELS, ner_label
-from ..errors import MissingExtraError
+from ..errors import Errors, MissingExtraError
 from ..model import Candidate
 
 if TYPE_CHECKING:  # spaCy is the optional [ner] extra
@@ -84,8 +84,8 @@ def _load_trained(model: NerModel) -> Language:
             try:
                 nlp = spacy.load(model.path)
             except (OSError, ValueError) as exc:
-                raise NerModelError(f"cannot load the NER model at {model.path}: {exc}", file=str(model.path),
-                                    fix="retrain it with `context-editor train ner`") from exc
+                raise Errors.NER_MODEL(problem=f"cannot load the NER model at {model.path}: {exc}", file=str(model.path),
+                                       fix="retrain it with `context-editor train ner`") from exc
             _trained[model.path] = nlp
     return nlp
 

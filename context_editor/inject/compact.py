@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import Message
-from .history import words
+from .history import ID, words
 
 _SENTENCE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;]?|[^.\n]+(?:\.(?!\d)|$)")
 _DIGIT = re.compile(r"\d")
-_ID = re.compile(r"(?<![A-Za-z0-9-])(?:[A-Z]{1,6}-?\d[A-Za-z0-9-]*)(?![A-Za-z0-9-])")
 MAX_LINE_CHARS = 240  # longer sentences are not distilled (they would have to be cut)
 MAX_LINES = 12
 TOP_ENTITIES = 8
@@ -61,7 +60,7 @@ def distil(messages: list[tuple[Message, str]], vocabulary: set[str], shown: fro
             s = s.strip()
             if not s or len(s) > MAX_LINE_CHARS or any(s in t for t in shown):
                 continue
-            if _DIGIT.search(s) or _ID.search(s) or len(words(s) & vocabulary) >= 2:
+            if _DIGIT.search(s) or ID.search(s) or len(words(s) & vocabulary) >= 2:
                 entry = lines.setdefault(s, [m.round, []])
                 entry[1].append(m.index)
     out = [DigestLine(text, rnd, tuple(src)) for text, (rnd, src) in lines.items()]
@@ -73,7 +72,7 @@ def entity_graph(texts: list[str], known_values: list[str]) -> list[Entity]:
     mentions: dict[str, int] = {}
     links: dict[str, set[str]] = {}
     for text in texts:
-        found = set(_ID.findall(text)) | {v for v in known_values if v and v in text}
+        found = set(ID.findall(text)) | {v for v in known_values if v and v in text}
         for name in found:
             mentions[name] = mentions.get(name, 0) + 1
             links.setdefault(name, set()).update(found - {name})

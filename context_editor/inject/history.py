@@ -32,7 +32,9 @@ MIN_SCORE = 0.8  # below this an older message is noise, whatever the budget
 HALF_LIFE_ROUNDS = 10.0
 _LATIN_WORD = re.compile(r"[A-Za-z0-9]+")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
-_ID = re.compile(r"\b[A-Z]{1,6}-?\d[\w-]*\b")
+# An identifier as agents and tools write them (MU5101, ORD-2024-001, SKU12345): shared with the
+# digest and the entity graph (compact.py), so "is this an ID" has one answer in inject.
+ID = re.compile(r"(?<![A-Za-z0-9-])(?:[A-Z]{1,6}-?\d[A-Za-z0-9-]*)(?![A-Za-z0-9-])")
 
 Scorer = Callable[[Message, dict[str, Any]], float]
 
@@ -194,7 +196,7 @@ def select_history(action: ActionSpec, state: State, older: list[Message], vocab
         "vocabulary": vocabulary,
         "source_indexes": {fs.provenance.message_index for n, fs in state.fields.items()
                            if n in shown and fs.present and fs.provenance},
-        "references": {str(v) for v in state.values().values() if isinstance(v, str) and _ID.fullmatch(v)},
+        "references": {str(v) for v in state.values().values() if isinstance(v, str) and ID.fullmatch(v)},
     }
     score = scorer or default_score
     units = [Unit(u, max(score(m, ctx) for m in u)) for u in chains(dedupe_tool_results(older))]

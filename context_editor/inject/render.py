@@ -18,7 +18,7 @@ from jinja2 import ChoiceLoader, DictLoader, FileSystemLoader, StrictUndefined, 
 from jinja2.sandbox import SandboxedEnvironment
 
 from ..domain import ActionSpec, Domain
-from ..errors import BudgetError, ContextEditorError, UnknownActionError
+from ..errors import Errors
 from ..lang import detect_language
 from ..model import Message, State
 from ..resources import templates_dir
@@ -80,8 +80,7 @@ class Renderer:
 
     def action(self, name: str) -> ActionSpec:
         if name not in self.domain.actions:
-            raise UnknownActionError(f"unknown action {name!r} in domain {self.domain.name!r}",
-                                     fix=f"use one of: {', '.join(sorted(self.domain.actions))}")
+            raise Errors.UNKNOWN_ACTION(action=name, domain=self.domain.name, known=", ".join(sorted(self.domain.actions)))
         return self.domain.actions[name]
 
     def render(self, state: State, action: str, messages: list[Message], budget: int | None = None,
@@ -162,18 +161,15 @@ class Renderer:
             kept[tier] = lo
             xml, tokens, dropped = build(kept)
         if tokens > limit:
-            raise BudgetError(
-                f"action {action!r}: the required part of the context needs {tokens} tokens, the budget allows {limit}"
-                f" (required and critical fields: {', '.join(protected) or 'none'}; missing: "
-                f"{', '.join(m['name'] for m in missing) or 'none'}; alerts: {len(alerts)})",
-                fix=f"raise --budget to at least {tokens + spec.safety_margin}, or declare fewer required fields for this action")
+            raise Errors.OVER_BUDGET(action=action, tokens=tokens, limit=limit, protected=", ".join(protected) or "none",
+                                     missing=", ".join(m["name"] for m in missing) or "none", alerts=len(alerts),
+                                     needed=tokens + spec.safety_margin)
         fields = [n for n in names if n in protected or n in optional[: kept["optional"]]]
         lost = [n for n in fields if self.domain.fields[n].critical
                 and xml_escape(self._field(state, n)["text"]) not in xml]
         if lost:
             if template.name == DEFAULT_TEMPLATE:
-                raise ContextEditorError(f"{CRITICAL_COMPRESSION_FAILURE}: critical fields {lost} are not in the context",
-                                         code="CE410", fix="check templates/default.xml.j2 renders every field it is given")
+                raise Errors.CRITICAL_LOST(lost=lost)
             # The action's template dropped a critical fact: keep the plain default rendering instead.
             alert = {"code": CRITICAL_COMPRESSION_FAILURE, "round": state.round,
                      "message": f"template {template.name} lost critical fields {', '.join(lost)}; default template used"}
@@ -207,8 +203,7 @@ class Renderer:
             if actual == claimed:
                 return xml, actual
             claimed = max(claimed, actual)
-        raise ContextEditorError("could not settle the token count of the context", code="CE411",
-                                 fix="report this with the conversation that caused it")
+        raise Errors.TOKENS_UNSETTLED()
 
     def _template(self, spec: ActionSpec) -> Template:
         own = f"{spec.name}.xml.j2"

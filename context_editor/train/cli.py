@@ -34,7 +34,8 @@ def cmd_train_ner(args: Any) -> int:
     return 0
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """The `train` command (registered in the `context_editor.commands` entry-point group)."""
     p = subparsers.add_parser("train", help="Train a model (NER) for domains to use.", description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     kinds = p.add_subparsers(dest="model", required=True, metavar="MODEL")

@@ -22,16 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from ..domain.kinds import value_kind
-from ..errors import ContextEditorError
-from ..importers import read_json  # the dataset files as published (plain, .gz, .zip); errors are CE700
+from ..errors import Errors, TrainingDataError
+from ..importers import read_json  # the dataset files as published (plain, .gz, .zip)
 
 FORMATS = ("golden", "sgd", "crosswoz")
-
-
-class TrainingDataError(ContextEditorError):
-    """The training input is missing, malformed or inconsistent."""
-
-    code = "CE800"
 
 
 @dataclass(frozen=True)
@@ -55,7 +49,7 @@ def _no_overlaps(spans: list[tuple[int, int, str]]) -> tuple[tuple[int, int, str
 
 def _golden_line(obj: Any, path: Path, line: int) -> Example:
     def bad(what: str, fix: str) -> TrainingDataError:
-        return TrainingDataError(what, file=str(path), line=line, fix=fix)
+        return Errors.TRAINING_DATA(problem=what, file=str(path), line=line, fix=fix)
 
     if not isinstance(obj, dict):
         raise bad("a line must be a JSON object", 'write {"text": ..., "spans": [...]}')
@@ -83,9 +77,9 @@ def _golden_line(obj: Any, path: Path, line: int) -> Example:
 def read_golden(path: Path) -> Iterator[Example]:
     files = sorted(path.glob("**/*.jsonl")) if path.is_dir() else [path]
     if not path.exists():
-        raise TrainingDataError(f"no such file: {path}", file=str(path), fix="pass a .jsonl file or a directory of them")
+        raise Errors.TRAINING_DATA(problem=f"no such file: {path}", file=str(path), fix="pass a .jsonl file or a directory of them")
     if not files:
-        raise TrainingDataError(f"no .jsonl files in {path}", file=str(path), fix="pass a .jsonl file or a directory of them")
+        raise Errors.TRAINING_DATA(problem=f"no .jsonl files in {path}", file=str(path), fix="pass a .jsonl file or a directory of them")
     for f in files:
         for n, raw in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
             if not raw.strip():
@@ -93,7 +87,7 @@ def read_golden(path: Path) -> Iterator[Example]:
             try:
                 obj = json.loads(raw)
             except ValueError as exc:
-                raise TrainingDataError(f"not a JSON object: {exc}", file=str(f), line=n, fix="one JSON object per line") from exc
+                raise Errors.TRAINING_DATA(problem=f"not a JSON object: {exc}", file=str(f), line=n, fix="one JSON object per line") from exc
             yield _golden_line(obj, f, n)
 
 
@@ -103,7 +97,7 @@ def _sgd_file(root: Path, stem: str) -> Path:
     for suffix in (".json.gz", ".json"):
         if (root / f"{stem}{suffix}").is_file():
             return root / f"{stem}{suffix}"
-    raise TrainingDataError(f"no {stem}.json[.gz] in {root}", file=str(root), fix="pass an SGD split directory (e.g. sgd/train)")
+    raise Errors.TRAINING_DATA(problem=f"no {stem}.json[.gz] in {root}", file=str(root), fix="pass an SGD split directory (e.g. sgd/train)")
 
 
 def sgd_labels(schema: list[dict[str, Any]]) -> dict[tuple[str, str], str | None]:
@@ -118,12 +112,12 @@ def sgd_labels(schema: list[dict[str, Any]]) -> dict[tuple[str, str], str | None
 
 def read_sgd(root: Path) -> Iterator[Example]:
     if not root.is_dir():
-        raise TrainingDataError(f"no such directory: {root}", file=str(root), fix="pass an SGD split directory (e.g. sgd/train)")
+        raise Errors.TRAINING_DATA(problem=f"no such directory: {root}", file=str(root), fix="pass an SGD split directory (e.g. sgd/train)")
     schema = read_json(_sgd_file(root, "schema"))
     labels = sgd_labels(schema)
     files = sorted(root.glob("dialogues_*.json*"))
     if not files:
-        raise TrainingDataError(f"no dialogues_*.json[.gz] in {root}", file=str(root), fix="pass an SGD split directory")
+        raise Errors.TRAINING_DATA(problem=f"no dialogues_*.json[.gz] in {root}", file=str(root), fix="pass an SGD split directory")
     for f in files:
         for d in read_json(f):
             for t, turn in enumerate(d["turns"]):
@@ -142,7 +136,7 @@ def read_sgd(root: Path) -> Iterator[Example]:
 def read_crosswoz(path: Path) -> Iterator[Example]:
     data = read_json(path)
     if not isinstance(data, dict) or not all(isinstance(v, dict) and "messages" in v for v in data.values()):
-        raise TrainingDataError("not a CrossWOZ split (an object of dialogues with `messages`)", file=str(path),
+        raise Errors.TRAINING_DATA(problem="not a CrossWOZ split (an object of dialogues with `messages`)", file=str(path),
                                 fix="pass val.json.zip (or train/test) as published by CrossWOZ")
     slots: dict[str, set[str]] = {}
     for d in data.values():
@@ -178,8 +172,8 @@ def read_examples(fmt: str, path: str | Path) -> list[Example]:
     elif fmt == "crosswoz":
         examples = list(read_crosswoz(p))
     else:
-        raise TrainingDataError(f"unknown format {fmt!r}", fix=f"use one of: {', '.join(FORMATS)}")
+        raise Errors.TRAINING_DATA(problem=f"unknown format {fmt!r}", fix=f"use one of: {', '.join(FORMATS)}")
     if not any(ex.spans for ex in examples):
-        raise TrainingDataError("the training data has no labelled spans (empty label set)", file=str(p),
+        raise Errors.TRAINING_DATA(problem="the training data has no labelled spans (empty label set)", file=str(p),
                                 fix="annotate at least one span with a label (see docs/ner-training.md)")
     return examples

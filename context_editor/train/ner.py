@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from ..domain.nermodel import CARD_FILE, model_hash
-from ..errors import MissingExtraError
+from ..errors import Errors, MissingExtraError
 from .card import write_card
-from .corpus import Example, TrainingDataError
+from .corpus import Example
 
 HELD_OUT = 0.05  # share of the groups (dialogues, lines) kept out of training for the card's scores
 
@@ -172,7 +172,7 @@ def train_ner(examples: list[Example], out: str | Path, opts: TrainOptions, *, c
     started = time.monotonic()
     labels = sorted({label for ex in examples for _, _, label in ex.spans})
     if not labels:
-        raise TrainingDataError("the training data has no labelled spans (empty label set)",
+        raise Errors.TRAINING_DATA(problem="the training data has no labelled spans (empty label set)",
                                 fix="annotate at least one span with a label (see docs/ner-training.md)")
     if opts.max_examples is not None and len(examples) > opts.max_examples:
         examples = sorted(examples, key=lambda e: (zlib.crc32(e.where.encode("utf-8")), e.where))[: opts.max_examples]
