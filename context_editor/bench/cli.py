@@ -53,6 +53,18 @@ def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, 
     return domain, utterances
 
 
+MECHANISMS = ("answers", "offers")
+
+
+def switch_off(ds: Dataset, mechanisms: list[str]) -> None:
+    """Write `dialogue: {<mechanism>: false}` into every imported domain (an ablation run)."""
+    if not mechanisms:
+        return
+    line = "dialogue: {" + ", ".join(f"{m}: false" for m in sorted(set(mechanisms))) + "}\n"
+    for path in ds.domain_files.values():
+        path.write_text(path.read_text("utf-8") + line, "utf-8")
+
+
 def _load(args: argparse.Namespace, domains_out: Path, **import_options: Any) -> Dataset:
     if args.dataset == "sgd":
         ds = load_sgd(args.data, domains_out, args.limit, **import_options)
@@ -68,6 +80,7 @@ def _ablation(args: argparse.Namespace, out: Path) -> tuple[Dataset, Harness, di
     for mode, options in ABLATION:
         options = options if mode == "rules" else {**options, "ner": args.ner}
         ds = _load(args, out / f"domains-{mode}", **options)
+        switch_off(ds, args.without or [])
         harness = Harness(ds)
         harness.run(f"bench {ds.name} [{mode}]")
         runs[mode] = ablation_summary(harness)
@@ -85,6 +98,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         ds, harness, ablation = _ablation(args, out)
     else:
         ds = _load(args, out / "domains")
+        switch_off(ds, args.without or [])
         harness = Harness(ds)
         harness.run(f"bench {ds.name}")
     domain, utterances = _scaling_input(ds, harness)
@@ -92,7 +106,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     scaling = scaling_run(ds.domain_files[domain], utterances, args.scaling_rounds, ds.now)
     config = {"data": str(args.data), "limit": args.limit, "every": args.every, "domains_dir": str(ds.domain_files[domain].parent),
               "clock": ds.now.isoformat(), "dialogue_domains": dict(Counter(len(d.domains) for d in ds.dialogues)),
-              "ner": str(args.ner) if args.ner else None}
+              "ner": str(args.ner) if args.ner else None, "without": sorted(args.without or [])}
     results = summarise(harness, scaling, time.monotonic() - started, config)
     if ablation:
         results["ablation"] = ablation
@@ -142,6 +156,8 @@ def register_bench(subparsers: Subparsers) -> None:
         k.add_argument("--every", type=int, default=1, metavar="K", help="only every K-th dialogue (a sample of the whole split)")
         k.add_argument("--out", required=True, metavar="DIR", help="directory for results.json, report.md, the plot and domains/")
         k.add_argument("--ner", metavar="MODEL_DIR", help="a trained model: run the ablation rules only / model only / both")
+        k.add_argument("--without", action="append", choices=MECHANISMS, metavar="MECHANISM",
+                       help=f"switch a dialogue mechanism off in the imported domains, to measure its share ({', '.join(MECHANISMS)})")
         k.add_argument("--scaling-rounds", type=int, default=SCALING_ROUNDS, metavar="N",
                        help=f"user rounds fed to one session in the scaling run (default {SCALING_ROUNDS})")
         k.set_defaults(func=cmd_bench)
