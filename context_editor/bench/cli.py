@@ -19,8 +19,12 @@ section and the model's cold load time.
 from __future__ import annotations
 
 import argparse
+import os
+import platform
+import subprocess
 import time
 from collections import Counter
+from datetime import date
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -44,6 +48,23 @@ def cmd_import(args: argparse.Namespace) -> int:
     for path in importer(args.source, args.out, ner=args.ner):
         print(path)
     return 0
+
+
+def run_environment() -> dict[str, Any]:
+    """Where and when a run happened, so its report says it (pinned or not, which machine)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True, timeout=10,
+                                cwd=Path(__file__).parent).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"date": date.today().isoformat(), "cpu_affinity": sorted(os.sched_getaffinity(0)), "commit": commit,
+            "machine": f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, {platform.system()}"}
 
 
 def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, str]]]:
@@ -104,9 +125,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     domain, utterances = _scaling_input(ds, harness)
     harness.close()
     scaling = scaling_run(ds.domain_files[domain], utterances, args.scaling_rounds, ds.now)
-    config = {"data": str(args.data), "limit": args.limit, "every": args.every, "domains_dir": str(ds.domain_files[domain].parent),
+    config = {"data": str(args.data), "split": ds.split, "limit": args.limit, "every": args.every,
+              "domains_dir": str(ds.domain_files[domain].parent),
               "clock": ds.now.isoformat(), "dialogue_domains": dict(Counter(len(d.domains) for d in ds.dialogues)),
-              "ner": str(args.ner) if args.ner else None, "without": sorted(args.without or [])}
+              "ner": str(args.ner) if args.ner else None, "without": sorted(args.without or []), **run_environment()}
     results = summarise(harness, scaling, time.monotonic() - started, config)
     if ablation:
         results["ablation"] = ablation
