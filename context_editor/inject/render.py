@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
-from markupsafe import escape as xml_escape
 from jinja2 import ChoiceLoader, DictLoader, FileSystemLoader, StrictUndefined, Template, TemplateNotFound
 from jinja2.sandbox import SandboxedEnvironment
 
@@ -61,6 +61,18 @@ class RenderedContext:
         """Context tokens / tokens of the raw window it stands for (the first post-compaction check;
         the second, survival of every critical field, is enforced when rendering)."""
         return self.tokens / self.source_tokens if self.source_tokens else 1.0
+
+
+def lost_fields(xml: str, expected: dict[str, str]) -> list[str]:
+    """The protected fields (name -> rendered value) the context has no `<field name=…>` element
+    for, holding that value. A substring test is not enough: "no layovers" in a recent turn must
+    not pass for a dropped `flight_exclusions: layover`. A context that is not XML loses them all."""
+    try:
+        root = ElementTree.fromstring(xml)
+    except ElementTree.ParseError:
+        return list(expected)
+    shown = {(el.get("name"), (el.text or "").strip()) for el in root.iter("field")}
+    return [n for n, text in expected.items() if (n, xml_safe(text).strip()) not in shown]
 
 
 def _finalize(value: Any) -> Any:
@@ -165,14 +177,13 @@ class Renderer:
                                      missing=", ".join(m["name"] for m in missing) or "none", alerts=len(alerts),
                                      needed=tokens + spec.safety_margin)
         fields = [n for n in names if n in protected or n in optional[: kept["optional"]]]
-        lost = [n for n in fields if self.domain.fields[n].critical
-                and xml_escape(self._field(state, n)["text"]) not in xml]
+        lost = lost_fields(xml, {n: self._field(state, n)["text"] for n in protected})
         if lost:
             if template.name == DEFAULT_TEMPLATE:
                 raise Errors.CRITICAL_LOST(lost=lost)
             # The action's template dropped a critical fact: keep the plain default rendering instead.
             alert = {"code": CRITICAL_COMPRESSION_FAILURE, "round": state.round,
-                     "message": f"template {template.name} lost critical fields {', '.join(lost)}; default template used"}
+                     "message": f"template {template.name} lost protected fields {', '.join(lost)}; default template used"}
             return self.render(state, action, messages, budget, language, _template=DEFAULT_TEMPLATE, _alerts=[alert])
         source = count_tokens("\n".join(f"{m.role}: {m.content}" for m in visible), self.model)
         return RenderedContext(action, xml, tokens, budget, fields, [m["name"] for m in missing], dropped, source)
