@@ -232,8 +232,13 @@ def actions(c: Lint) -> Iterator[DomainProblem]:
 
 # ---------------------------------------------------------------- warnings: likely mistakes
 def _fillable_from_text(c: Lint, name: str, f: dict[str, Any]) -> bool:
+    """Rules, values or a gazetteer find it in text; or, with dialogue answers on (the default),
+    the user's reply to its `ask` does (issue 10's answers: any type, yes/no for bool)."""
     items = _map(f.get("items"))
-    return bool(field_refs(f, name) or f.get("values") or f.get("gazetteer") or items.get("values") or items.get("gazetteer"))
+    answers = _map(c.data.get("dialogue")).get("answers", True) is not False
+    answerable = answers and bool(f.get("ask")) and "user" in (_list(f.get("sources")) or ["user"])
+    return bool(field_refs(f, name) or f.get("values") or f.get("gazetteer") or items.get("values") or items.get("gazetteer")
+                or answerable)
 
 
 def unreachable_fields(c: Lint) -> Iterator[DomainProblem]:
@@ -245,9 +250,11 @@ def unreachable_fields(c: Lint) -> Iterator[DomainProblem]:
         if name in set_by_machine or not any(r in sources for r in _TEXT_ROLES) or _fillable_from_text(c, name, f):
             continue
         tool = f"only a tool result with the key '{name}' can set it" if "tool" in sources else "nothing can set it"
-        yield c.problem(f"field '{name}' (type {f.get('type')}) has no `extract` rules and no values, so no message fills it; {tool}",
+        yield c.problem(f"field '{name}' (type {f.get('type')}) has no `extract` rules, no values and no `ask`, so no message "
+                        f"fills it; {tool}",
                         f"fields/{name}", "add `extract: [...]` (a bundled rule, a rule from your own pack, or an inline "
-                                          "`{pattern: …}`), `values:` or a `gazetteer:`; or `sources: [tool]` if only tools set it",
+                                          "`{pattern: …}`), `values:`, a `gazetteer:`, or an `ask` (the user's answer fills it); "
+                                          "or `sources: [tool]` if only tools set it",
                         Errors.NEVER_FILLED, "warning")
 
 
