@@ -69,7 +69,10 @@ def _state_table(state: State, editor: ContextEditor) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     head = f"session {state.session}  domain {state.domain} ({state.domain_version})  round {state.round}  phase {state.phase}"
     alerts = [f"alert {a.code} (round {a.round}): {a.message}" for a in state.alerts]
-    return "\n".join([head, *lines, *alerts])
+    u = editor.usage(state.session)
+    cost = f", cost {u['cost']} (raw window {u['raw_cost']})" if u["cost"] is not None else ""
+    usage = f"usage: {u['renders']} renders, {u['context_tokens']} context tokens for {u['source_tokens']} raw tokens{cost}"
+    return "\n".join([head, *lines, *alerts, usage])
 
 
 def _width(text: str) -> int:
@@ -81,7 +84,8 @@ def _plugins(args) -> bool:
     return bool(getattr(args, "allow_plugins", False) or os.environ.get("CONTEXT_EDITOR_ALLOW_PLUGINS") == "1")
 
 
-def _editor_for_session(session: str, store_url: str | None, model: str | None = None, allow_plugins: bool = False) -> ContextEditor:
+def _editor_for_session(session: str, store_url: str | None, model: str | None = None, allow_plugins: bool = False,
+                        context_window: int | None = None) -> ContextEditor:
     """The editor of an existing session, with the domain version it was processed with."""
     store = open_store(store_url)
     info = store.session(session)
@@ -91,7 +95,7 @@ def _editor_for_session(session: str, store_url: str | None, model: str | None =
                                    fix=f"run `context-editor ingest DOMAIN FILE --session {session}` first; known sessions: {known}")
     source = store.get_domain(info.domain_version)
     domain = domain_from_source(source, f"<stored {info.domain} {info.domain_version}>", allow_plugins)
-    return ContextEditor(domain, store, model=model)
+    return ContextEditor(domain, store, model=model, context_window=context_window)
 
 
 def cmd_demo(args) -> int:
@@ -125,7 +129,8 @@ def _print_result(editor: ContextEditor, session: str, args) -> None:
 
 
 def cmd_run(args) -> int:
-    editor = ContextEditor(args.domain, "memory://", model=args.model, allow_plugins=_plugins(args))
+    editor = ContextEditor(args.domain, "memory://", model=args.model, allow_plugins=_plugins(args),
+                           context_window=args.context_window)
     if args.action:
         editor.renderer.action(args.action)
     messages = read_conversation(args.conversation)
@@ -166,7 +171,8 @@ def cmd_state(args) -> int:
 
 
 def cmd_render(args) -> int:
-    editor = _editor_for_session(args.session, args.store, model=args.model, allow_plugins=_plugins(args))
+    editor = _editor_for_session(args.session, args.store, model=args.model, allow_plugins=_plugins(args),
+                                 context_window=args.context_window)
     print(editor.render(args.session, args.action, budget=args.budget, as_of_round=args.as_of_round).xml)
     return 0
 
@@ -269,7 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--as-of-round", type=int, metavar="N", help="the state as it stood at the end of round N")
         if action:
             p.add_argument("--action", metavar="NAME", help="print the XML context of this action instead of the state")
-            p.add_argument("--budget", type=int, metavar="TOKENS", help="token budget (default: the action's budget_tokens)")
+            p.add_argument("--budget", metavar="TOKENS|N%", help="token budget: tokens, or a share of --context-window like 60%% (default: the action's budget_tokens)")
+            p.add_argument("--context-window", type=int, metavar="TOKENS",
+                           help="the model's context window; 15%% of it stays reserved for the answer")
             p.add_argument("--model", metavar="MODEL", help="model whose tokenizer counts (default gpt-4o, o200k_base)")
 
     p = add("demo", cmd_demo, "Run the bundled headphone conversation through the ecommerce domain into the store and show state and contexts.")
@@ -299,7 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("render", cmd_render, "Print the XML context of an action for a stored session.")
     session_opts(p)
     p.add_argument("--action", required=True, metavar="NAME")
-    p.add_argument("--budget", type=int, metavar="TOKENS")
+    p.add_argument("--budget", metavar="TOKENS|N%", help="tokens, or a share of --context-window like 60%%")
+    p.add_argument("--context-window", type=int, metavar="TOKENS",
+                   help="the model's context window; 15%% of it stays reserved for the answer")
     p.add_argument("--as-of-round", type=int, metavar="N")
     p.add_argument("--model", metavar="MODEL")
     store_opt(p)

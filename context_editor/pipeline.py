@@ -19,6 +19,11 @@ from .echo import CONTEXT_LOOP_DETECTED, mask_echoes
 from .errors import SessionNotFoundError, UnknownFieldError
 from .extract import Extractor
 from .inject import RenderedContext, Renderer
+from .inject.budget import Window
+from .memory import SummaryZone
+from .memory.summary import KIND as SUMMARY_KIND
+
+USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
 from .model import Edit, Message, State
 from .store import Store, open_store
 from .transform import PhaseMachine, edit, expiry_edits, field_edits
@@ -48,14 +53,23 @@ class ContextEditor:
     """
 
     def __init__(self, domain: Domain | str | Path, store: Store | str | None = None, model: str | None = None,
-                 allow_plugins: bool = False):
+                 allow_plugins: bool = False, system: str | None = None, context_window: int | None = None,
+                 output_reserve: float = 0.15, budget: int | str | None = None, price_per_mtok: float | None = None):
+        """`system`: a system prompt rendered first in every context. `context_window`: the model's
+        window in tokens; a budget may then be a share of it ("60%"), and no budget ever eats into
+        `output_reserve` (a share of the window, or tokens), kept for the answer. `budget`: the
+        default for every render (else each action's `budget_tokens`). `price_per_mtok`: the model's
+        input price per million tokens, for the session's cost account (`usage`)."""
         self.domain = domain if isinstance(domain, Domain) else load_domain(domain, allow_plugins=allow_plugins)
         self.store = store if isinstance(store, Store) else open_store(store)
         self.extractor = Extractor(self.domain)
         self.validator = FieldValidator(self.domain)
         self.machine = PhaseMachine(self.domain) if self.domain.machine else None
-        self.renderer = Renderer(self.domain, model=model)
+        window = Window(context_window, output_reserve) if context_window else None
+        self.renderer = Renderer(self.domain, model=model, system=system, window=window)
+        self.default_budget, self.price_per_mtok = budget, price_per_mtok
         self._states: dict[str, State] = {}
+        self._zones: dict[str, SummaryZone] = {}
         self.store.put_domain(self.domain.version_hash, self.domain.name, self.domain.source)
 
     # ------------------------------------------------------------------ ingest
@@ -77,7 +91,42 @@ class ContextEditor:
         except BaseException:
             self._states.pop(session, None)  # the cached fold may be ahead of the store: rebuild on next use
             raise
+        self._remember(session, msg)
         return edits
+
+    def set_task_goal(self, session: str, goal: str, now: datetime | str | None = None) -> None:
+        """Anchor the task's goal: shown after the system prompt in every context of the session.
+        Kept in the log as a system message named `goal` (so replay and `as_of_round` see it)."""
+        self.add(session, {"role": "system", "name": "goal", "content": goal}, now=now)
+
+    def set_subtask(self, session: str, subtask: str, now: datetime | str | None = None) -> None:
+        """Anchor the current subtask (replaces the previous one), shown after the goal."""
+        self.add(session, {"role": "system", "name": "subtask", "content": subtask}, now=now)
+
+    # ------------------------------------------------------------------ memory (derived data)
+    def _remember(self, session: str, msg: Message) -> None:
+        """Fold a committed message into the session's summary zone and store what changed."""
+        zone = self._zone(session)
+        for key, body in zone.bodies(zone.add(msg)).items():
+            self.store.put_derived(session, SUMMARY_KIND, key, body)
+
+    def _zone(self, session: str) -> SummaryZone:
+        zone = self._zones.get(session)
+        if zone is None:
+            zone = SummaryZone.from_bodies(self.domain, self.store.derived(session, SUMMARY_KIND))
+            changed: set[int] = set()
+            for m in self.store.messages(session, since_round=zone.resume_round()):
+                changed.update(zone.add(m))
+            for key, body in zone.bodies(sorted(changed)).items():
+                self.store.put_derived(session, SUMMARY_KIND, key, body)
+            self._zones[session] = zone
+        return zone
+
+    def rebuild_memory(self, session: str) -> SummaryZone:
+        """Drop the session's derived memory and recompute it from the raw log."""
+        self.store.drop_derived(session, SUMMARY_KIND)
+        self._zones.pop(session, None)
+        return self._zone(session)
 
     def _stamp(self, session: str, raw: dict, state: State, now) -> Message:
         """Give the message its place (index, round) and a timestamp, so replay sees the same clock."""
@@ -168,15 +217,37 @@ class ContextEditor:
             raise SessionNotFoundError(f"no session {session!r} in {self.store.url}",
                                        fix=f"ingest a conversation first; known sessions: {known}")
 
-    def render(self, session: str, action: str, budget: int | None = None, as_of_round: int | None = None) -> RenderedContext:
-        """The XML context of `action` for this session (at `as_of_round` if given)."""
+    def render(self, session: str, action: str, budget: int | str | None = None,
+               as_of_round: int | None = None) -> RenderedContext:
+        """The XML context of `action` for this session (at `as_of_round` if given).
+        `budget`: tokens, or a share of the model window ("60%") when `context_window` is set."""
         self.renderer.action(action)  # unknown action: fail before touching the store
         state = self.state(session, as_of_round)
         view = self.domain.actions[action]
         since = max(state.round - view.recent_rounds - view.history_rounds + 1, 0)
         messages = [m for m in self.store.messages(session, since_round=since)
                     if as_of_round is None or m.round <= as_of_round]
-        return self.renderer.render(state, action, messages, budget=budget)
+        zone = self._zone(session)
+        anchors = {n: a for n in ("goal", "subtask") if (a := zone.anchor(n, as_of_round))}
+        ctx = self.renderer.render(state, action, messages, budget=budget if budget is not None else self.default_budget,
+                                   summary=zone.lines(state.round - view.recent_rounds), anchors=anchors)
+        self._account(session, ctx)
+        return ctx
+
+    def _account(self, session: str, ctx: RenderedContext) -> None:
+        """Add a render to the session's token account (what was sent, and the raw window it replaced)."""
+        usage = self.store.derived(session, USAGE_KIND).get(0) or {"renders": 0, "context_tokens": 0, "source_tokens": 0}
+        usage = {"renders": usage["renders"] + 1, "context_tokens": usage["context_tokens"] + ctx.tokens,
+                 "source_tokens": usage["source_tokens"] + ctx.source_tokens}
+        self.store.put_derived(session, USAGE_KIND, 0, usage)
+
+    def usage(self, session: str) -> dict[str, Any]:
+        """The session's token account: renders, context tokens sent, the raw-window tokens they
+        stood for, and their cost at `price_per_mtok` (None when no price is set)."""
+        usage = self.store.derived(session, USAGE_KIND).get(0) or {"renders": 0, "context_tokens": 0, "source_tokens": 0}
+        price = self.price_per_mtok
+        return {**usage, "cost": None if price is None else round(usage["context_tokens"] * price / 1e6, 6),
+                "raw_cost": None if price is None else round(usage["source_tokens"] * price / 1e6, 6)}
 
     def why(self, session: str, field: str, as_of_round: int | None = None) -> dict[str, Any]:
         """Provenance and full history of one field: every accepted, rejected, cleared or expired

@@ -192,7 +192,7 @@ def test_digest_is_extractive_and_points_to_sources():
         ("assistant", "这款耳机降噪效果好，因为麦克风阵列实时生成反向声波。实测地铁降噪深度达35dB。"),
         *[("user", f"嗯{i}") for i in range(6)], ("user", "要黑色的"))
     root = parse(editor.render("s", "recommend_product", budget=2000))
-    lines = {l.text: l.get("src") for l in root.find("digest")}
+    lines = {l.text: l.get("src") for l in root.findall("summary//line")}
     assert "实测地铁降噪深度达35dB。" in lines and lines["实测地铁降噪深度达35dB。"] == "m1"
     raw = editor.store.messages("s")[1].content
     assert all(text in raw or text in {m.content for m in editor.store.messages("s")} for text in lines)

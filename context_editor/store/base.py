@@ -42,7 +42,12 @@ CREATE TABLE IF NOT EXISTS edits (
     session TEXT NOT NULL, seq INTEGER NOT NULL, round INTEGER NOT NULL, message_index INTEGER NOT NULL,
     body TEXT NOT NULL, hash TEXT NOT NULL,
     PRIMARY KEY (session, seq));
+CREATE TABLE IF NOT EXISTS derived (
+    session TEXT NOT NULL, kind TEXT NOT NULL, key INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (session, kind, key));
 """
+# `derived` holds data computed from the log (summary-zone stages …): never part of the record,
+# never hashed, rebuildable at any time, so it is written outside the message transaction.
 
 def edit_row(e: Edit) -> tuple:
     """The row of an edit in an SQL store: key columns, canonical body, hash."""
@@ -113,6 +118,18 @@ class Store(ABC):
     def raw_rows(self, session: str) -> tuple[list[tuple], list[tuple]]:
         """Rows exactly as stored, for `audit verify`: messages as (index, body, hash) and edits
         as (seq, round, message_index, body, hash), each in storage order of its key."""
+
+    @abstractmethod
+    def put_derived(self, session: str, kind: str, key: int, body: dict) -> None:
+        """Store (or replace) one item of derived data, e.g. a summary-zone stage."""
+
+    @abstractmethod
+    def derived(self, session: str, kind: str) -> dict[int, dict]:
+        """Every item of one kind of derived data of a session, by key."""
+
+    @abstractmethod
+    def drop_derived(self, session: str, kind: str) -> None:
+        """Forget one kind of derived data (it is rebuilt from the log on next use)."""
 
     def close(self) -> None:
         """Release connections (no-op where there are none)."""

@@ -17,6 +17,7 @@ class MemoryStore(Store):
         self._sessions: dict[str, tuple[str, str]] = {}
         self._messages: dict[str, list[Message]] = {}
         self._edits: dict[str, list[Edit]] = {}
+        self._derived: dict[tuple[str, str], dict[int, dict]] = {}
 
     def put_domain(self, version_hash: str, name: str, source: dict) -> None:
         self._domains.setdefault(version_hash, (name, copy.deepcopy(source)))
@@ -55,3 +56,12 @@ class MemoryStore(Store):
         msgs = [(m.index, canonical_json(m.body()), m.hash) for m in self._messages.get(session, [])]
         edits = [(e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash) for e in self._edits.get(session, [])]
         return msgs, edits
+
+    def put_derived(self, session: str, kind: str, key: int, body: dict) -> None:
+        self._derived.setdefault((session, kind), {})[key] = copy.deepcopy(body)
+
+    def derived(self, session: str, kind: str) -> dict[int, dict]:
+        return copy.deepcopy(self._derived.get((session, kind), {}))
+
+    def drop_derived(self, session: str, kind: str) -> None:
+        self._derived.pop((session, kind), None)

@@ -16,7 +16,8 @@ from ..errors import StoreError
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
 from .base import RETRY_FIX, SCHEMA, SessionInfo, Store, check_batch, edit_from_row, edit_row
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the `derived` table (added in place to a version-1 file)
+UPGRADABLE = {1}
 
 
 class SQLiteStore(Store):
@@ -32,7 +33,7 @@ class SQLiteStore(Store):
             has_tables = c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'messages'").fetchone()[0]
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path} is not a SQLite database ({exc})", fix="pass another --store path") from exc
-        if has_tables and version != SCHEMA_VERSION:
+        if has_tables and version != SCHEMA_VERSION and version not in UPGRADABLE:
             raise StoreError(f"{self.path} was written by an older context-editor (schema {version}, this is {SCHEMA_VERSION})",
                              fix="export its sessions with the version that wrote it, or use a new --store file")
         c.executescript(SCHEMA)
@@ -110,6 +111,18 @@ class SQLiteStore(Store):
         edits = c.execute("SELECT seq, round, message_index, body, hash FROM edits WHERE session = ? ORDER BY seq",
                           (session,)).fetchall()
         return msgs, edits
+
+    def put_derived(self, session: str, kind: str, key: int, body: dict) -> None:
+        self._conn().execute("INSERT OR REPLACE INTO derived VALUES (?, ?, ?, ?)",
+                             (session, kind, key, json.dumps(body, ensure_ascii=False)))
+
+    def derived(self, session: str, kind: str) -> dict[int, dict]:
+        rows = self._conn().execute("SELECT key, body FROM derived WHERE session = ? AND kind = ? ORDER BY key",
+                                    (session, kind)).fetchall()
+        return {k: json.loads(b) for k, b in rows}
+
+    def drop_derived(self, session: str, kind: str) -> None:
+        self._conn().execute("DELETE FROM derived WHERE session = ? AND kind = ?", (session, kind))
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
