@@ -97,8 +97,11 @@ def ours(text: str, lang: str) -> Value:
 
 
 def dateparser_systems() -> dict[str, System]:
-    import dateparser
-    from dateparser.search import search_dates
+    try:
+        import dateparser
+        from dateparser.search import search_dates
+    except ImportError:  # the only user of dateparser: it is in the optional [bench] extra
+        raise SystemExit('dateparser is not installed (fix: pip install "context-editor[bench]")') from None
 
     # Language auto-detection: with languages=["zh"] dateparser 1.5.0 misreads 5月10日 (parse
     # returns None, search_dates 2024-10-11), so the default scores better and is what callers use.

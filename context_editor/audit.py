@@ -12,9 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator
 
-from .domain import domain_from_source
 from .errors import SessionNotFoundError
 from .model import GENESIS_HASH, Edit, Message, canonical_json
 from .store import MemoryStore, Store
@@ -87,18 +86,17 @@ class ReplayReport:
     identical: bool
     recorded: int
     replayed: int
-    first_difference: dict | None = None
+    first_difference: dict[str, Any] | None = None
 
 
 def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayReport:
     """Re-run the stored messages through the recorded domain version; compare the edit logs."""
-    from .pipeline import ContextEditor  # the pipeline depends on audit's neighbours, not the reverse
+    from .pipeline import ContextEditor, stored_domain  # the pipeline depends on audit's neighbours, not the reverse
 
     info = store.session(session)
     if info is None:
         raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id")
-    source = store.get_domain(info.domain_version)
-    domain = domain_from_source(source, f"<stored {info.domain} {info.domain_version}>", allow_plugins)
+    domain = stored_domain(store, info, allow_plugins)
     editor = ContextEditor(domain, MemoryStore())
     for m in store.messages(session):
         editor.add(session, Message.from_dict(m.to_dict()))
@@ -121,7 +119,7 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
     return report
 
 
-def export(store: Store, session: str) -> Iterator[dict]:
+def export(store: Store, session: str) -> Iterator[dict[str, Any]]:
     """The session for auditors: a header, then messages and edits interleaved in commit order."""
     info = store.session(session)
     if info is None:

@@ -11,15 +11,16 @@ import json
 import os
 import sys
 from datetime import datetime, timezone
+from typing import Any, Callable, TypeAlias
 
 from . import audit
 from .conversation import read_conversation
-from .domain import domain_from_source, lint_domain, load_domain
+from .domain import lint_domain, load_domain
 from .domain.model import DOMAINS_DIR
 from .errors import ContextEditorError, SessionNotFoundError
 from .inject import format_value
-from .model import State, session_key
-from .pipeline import ContextEditor
+from .model import Message, State, session_key
+from .pipeline import ContextEditor, stored_domain
 from .store import DEFAULT_STORE, open_store
 
 SAMPLE = DOMAINS_DIR / "samples" / "ecommerce_headphones.jsonl"
@@ -80,25 +81,23 @@ def _width(text: str) -> int:
     return sum(2 if "\u2e80" <= ch <= "\ufaff" or "\uff00" <= ch <= "\uffef" else 1 for ch in text)
 
 
-def _plugins(args) -> bool:
+def _plugins(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "allow_plugins", False) or os.environ.get("CONTEXT_EDITOR_ALLOW_PLUGINS") == "1")
 
 
 def _editor_for_session(session: str, store_url: str | None, model: str | None = None, allow_plugins: bool = False,
                         context_window: int | None = None) -> ContextEditor:
     """The editor of an existing session, with the domain version it was processed with."""
-    store = open_store(store_url)
+    store = open_store(store_url, create=False)
     info = store.session(session)
     if info is None:
         known = ", ".join(store.sessions()[:10]) or "none yet"
         raise SessionNotFoundError(f"no session {session!r} in {store.url}",
                                    fix=f"run `context-editor ingest DOMAIN FILE --session {session}` first; known sessions: {known}")
-    source = store.get_domain(info.domain_version)
-    domain = domain_from_source(source, f"<stored {info.domain} {info.domain_version}>", allow_plugins)
-    return ContextEditor(domain, store, model=model, context_window=context_window)
+    return ContextEditor(stored_domain(store, info, allow_plugins), store, model=model, context_window=context_window)
 
 
-def cmd_demo(args) -> int:
+def cmd_demo(args: argparse.Namespace) -> int:
     store = open_store(args.store)
     editor = ContextEditor("ecommerce", store)
     taken = set(store.sessions())
@@ -117,7 +116,7 @@ def cmd_demo(args) -> int:
     return 0
 
 
-def _print_result(editor: ContextEditor, session: str, args) -> None:
+def _print_result(editor: ContextEditor, session: str, args: argparse.Namespace) -> None:
     if getattr(args, "action", None):  # `state` has no --action
         print(editor.render(session, args.action, budget=args.budget, as_of_round=args.as_of_round).xml)
         return
@@ -128,7 +127,7 @@ def _print_result(editor: ContextEditor, session: str, args) -> None:
         print(_state_table(state, editor))
 
 
-def cmd_run(args) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     editor = ContextEditor(args.domain, "memory://", model=args.model, allow_plugins=_plugins(args),
                            context_window=args.context_window)
     if args.action:
@@ -139,9 +138,9 @@ def cmd_run(args) -> int:
     return 0
 
 
-def _already_stored(stored: list, incoming: list[dict]) -> int:
+def _already_stored(stored: list[Message], incoming: list[dict[str, Any]]) -> int:
     """How many leading incoming messages are the tail of what is stored (an interrupted run)."""
-    def same(m, d) -> bool:
+    def same(m: Message, d: dict[str, Any]) -> bool:
         return (m.role, m.content) == (d["role"], d["content"]) and (d.get("timestamp") in (None, m.timestamp))
 
     for overlap in range(min(len(stored), len(incoming)), 0, -1):
@@ -150,7 +149,7 @@ def _already_stored(stored: list, incoming: list[dict]) -> int:
     return 0
 
 
-def cmd_ingest(args) -> int:
+def cmd_ingest(args: argparse.Namespace) -> int:
     messages = read_conversation(args.conversation)  # all checked before anything is stored
     editor = ContextEditor(args.domain, args.store, allow_plugins=_plugins(args))
     skip = 0 if args.append_all else _already_stored(editor.store.messages(args.session), messages)
@@ -164,20 +163,20 @@ def cmd_ingest(args) -> int:
     return 0
 
 
-def cmd_state(args) -> int:
+def cmd_state(args: argparse.Namespace) -> int:
     editor = _editor_for_session(args.session, args.store, allow_plugins=_plugins(args))
     _print_result(editor, args.session, args)
     return 0
 
 
-def cmd_render(args) -> int:
+def cmd_render(args: argparse.Namespace) -> int:
     editor = _editor_for_session(args.session, args.store, model=args.model, allow_plugins=_plugins(args),
                                  context_window=args.context_window)
     print(editor.render(args.session, args.action, budget=args.budget, as_of_round=args.as_of_round).xml)
     return 0
 
 
-def cmd_why(args) -> int:
+def cmd_why(args: argparse.Namespace) -> int:
     editor = _editor_for_session(args.session, args.store, allow_plugins=_plugins(args))
     info = editor.why(args.session, args.field, as_of_round=args.as_of_round)
     if args.json:
@@ -198,8 +197,8 @@ def cmd_why(args) -> int:
     return 0
 
 
-def cmd_audit_verify(args) -> int:
-    store = open_store(args.store)
+def cmd_audit_verify(args: argparse.Namespace) -> int:
+    store = open_store(args.store, create=False)
     verdicts = audit.verify(store, args.session)
     broken = [v for v in verdicts if not v.ok]
     for v in verdicts:
@@ -212,8 +211,8 @@ def cmd_audit_verify(args) -> int:
     return 1 if broken else 0
 
 
-def cmd_audit_export(args) -> int:
-    store = open_store(args.store)
+def cmd_audit_export(args: argparse.Namespace) -> int:
+    store = open_store(args.store, create=False)
     out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
     try:
         for record in audit.export(store, args.session):
@@ -224,8 +223,8 @@ def cmd_audit_export(args) -> int:
     return 0
 
 
-def cmd_replay(args) -> int:
-    report = audit.replay(open_store(args.store), args.session, _plugins(args))
+def cmd_replay(args: argparse.Namespace) -> int:
+    report = audit.replay(open_store(args.store, create=False), args.session, _plugins(args))
     if report.identical:
         print(f"identical: {report.session} replays to the same {report.recorded} edits, byte for byte")
         return 0
@@ -234,7 +233,7 @@ def cmd_replay(args) -> int:
     return 1
 
 
-def cmd_lint(args) -> int:
+def cmd_lint(args: argparse.Namespace) -> int:
     path, problems = lint_domain(args.domain)
     for p in problems:
         print(p.format(str(path)))
@@ -247,104 +246,131 @@ def cmd_lint(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="context-editor", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
-        description="Turn a conversation into provenance-tagged state and render the minimal XML context an action needs.")
-    parser.add_argument("--allow-plugins", action="store_true",
-                        help="load the Python plugin modules a domain declares (they run code; "
-                             "also CONTEXT_EDITOR_ALLOW_PLUGINS=1)")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+_FORMAT = argparse.RawDescriptionHelpFormatter
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
-    def add(name: str, func, help_: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_, description=help_, formatter_class=argparse.RawDescriptionHelpFormatter,
-                           epilog=EPILOG)
+
+def _global_options(parser: argparse.ArgumentParser, nested: bool) -> None:
+    """Options every command takes, before or after its name. Below the top level they default to
+    SUPPRESS, so a subcommand's parser never resets a value given before the subcommand."""
+    unset = argparse.SUPPRESS if nested else None
+    group = parser.add_argument_group("global options (accepted before or after the command)")
+    group.add_argument("--store", metavar="URL", default=unset,
+                       help=f"store URL (default $CONTEXT_EDITOR_STORE or {DEFAULT_STORE})")
+    group.add_argument("--tenant", metavar="ID", default=unset,
+                       help="tenant the session belongs to (sessions are keyed tenant/user/session)")
+    group.add_argument("--user", metavar="ID", default=unset, help="user the session belongs to")
+    group.add_argument("--allow-plugins", action="store_true", default=argparse.SUPPRESS if nested else False,
+                       help="load the Python plugin modules a domain declares (they run code; "
+                            "also CONTEXT_EDITOR_ALLOW_PLUGINS=1)")
+
+
+def _spread_global_options(parser: argparse.ArgumentParser) -> None:
+    """Give every subcommand, at any depth (`audit verify`, `bench sgd`), the global options."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _global_options(child, nested=True)
+                _spread_global_options(child)
+
+
+def _command(sub: Subcommands, name: str, func: Callable[[argparse.Namespace], int] | None,
+             help_: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help=help_, description=help_, formatter_class=_FORMAT, epilog=EPILOG)
+    if func is not None:  # a command group gets its function from the chosen subcommand
         p.set_defaults(func=func)
-        return p
+    return p
 
-    def session_opts(p, required: bool = True):
-        p.add_argument("--session", required=required, metavar="ID", help="session id")
-        p.add_argument("--tenant", metavar="ID", help="tenant the session belongs to (sessions are keyed tenant/user/session)")
-        p.add_argument("--user", metavar="ID", help="user the session belongs to")
 
-    def store_opt(p):
-        p.add_argument("--store", metavar="URL", help=f"store URL (default $CONTEXT_EDITOR_STORE or {DEFAULT_STORE})")
+def _session_option(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("--session", required=required, metavar="ID", help="session id")
 
-    def view_opts(p, action: bool):
-        p.add_argument("--json", action="store_true", help="print the state as JSON")
-        p.add_argument("--as-of-round", type=int, metavar="N", help="the state as it stood at the end of round N")
-        if action:
-            p.add_argument("--action", metavar="NAME", help="print the XML context of this action instead of the state")
-            p.add_argument("--budget", metavar="TOKENS|N%", help="token budget: tokens, or a share of --context-window like 60%% (default: the action's budget_tokens)")
-            p.add_argument("--context-window", type=int, metavar="TOKENS",
-                           help="the model's context window; 15%% of it stays reserved for the answer")
-            p.add_argument("--model", metavar="MODEL", help="model whose tokenizer counts (default gpt-4o, o200k_base)")
 
-    p = add("demo", cmd_demo, "Run the bundled headphone conversation through the ecommerce domain into the store and show state and contexts.")
-    store_opt(p)
+def _view_options(p: argparse.ArgumentParser, action: bool) -> None:
+    p.add_argument("--json", action="store_true", help="print the state as JSON")
+    p.add_argument("--as-of-round", type=int, metavar="N", help="the state as it stood at the end of round N")
+    if action:
+        p.add_argument("--action", metavar="NAME", help="print the XML context of this action instead of the state")
+        _render_options(p)
 
-    p = add("run", cmd_run, "One shot, in memory: process a conversation and print its final state or an action's context.")
+
+def _render_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--budget", metavar="TOKENS|N%",
+                   help="token budget: tokens, or a share of --context-window like 60%% (default: the action's budget_tokens)")
+    p.add_argument("--context-window", type=int, metavar="TOKENS",
+                   help="the model's context window; 15%% of it (the answer's reservation) is never budgeted")
+    p.add_argument("--model", metavar="MODEL", help="model whose tokenizer counts (default gpt-4o, o200k_base)")
+
+
+def _add_write_commands(sub: Subcommands) -> None:
+    """Commands that process conversations: `demo`, `run` (in memory) and `ingest`."""
+    _command(sub, "demo", cmd_demo, "Run the bundled headphone conversation through the ecommerce domain into the "
+             "store and show state and contexts.")
+    p = _command(sub, "run", cmd_run, "One shot, in memory: process a conversation and print its final state or an "
+                 "action's context.")
     p.add_argument("domain", help="domain file path or bundled domain name (ecommerce, …)")
     p.add_argument("conversation", help="JSONL or OpenAI-format JSON file, or - for stdin")
     p.add_argument("--now", metavar="ISO8601", help="clock for messages without a timestamp (relative dates)")
-    view_opts(p, action=True)
-
-    p = add("ingest", cmd_ingest, "Append a conversation to a session in the store.")
+    _view_options(p, action=True)
+    p = _command(sub, "ingest", cmd_ingest, "Append a conversation to a session in the store.")
     p.add_argument("domain")
     p.add_argument("conversation")
-    session_opts(p)
+    _session_option(p)
     p.add_argument("--now", metavar="ISO8601")
     p.add_argument("--append-all", action="store_true",
                    help="append every message even if the file's first messages equal the session's last ones "
                         "(by default they are taken as already ingested by an interrupted run and skipped)")
-    store_opt(p)
 
-    p = add("state", cmd_state, "Print a stored session's state (as a table, or --json).")
-    session_opts(p)
-    view_opts(p, action=False)
-    store_opt(p)
 
-    p = add("render", cmd_render, "Print the XML context of an action for a stored session.")
-    session_opts(p)
+def _add_read_commands(sub: Subcommands) -> None:
+    """Commands that only read a stored session (they never create a store)."""
+    p = _command(sub, "state", cmd_state, "Print a stored session's state (as a table, or --json).")
+    _session_option(p)
+    _view_options(p, action=False)
+    p = _command(sub, "render", cmd_render, "Print the XML context of an action for a stored session.")
+    _session_option(p)
     p.add_argument("--action", required=True, metavar="NAME")
-    p.add_argument("--budget", metavar="TOKENS|N%", help="tokens, or a share of --context-window like 60%%")
-    p.add_argument("--context-window", type=int, metavar="TOKENS",
-                   help="the model's context window; 15%% of it stays reserved for the answer")
     p.add_argument("--as-of-round", type=int, metavar="N")
-    p.add_argument("--model", metavar="MODEL")
-    store_opt(p)
-
-    p = add("why", cmd_why, "Explain one field: where its value came from and its full history.")
+    _render_options(p)
+    p = _command(sub, "why", cmd_why, "Explain one field: where its value came from and its full history.")
     p.add_argument("field")
-    session_opts(p)
+    _session_option(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--as-of-round", type=int, metavar="N", help="the field's history as it stood at the end of round N")
-    store_opt(p)
+    p = _command(sub, "replay", cmd_replay, "Re-run a session's stored messages through its recorded domain version; "
+                 "exit 0 if the edit log is identical.")
+    _session_option(p)
 
-    p = add("audit", lambda a: None, "Audit a store: verify its hash chains or export a session for auditors.")
+
+def _add_audit_commands(sub: Subcommands) -> None:
+    p = _command(sub, "audit", None, "Audit a store: verify its hash chains or export a session for auditors.")
     audit_sub = p.add_subparsers(dest="audit_command", required=True, metavar="SUBCOMMAND")
     v = audit_sub.add_parser("verify", help="exit 0 if every hash chain is intact, else 1 and the first broken row",
                              description="Check that no stored message or edit was changed, deleted, reordered or inserted.")
-    session_opts(v, required=False)
-    store_opt(v)
+    _session_option(v, required=False)
     v.set_defaults(func=cmd_audit_verify)
     x = audit_sub.add_parser("export", help="JSONL of a session's messages and edits, with the domain version",
                              description="Write the session as JSONL: a header, then messages and their edits in commit order.")
-    session_opts(x)
+    _session_option(x)
     x.add_argument("--out", metavar="FILE", help="write here instead of stdout")
-    store_opt(x)
     x.set_defaults(func=cmd_audit_export)
 
-    p = add("replay", cmd_replay, "Re-run a session's stored messages through its recorded domain version; exit 0 if the edit log is identical.")
-    session_opts(p)
-    store_opt(p)
 
-    p = add("lint", cmd_lint, "Check a domain file and report every problem with its line and a fix.")
-    p.add_argument("domain")
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="context-editor", formatter_class=_FORMAT, epilog=EPILOG,
+        description="Turn a conversation into provenance-tagged state and render the minimal XML context an action needs.")
+    _global_options(parser, nested=False)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_write_commands(sub)
+    _add_read_commands(sub)
+    _add_audit_commands(sub)
+    _command(sub, "lint", cmd_lint, "Check a domain file and report every problem with its line and a fix.").add_argument("domain")
 
     from .bench.cli import register  # `import` and `bench`: schema importers and the real-data runners
 
     register(sub)
+    _spread_global_options(parser)
     return parser
 
 
@@ -353,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "session", None):
             args.session = session_key(args.session, getattr(args, "tenant", None), getattr(args, "user", None))
-        return args.func(args)
+        return int(args.func(args))
     except ContextEditorError as exc:
         print(f"context-editor: error: {exc}", file=sys.stderr)
         return 2

@@ -42,12 +42,13 @@ def _content_text(content: Any, where: str, file: str, line: int | None) -> str:
                             file=file, line=line, fix="put the message text in a JSON string")
 
 
-def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = None, where: str = "message") -> dict:
+def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = None, where: str = "message") -> dict[str, Any]:
     """Check one raw message and return it with only the known keys."""
     if not isinstance(raw, dict):
         raise ConversationError(f"{where}: expected a JSON object, got {type(raw).__name__}", file=file, line=line,
                                 fix='write each message as {"role": "user", "content": "..."}')
-    role = ROLE_ALIASES.get(raw.get("role"), raw.get("role"))
+    role = raw.get("role")
+    role = ROLE_ALIASES.get(role, role) if isinstance(role, str) else role
     if role not in ROLES:
         raise ConversationError(f"{where}: unknown role {raw.get('role')!r}", file=file, line=line,
                                 fix=f"use one of: {', '.join(ROLES)}")
@@ -61,7 +62,7 @@ def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = Non
     if lone:
         raise ConversationError(f"{where}: lone surrogate \\u{ord(lone.group(0)):04x} at character {lone.start()} is not valid Unicode",
                                 file=file, line=line, fix="fix the encoder that produced this text (a \\ud83d escape without its pair)")
-    msg = {"role": role, "content": content}
+    msg: dict[str, Any] = {"role": role, "content": content}
     ts = raw.get("timestamp")
     if ts is not None:
         try:
@@ -81,7 +82,7 @@ def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = Non
     return msg
 
 
-def parse_conversation(data: bytes, file: str = "<input>") -> list[dict]:
+def parse_conversation(data: bytes, file: str = "<input>") -> list[dict[str, Any]]:
     """Parse a whole conversation (JSONL or a JSON array); raise on the first bad line."""
     try:
         text = data.decode("utf-8")
@@ -98,11 +99,11 @@ def parse_conversation(data: bytes, file: str = "<input>") -> list[dict]:
                                     fix="fix the JSON syntax (or write one message per line as JSONL)") from None
         return [normalise_message(m, file=file, where=f"message {i}") for i, m in enumerate(items)]
     out = []
-    for n, line in enumerate(text.lstrip("\ufeff").splitlines(), start=1):
-        if not line.strip():
+    for n, row in enumerate(text.lstrip("\ufeff").splitlines(), start=1):
+        if not row.strip():
             continue
         try:
-            raw = json.loads(line)
+            raw = json.loads(row)
         except json.JSONDecodeError as exc:
             raise ConversationError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, line=n,
                                     fix='each line must be one JSON object like {"role": "user", "content": "..."}') from None
@@ -110,7 +111,7 @@ def parse_conversation(data: bytes, file: str = "<input>") -> list[dict]:
     return out
 
 
-def read_conversation(path: str) -> list[dict]:
+def read_conversation(path: str) -> list[dict[str, Any]]:
     """A conversation from a file path, or stdin for `-`."""
     if path == "-":
         return parse_conversation(sys.stdin.buffer.read(), "<stdin>")

@@ -27,6 +27,17 @@ class ContextEditorError(Exception):
         return f"{text}\n  fix: {self.fix}" if self.fix else text
 
 
+class MissingExtraError(ContextEditorError):
+    """An optional dependency is not installed: the fix names the extra that brings it."""
+
+    code = "CE003"
+
+    def __init__(self, package: str, extra: str, needed_for: str):
+        self.package, self.extra = package, extra
+        super().__init__(f"{needed_for} needs {package}, which is not installed",
+                         fix=f'pip install "context-editor[{extra}]"')
+
+
 class DomainError(ContextEditorError):
     """The domain file is invalid (lint finds these; loading refuses them)."""
 

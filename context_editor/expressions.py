@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from datetime import date, datetime
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from jinja2 import TemplateSyntaxError, meta
+from jinja2.environment import TemplateExpression
 from jinja2.sandbox import SandboxedEnvironment
 
 
@@ -31,12 +32,11 @@ def days_between(a: Any, b: Any) -> int:
 
 def amount(money: Any) -> float | None:
     """The number inside a money value (or the value itself if it is a number)."""
-    if isinstance(money, dict):
-        return money.get("amount")
-    return money
+    value = money.get("amount") if isinstance(money, dict) else money
+    return cast("float | None", value)
 
 
-HELPERS: dict[str, Callable] = {
+HELPERS: dict[str, Callable[..., Any]] = {
     "days_between": days_between,
     "amount": amount,
     "len": len,
@@ -49,7 +49,7 @@ _env = SandboxedEnvironment()
 
 
 @lru_cache(maxsize=1024)
-def compile_expression(source: str):
+def compile_expression(source: str) -> TemplateExpression:
     """Compile once; raises TemplateSyntaxError with a readable message on bad syntax."""
     return _env.compile_expression(source, undefined_to_none=True)
 

@@ -13,7 +13,9 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Iterable, Literal
+
+from .errors import StoreError
 
 Role = Literal["user", "assistant", "tool", "system"]
 ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system")
@@ -69,16 +71,16 @@ class Message:
     id: str | None = None
     name: str | None = None  # tool name for tool messages
     tool_call_id: str | None = None
-    tool_calls: tuple[dict, ...] = ()
+    tool_calls: tuple[dict[str, Any], ...] = ()
     prev_hash: str = GENESIS_HASH  # raw messages form their own hash chain, so they are tamper-evident too
     hash: str = ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["tool_calls"] = list(self.tool_calls)
         return d
 
-    def body(self) -> dict:
+    def body(self) -> dict[str, Any]:
         """Everything the hash covers (all but the hash itself)."""
         d = self.to_dict()
         del d["hash"]
@@ -92,7 +94,7 @@ class Message:
         return replace(m, hash=m.compute_hash())
 
     @classmethod
-    def from_dict(cls, d: dict) -> Message:
+    def from_dict(cls, d: dict[str, Any]) -> Message:
         return cls(**{**d, "tool_calls": tuple(d.get("tool_calls") or ())})
 
     def time(self) -> datetime | None:
@@ -113,13 +115,13 @@ class Provenance:
     domain_version: str
     message_id: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["span"] = list(self.span)
         return d
 
     @classmethod
-    def from_dict(cls, d: dict | None) -> Provenance | None:
+    def from_dict(cls, d: dict[str, Any] | None) -> Provenance | None:
         if d is None:
             return None
         return cls(**{**d, "span": tuple(d["span"])})
@@ -157,7 +159,7 @@ class Edit:
     prev_hash: str = GENESIS_HASH
     hash: str = ""
 
-    def body(self) -> dict:
+    def body(self) -> dict[str, Any]:
         """Everything the hash covers (all but the hash itself)."""
         d = {
             "session": self.session,
@@ -186,11 +188,11 @@ class Edit:
         e = replace(self, seq=seq, prev_hash=prev_hash, hash="")
         return replace(e, hash=e.compute_hash())
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {**self.body(), "hash": self.hash}
 
     @classmethod
-    def from_dict(cls, d: dict) -> Edit:
+    def from_dict(cls, d: dict[str, Any]) -> Edit:
         return cls(**{**d, "provenance": Provenance.from_dict(d.get("provenance"))})
 
 
@@ -203,7 +205,7 @@ class HistoryEntry:
     reason: str | None
     provenance: Provenance | None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "value": self.value,
             "round": self.round,
@@ -244,7 +246,7 @@ class Alert:
     message: str
     field: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "round": self.round, "message": self.message}
 
 
@@ -282,6 +284,9 @@ class State:
         if e.op == "alert":
             self.alerts.append(Alert(e.reason or "ALERT", e.round, str(e.after), e.field))
             return
+        if e.field is None:  # only an altered log has a field edit without a field
+            raise StoreError(f"edit {e.seq} of session {e.session!r} ({e.op}) names no field",
+                             fix="run `context-editor audit verify`: the stored log was altered", code="CE502")
         fs = self.fields.setdefault(e.field, FieldState())
         if e.op == "set":
             fs.value, fs.provenance, fs.set_round, fs.set_at, fs.source = e.after, e.provenance, e.round, e.at, e.source
@@ -300,7 +305,7 @@ class State:
 
     @classmethod
     def fold(
-        cls, domain: str, domain_version: str, session: str, edits, as_of_round: int | None = None
+        cls, domain: str, domain_version: str, session: str, edits: Iterable[Edit], as_of_round: int | None = None
     ) -> State:
         st = cls(domain=domain, domain_version=domain_version, session=session)
         for e in edits:
@@ -309,7 +314,7 @@ class State:
             st.apply(e)
         return st
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The documented state JSON: only fields with a value appear under `fields`."""
         fields = {}
         for name in sorted(self.fields):

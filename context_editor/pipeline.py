@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .conversation import normalise_message
-from .domain import Domain, load_domain
+from .domain import Domain, domain_from_source, load_domain
 from .echo import CONTEXT_LOOP_DETECTED, mask_echoes
-from .errors import SessionNotFoundError, UnknownFieldError
+from .errors import SessionNotFoundError, StoreError, UnknownFieldError
 from .extract import Extractor
 from .inject import RenderedContext, Renderer
 from .inject.budget import Window
@@ -25,9 +25,21 @@ from .memory.summary import KIND as SUMMARY_KIND
 
 USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
 from .model import Edit, Message, State
-from .store import Store, open_store
+from .store import SessionInfo, Store, open_store
 from .transform import PhaseMachine, edit, expiry_edits, field_edits
 from .validate import FieldValidator, violations
+
+
+def stored_domain(store: Store, info: SessionInfo, allow_plugins: bool = False) -> Domain:
+    """The domain version a session was processed with, as stored beside its log (for replay and
+    for reading a session with the rules that made it)."""
+    source = store.get_domain(info.domain_version)
+    if source is None:
+        raise StoreError(f"session {info.session!r} was processed with domain {info.domain!r} version "
+                         f"{info.domain_version}, which is missing from {store.url}",
+                         fix="restore the store's domains table from a backup; `context-editor audit verify` checks the rest",
+                         code="CE503")
+    return domain_from_source(source, f"<stored {info.domain} {info.domain_version}>", allow_plugins)
 
 
 class _Chain:
@@ -73,13 +85,13 @@ class ContextEditor:
         self.store.put_domain(self.domain.version_hash, self.domain.name, self.domain.source)
 
     # ------------------------------------------------------------------ ingest
-    def ingest(self, session: str, messages: Iterable[dict | Message], now: datetime | str | None = None) -> State:
+    def ingest(self, session: str, messages: Iterable[dict[str, Any] | Message], now: datetime | str | None = None) -> State:
         """Process messages in order; returns the session's state after the last one."""
         for m in messages:
             self.add(session, m, now=now)
         return self.state(session)
 
-    def add(self, session: str, message: dict | Message, now: datetime | str | None = None) -> list[Edit]:
+    def add(self, session: str, message: dict[str, Any] | Message, now: datetime | str | None = None) -> list[Edit]:
         """Process one message atomically; returns the edits it committed."""
         raw = normalise_message(message.to_dict() if isinstance(message, Message) else message)
         state = self._live(session)
@@ -128,7 +140,7 @@ class ContextEditor:
         self._zones.pop(session, None)
         return self._zone(session)
 
-    def _stamp(self, session: str, raw: dict, state: State, now) -> Message:
+    def _stamp(self, session: str, raw: dict[str, Any], state: State, now: datetime | str | None) -> Message:
         """Give the message its place (index, round) and a timestamp, so replay sees the same clock."""
         index = state.message_index + 1
         rnd = state.round + (1 if raw["role"] == "user" else 0)
@@ -155,6 +167,7 @@ class ContextEditor:
         for e in expiry_edits(state, self.domain, msg):
             commit(e)
         now = msg.time()
+        assert now is not None  # _stamp gave the message a timestamp
         scanned, loop = mask_echoes(msg.content)
         if loop:
             commit(edit(msg, self.domain, "alert", None, None, "a rendered context was found inside this message; "
@@ -169,11 +182,11 @@ class ContextEditor:
                 commit(e)
         return out
 
-    def _validate(self, state: State, msg: Message, proposed: list[Edit], commit) -> list[Edit]:
+    def _validate(self, state: State, msg: Message, proposed: list[Edit], commit: Callable[[Edit], None]) -> list[Edit]:
         """Split proposed edits into accepted ones and rejections (committed with their alerts)."""
         accepted: list[Edit] = []
         for e in proposed:
-            problem = self.validator.check(e.field, e.after) if e.op == "set" else None
+            problem = self.validator.check(e.field, e.after) if e.op == "set" and e.field is not None else None
             if e.op == "reject" or problem:
                 code, text = problem or (e.reason, f"{e.field}: {e.reason}")
                 commit(replace(e, op="reject", reason=code, stage="validate"))
@@ -181,7 +194,7 @@ class ContextEditor:
                     commit(edit(msg, self.domain, "alert", e.field, None, text, "machine", reason=code, stage="validate"))
                 continue
             accepted.append(e)
-        values = state.values() | {e.field: e.after for e in accepted}
+        values = state.values() | {e.field: e.after for e in accepted if e.field is not None}
         now = msg.time()
         for rule, text in violations(self.domain, values, now.date() if now else None):
             touched = [e for e in accepted if e.field in rule.fields]

@@ -28,7 +28,7 @@ from .speed import scaling_run
 SCALING_ROUNDS = 10_000
 
 
-def cmd_import(args) -> int:
+def cmd_import(args: argparse.Namespace) -> int:
     importer = import_sgd if args.dataset == "sgd" else import_crosswoz
     for path in importer(args.source, args.out):
         print(path)
@@ -42,7 +42,7 @@ def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, 
     return domain, utterances
 
 
-def cmd_bench(args) -> int:
+def cmd_bench(args: argparse.Namespace) -> int:
     out = Path(args.out)
     started = time.monotonic()
     if args.dataset == "sgd":
@@ -62,7 +62,7 @@ def cmd_bench(args) -> int:
     return 0
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add `import` and `bench` to the main CLI's subcommands."""
     fmt = argparse.RawDescriptionHelpFormatter
     p = subparsers.add_parser("import", help="Write editable domain files from a published dialogue schema.",

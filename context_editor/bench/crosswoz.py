@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from ..importers import DatasetError, import_crosswoz, read_json
 from ..importers.crosswoz import DOMAINS, gold_slots
@@ -22,7 +23,7 @@ _ROLES = {"usr": "user", "sys": "assistant"}
 _LISTS = {(d.zh, s.zh) for d in DOMAINS for s in d.slots if s.is_list}
 
 
-def _gold(state: dict) -> dict[str, dict[str, Gold]]:
+def _gold(state: dict[str, Any]) -> dict[str, dict[str, Gold]]:
     out = {}
     for spec in DOMAINS:
         slots = gold_slots(spec.zh)
@@ -33,7 +34,7 @@ def _gold(state: dict) -> dict[str, dict[str, Gold]]:
     return out
 
 
-def _dialogue(did: str, d: dict) -> Dialogue:
+def _dialogue(did: str, d: dict[str, Any]) -> Dialogue:
     msgs = d["messages"]
     utterances = []
     for i, m in enumerate(msgs):

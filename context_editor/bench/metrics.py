@@ -21,6 +21,7 @@ import re
 import statistics
 import unicodedata
 from dataclasses import dataclass, field
+from typing import Any
 
 _NON_ALNUM = re.compile(r"[^\w]+")
 
@@ -106,7 +107,7 @@ class DomainScore:
         for k, v in other.errors.items():
             self.errors[k] = self.errors.get(k, 0) + v
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         p = self.tp / self.predicted if self.predicted else 0.0
         r = self.tp / self.gold if self.gold else 0.0
         f1 = 2 * p * r / (p + r) if p + r else 0.0

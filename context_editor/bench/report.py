@@ -11,6 +11,7 @@ import resource
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from .metrics import DomainScore, median, percentile
 from .runner import Harness, TurnRow
@@ -29,7 +30,7 @@ def _top(errors: dict[str, int], n: int) -> dict[str, int]:
     return dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0]))[:n])
 
 
-def summarise(harness: Harness, scaling: ScalingResult, seconds: float, config: dict) -> dict:
+def summarise(harness: Harness, scaling: ScalingResult, seconds: float, config: dict[str, Any]) -> dict[str, Any]:
     """Every number of one run, in the documented `results.json` shape."""
     total = DomainScore()
     for s in harness.scores.values():
@@ -68,13 +69,13 @@ def summarise(harness: Harness, scaling: ScalingResult, seconds: float, config: 
     }
 
 
-def _table(rows: list[tuple]) -> str:
+def _table(rows: list[tuple[Any, ...]]) -> str:
     head, *body = rows
     lines = ["| " + " | ".join(map(str, head)) + " |", "|" + "---|" * len(head)]
     return "\n".join([*lines, *("| " + " | ".join(map(str, r)) + " |" for r in body)])
 
 
-def markdown(results: dict) -> str:
+def markdown(results: dict[str, Any]) -> str:
     """The README table: accuracy, context size and coverage, speed; then per domain."""
     r = results
     late = f"at_{LATE_TURN}"
@@ -109,7 +110,7 @@ def plot(rows: list[TurnRow], scaling: ScalingResult, path: Path) -> bool:
         import matplotlib.pyplot as plt
         from matplotlib.ticker import ScalarFormatter
     except ImportError:
-        print("plot skipped: matplotlib is not installed (pip install -e '.[bench]')", file=sys.stderr)
+        print('plot skipped: matplotlib is not installed (fix: pip install "context-editor[bench]")', file=sys.stderr)
         return False
     by_turn: dict[int, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     for r in rows:
@@ -118,7 +119,7 @@ def plot(rows: list[TurnRow], scaling: ScalingResult, path: Path) -> bool:
     turns = sorted(by_turn)
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8))
     for k in CONTEXTS:
-        left.plot(turns, [median(by_turn[t][k]) for t in turns], label=k, linewidth=2 if k == "editor" else 1.2)
+        left.plot(turns, [median([float(n) for n in by_turn[t][k]]) for t in turns], label=k, linewidth=2 if k == "editor" else 1.2)
     left.set(xlabel="turn (utterance index)", ylabel="tokens (o200k_base, median)", title="context size vs turn")
     left.legend()
     per_round = scaling.per_round
@@ -135,7 +136,7 @@ def plot(rows: list[TurnRow], scaling: ScalingResult, path: Path) -> bool:
     return True
 
 
-def write_outputs(results: dict, harness: Harness, scaling: ScalingResult, out_dir: Path) -> list[Path]:
+def write_outputs(results: dict[str, Any], harness: Harness, scaling: ScalingResult, out_dir: Path) -> list[Path]:
     """results.json, report.md and the plot into `out_dir`; returns the paths written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = [out_dir / "results.json", out_dir / "report.md"]

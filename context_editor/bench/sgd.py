@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..importers import DatasetError, import_sgd, read_json
 from ..importers.common import snake
@@ -30,7 +30,7 @@ def _one(data_dir: Path, stem: str) -> Path:
     raise DatasetError(f"no {stem}.json or {stem}.json.gz in {data_dir}", fix=_FIX)
 
 
-def _canonical_forms(d: dict) -> dict[tuple[str, str, str], str]:
+def _canonical_forms(d: dict[str, Any]) -> dict[tuple[str, str, str], str]:
     """(service, slot, surface value) -> its canonical form, from the dialogue's own action
     annotations ("today" -> "2019-03-01", "half past 11 in the morning" -> "11:30"), so an editor
     that stores the resolved value is matched as well as one that keeps the words."""
@@ -43,7 +43,7 @@ def _canonical_forms(d: dict) -> dict[tuple[str, str, str], str]:
     return forms
 
 
-def _frames(turn: dict, categorical: dict[str, dict[str, bool]], forms: dict[tuple[str, str, str], str]) -> dict[str, dict]:
+def _frames(turn: dict[str, Any], categorical: dict[str, dict[str, bool]], forms: dict[tuple[str, str, str], str]) -> dict[str, dict[str, Any]]:
     out = {}
     for frame in turn["frames"]:
         service, kinds = frame["service"], categorical[frame["service"]]
@@ -56,7 +56,7 @@ def _frames(turn: dict, categorical: dict[str, dict[str, bool]], forms: dict[tup
     return out
 
 
-def _dialogue(d: dict, categorical: dict[str, dict[str, bool]]) -> Dialogue:
+def _dialogue(d: dict[str, Any], categorical: dict[str, dict[str, bool]]) -> Dialogue:
     forms = _canonical_forms(d)
     utterances = []
     for turn in d["turns"]:

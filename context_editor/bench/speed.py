@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from ..domain import load_domain
 from ..pipeline import ContextEditor
@@ -48,7 +49,7 @@ class ScalingResult:
         """Median per-message cost of rounds lo..hi."""
         return median([ms for r, ms in self.per_round.items() if lo <= r <= hi])
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """The ratio, plus the early window's median in every cycle of the pool: the same
         utterances at growing session lengths, which tells a trend from machine noise."""
         early = self.window(*EARLY)

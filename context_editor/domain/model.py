@@ -24,7 +24,7 @@ from ..errors import DomainError, DomainProblem
 from ..expressions import TemplateSyntaxError, compile_expression, expression_names
 from ..model import canonical_json
 from .rulepacks import NER_LABELS, RULES_DIR, Rule, load_rule_library, ner_label, select_rules
-from .yamlines import load_lined_yaml
+from .yamlines import LinedYaml, load_lined_yaml
 
 DOMAINS_DIR = Path(__file__).resolve().parents[2] / "domains"
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "data" / "domain.schema.json"
@@ -38,10 +38,10 @@ class FieldSpec:
     name: str
     type: str
     values: dict[str, list[str]] = field(default_factory=dict)  # enum synonyms
-    items: dict = field(default_factory=dict)
+    items: dict[str, Any] = field(default_factory=dict)
     pattern: str | None = None
     unit: str | None = None
-    constraints: dict = field(default_factory=dict)
+    constraints: dict[str, Any] = field(default_factory=dict)
     cls: str = "anchor"
     ttl: Any = "session"
     critical: bool = False
@@ -70,7 +70,7 @@ class TransitionSpec:
     trigger: str
     source: tuple[str, ...]
     dest: str
-    when: dict[str, list]
+    when: dict[str, list[Any]]
     conditions: tuple[str, ...]
     on_fail: str | None
     set: dict[str, Any]
@@ -91,7 +91,7 @@ class RuleSpec:
     code: str
     message: str
     fields: tuple[str, ...]
-    plugin: Callable | None = None  # a function of an explicitly enabled plugin module
+    plugin: Callable[..., Any] | None = None  # a function of an explicitly enabled plugin module
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class Domain:
     actions: dict[str, ActionSpec]
     tools: dict[str, ToolSpec]
     path: str
-    source: dict  # the loaded document, stored with the log so replay uses this exact version
+    source: dict[str, Any]  # the loaded document, stored with the log so replay uses this exact version
     rule_library: dict[str, Rule] = field(repr=False, compare=False, default_factory=dict)
 
     @cached_property
@@ -162,7 +162,7 @@ def _validator() -> jsonschema.Draft202012Validator:
     return _schema_validator
 
 
-def _schema_problems(doc) -> list[DomainProblem]:
+def _schema_problems(doc: LinedYaml) -> list[DomainProblem]:
     out = []
     for err in sorted(_validator().iter_errors(doc.data), key=lambda e: [str(p) for p in e.absolute_path]):
         path = [str(p) for p in err.absolute_path]
@@ -187,7 +187,7 @@ def _schema_problems(doc) -> list[DomainProblem]:
     return out
 
 
-def _semantic_problems(doc, library: dict[str, Rule], doc_dir: Path) -> list[DomainProblem]:
+def _semantic_problems(doc: LinedYaml, library: dict[str, Rule], doc_dir: Path) -> list[DomainProblem]:
     """Cross-references a schema cannot express: every name used must exist."""
     d = doc.data
     fields = d.get("fields") or {}
@@ -300,7 +300,7 @@ def _semantic_problems(doc, library: dict[str, Rule], doc_dir: Path) -> list[Dom
     return out
 
 
-def _problems(path: Path) -> tuple[Any, list[DomainProblem], dict]:
+def _problems(path: Path) -> tuple[Any, list[DomainProblem], dict[str, Any]]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -328,7 +328,7 @@ def lint_domain(domain: str | Path) -> tuple[Path, list[DomainProblem]]:
     return path, sorted(problems, key=lambda p: (p.line or 0))
 
 
-def _build(doc_data: dict, path: Path, library: dict[str, Rule]) -> Domain:
+def _build(doc_data: dict[str, Any], path: Path, library: dict[str, Rule]) -> Domain:
     d = doc_data
     fields = {}
     for name, f in d["fields"].items():
@@ -418,7 +418,7 @@ def load_domain(domain: str | Path, allow_plugins: bool = False) -> Domain:
     return _build(data, path, library)
 
 
-def domain_from_source(source: dict, path: str = "<stored>", allow_plugins: bool = False) -> Domain:
+def domain_from_source(source: dict[str, Any], path: str = "<stored>", allow_plugins: bool = False) -> Domain:
     """Rebuild a domain from the document stored with a session (for replay)."""
     if source.get(PLUGIN_CODE) and not allow_plugins:
         raise _plugins_refused(path)

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from ..errors import DomainError, DomainProblem
 from .yamlines import load_lined_yaml
@@ -30,22 +31,22 @@ _MACRO = re.compile(r"<<([A-Z_][A-Z0-9_]*)>>")
 class Rule:
     id: str
     language: str
-    pattern: re.Pattern
+    pattern: re.Pattern[str]
     parse: str | None  # None: parse by the field's type
     confidence: float
     source: str  # pack file and line, for error messages and `why`
-    groups: tuple  # regex groups that may hold the value (`value`, `value2`, …), else the match
+    groups: tuple[Any, ...]  # regex groups that may hold the value (`value`, `value2`, …), else the match
 
 
-def _macro_text(value) -> str:
+def _macro_text(value: Any) -> str:
     """A macro's regex: a string as written, a list as a literal alternation, longest first."""
     if isinstance(value, list):
         return "|".join(re.escape(str(v)) for v in sorted({str(v) for v in value}, key=lambda v: (-len(v), v)))
     return str(value)
 
 
-def _expand(pattern: str, macros: dict[str, str], seen: tuple = ()) -> str:
-    def sub(m: re.Match) -> str:
+def _expand(pattern: str, macros: dict[str, str], seen: tuple[Any, ...] = ()) -> str:
+    def sub(m: re.Match[str]) -> str:
         name = m.group(1)
         if name not in macros:
             raise KeyError(name)

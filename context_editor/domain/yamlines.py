@@ -21,7 +21,7 @@ class LinedYaml:
     def __init__(self, data: Any, lines: dict[str, int], problems: list[DomainProblem]):
         self.data, self.lines, self.problems = data, lines, problems
 
-    def line(self, path: str | list) -> int | None:
+    def line(self, path: str | list[Any]) -> int | None:
         """The line of `path`, or of its nearest ancestor that has one."""
         parts = path.split("/") if isinstance(path, str) else [str(p) for p in path]
         while parts:

@@ -267,13 +267,13 @@ def _chinese_calendar_day(m: re.Match[str], today: dt.date) -> dt.date | None:
     if m["month"] is None:  # 下个月3号, 月底: relative to the current month
         year, month = _shift_month(today.year, today.month, _MONTH_SHIFT[m["mshift"]] if m["mshift"] else 0)
         return _day_in_month(year, month, day) if (m["mshift"] or m["end"]) else None
-    month = _int(m["month"])
-    if month is None:
+    month_of_year = _int(m["month"])
+    if month_of_year is None:
         return None
     if m["year"] or m["yshift"]:
-        year = _int(m["year"]) if m["year"] else today.year + _YEAR_SHIFT[m["yshift"]]
-        return _day_in_month(year, month, day) if year else None
-    return _next_month_day(today, month, day)
+        in_year = _int(m["year"]) if m["year"] else today.year + _YEAR_SHIFT[m["yshift"]]
+        return _day_in_month(in_year, month_of_year, day) if in_year else None
+    return _next_month_day(today, month_of_year, day)
 
 
 @_rule(rf"(?<![0-9月])(?P<day>{_NUM})号(?!{NOT_A_DAY})", ("号",))
@@ -397,9 +397,10 @@ def _clock(m: re.Match[str]) -> _Clock | None:
     if g.get("word"):
         hour, minute = _WORD_CLOCK[g["word"].lower()]
         return _Clock(m.start(), m.end(), hour, minute, None, True)
-    hour, minute = _int(g["hour"]), _minute(g.get("min"))
-    if not any(g.get(k) for k in _HOUR_MARKS) or hour is None or minute is None:
+    read_hour, read_minute = _int(g["hour"]), _minute(g.get("min"))
+    if not any(g.get(k) for k in _HOUR_MARKS) or read_hour is None or read_minute is None:
         return None
+    hour, minute = read_hour, read_minute
     if not (0 <= hour <= 23 or (hour == 24 and minute == 0)) or not 0 <= minute <= 59:
         return None
     period = _period(g.get("ampm") or g.get("period") or g.get("after"))
@@ -483,7 +484,7 @@ def _assemble(text: str, norm: str, now: dt.datetime) -> Iterable[DateMatch]:
     for day in days:
         paired = _pair(norm, day, clocks, used)
         when = _at(day.day, paired[0], paired[1], now.tzinfo) if paired else None
-        if when is None:
+        if paired is None or when is None:
             yield _match(text, day.start, day.end, day.day)
         else:
             yield _match(text, min(day.start, paired[0].start), max(day.end, paired[0].end), when)

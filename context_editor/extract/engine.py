@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 from functools import cached_property
+from typing import Any
 
 from ..domain import Domain, FieldSpec
 from ..model import Candidate, Message, Provenance
@@ -49,7 +50,7 @@ class Extractor:
         """Field -> the entity labels it takes from NER (only fields that opted in)."""
         out = {}
         for name, spec in self.domain.fields.items():
-            labels = {ner_label(ref) for ref in spec.extract if ner_label(ref)}
+            labels = {label for label in map(ner_label, spec.extract) if label}
             if labels:
                 out[name] = labels
         return out
@@ -72,7 +73,7 @@ class Extractor:
         text = msg.content[:MAX_SCAN_CHARS]
         questions = question_spans(text) if msg.role == "assistant" else []
         out: list[Candidate] = []
-        ents: list | None = None  # one model pass per message, only if a field asks for it
+        ents: list[Any] | None = None  # one model pass per message, only if a field asks for it
         english = detect_language(text) == "en" if self.ner_fields else False
         for name, spec in self.domain.fields.items():
             proposing = msg.role == "assistant" and msg.role not in spec.sources and "user" in spec.sources
@@ -93,7 +94,7 @@ class Extractor:
             out.append(Candidate("", True, self._prov(msg, *yes, text[yes[0]:yes[1]], "confirm:yes", 1.0), kind="confirmation"))
         return out
 
-    def _from_ner(self, msg: Message, text: str, spec: FieldSpec, ents) -> list[Candidate]:
+    def _from_ner(self, msg: Message, text: str, spec: FieldSpec, ents: list[Any]) -> list[Candidate]:
         labels = self.ner_fields[spec.name]
         return [Candidate(spec.name, " ".join(t.split()),
                           self._prov(msg, s, e, t, f"ner:{MODEL_ID}:{label}", NER_CONFIDENCE), negated=is_negated(text, s, e))
@@ -127,7 +128,7 @@ class Extractor:
                           negated=is_negated(text, s, e))
                 for s, e, raw, canonical in self.enum_matchers[spec.name].finditer(text)]
 
-    def _from_tool(self, msg: Message, data, now: datetime) -> list[Candidate]:
+    def _from_tool(self, msg: Message, data: Any, now: datetime) -> list[Candidate]:
         out = []
         for key, value in walk(data):
             spec = self.tool_keys.get(key.lower())
@@ -141,7 +142,7 @@ class Extractor:
             out.append(Candidate(spec.name, normalised, self._prov(msg, start, end, msg.content[start:end], "tool:json", 1.0)))
         return out
 
-    def _tool_value(self, spec: FieldSpec, value, now: datetime):
+    def _tool_value(self, spec: FieldSpec, value: Any, now: datetime) -> Any:
         if spec.type == "money":
             if isinstance(value, dict) and "amount" in value:
                 return {"amount": value["amount"], "currency": value.get("currency") or self.domain.default_currency}

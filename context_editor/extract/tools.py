@@ -39,7 +39,7 @@ def walk(data: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
 
 def key_index(domain: Domain) -> dict[str, FieldSpec]:
     """Lower-cased JSON key -> the tool-settable field it carries."""
-    index = {}
+    index: dict[str, FieldSpec] = {}
     for spec in domain.fields.values():
         if "tool" in spec.sources:
             for key in spec.tool_keys:

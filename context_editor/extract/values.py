@@ -29,7 +29,7 @@ class Parsed:
     end: int
 
 
-def _pick(found: Sequence, nearest: str):
+def _pick(found: Sequence[Any], nearest: str) -> Any:
     if not found:
         return None
     return found[0] if nearest == "first" else found[-1]

@@ -69,7 +69,7 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
-def _short_lists_inline(dumper: _Dumper, data: list) -> yaml.Node:
+def _short_lists_inline(dumper: _Dumper, data: list[Any]) -> yaml.Node:
     flow = len(data) <= 12 and all(isinstance(x, (str, int, float)) and len(str(x)) < 40 for x in data)
     return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
 
@@ -77,14 +77,14 @@ def _short_lists_inline(dumper: _Dumper, data: list) -> yaml.Node:
 _Dumper.add_representer(list, _short_lists_inline)
 
 
-def dump_domain(doc: dict, header: str) -> str:
+def dump_domain(doc: dict[str, Any], header: str) -> str:
     """The YAML text of a domain document, headed by `header` as comment lines."""
     body = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110, default_flow_style=False)
     comment = "".join(f"# {line}".rstrip() + "\n" for line in header.strip().splitlines())
     return comment + body
 
 
-def write_domains(docs: dict[str, tuple[dict, str]], out_dir: str | Path) -> list[Path]:
+def write_domains(docs: dict[str, tuple[dict[str, Any], str]], out_dir: str | Path) -> list[Path]:
     """Write `name -> (document, header)` as `out_dir/<name>.yaml`, each checked by lint."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -102,7 +102,7 @@ def write_domains(docs: dict[str, tuple[dict, str]], out_dir: str | Path) -> lis
     return written
 
 
-def track_action(fields: list[str], description: str) -> dict:
+def track_action(fields: list[str], description: str) -> dict[str, Any]:
     """The general action every imported domain gets: all fields plus the latest round verbatim,
     no older history, so that its context is the tracked state itself.
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .common import DatasetError, read_json, track_action, write_domains
 
@@ -95,7 +96,7 @@ def gold_slots(domain_zh: str) -> dict[str, str]:
     return {s.zh: s.field for s in spec.slots}
 
 
-def _records(database_dir: Path, name: str) -> list[dict]:
+def _records(database_dir: Path, name: str) -> list[dict[str, Any]]:
     if not (database_dir / name).is_file():
         raise DatasetError(f"{database_dir} has no {name}",
                            fix="pass CrossWOZ's `database/` directory (attraction_db.json, restaurant_db.json, hotel_db.json)")
@@ -106,7 +107,7 @@ def _records(database_dir: Path, name: str) -> list[dict]:
     return [r[1] for r in rows]
 
 
-def _names(records: list[dict]) -> dict[str, list[str]]:
+def _names(records: list[dict[str, Any]]) -> dict[str, list[str]]:
     """Entity name -> the other ways it is written: other brackets, and without its branch when unique."""
     names = sorted({r["名称"] for r in records if r.get("名称")})
     base_count: dict[str, int] = {}
@@ -123,7 +124,7 @@ def _names(records: list[dict]) -> dict[str, list[str]]:
     return out
 
 
-def _vocabulary(records: list[dict], key: str, strip: str = "") -> dict[str, list[str]]:
+def _vocabulary(records: list[dict[str, Any]], key: str, strip: str = "") -> dict[str, list[str]]:
     """The distinct values of an attribute (strings or lists of strings) as canonical values."""
     values = set()
     for r in records:
@@ -151,8 +152,8 @@ def _vocabularies(database_dir: Path) -> dict[str, dict[str, list[str]]]:
     }
 
 
-def _field(slot: Slot, vocab: dict[str, dict[str, list[str]]]) -> dict:
-    f: dict = {"type": "text", "description": f"CrossWOZ 槽位 {slot.zh}", "ask": {"zh": slot.ask}}
+def _field(slot: Slot, vocab: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
+    f: dict[str, Any] = {"type": "text", "description": f"CrossWOZ 槽位 {slot.zh}", "ask": {"zh": slot.ask}}
     if slot.tool_only:
         return {**f, "sources": ["tool"], "tool_keys": [slot.zh]}
     if slot.gazetteer:
@@ -167,7 +168,7 @@ def _field(slot: Slot, vocab: dict[str, dict[str, list[str]]]) -> dict:
     return f
 
 
-def domain_document(spec: CrossWozDomain, vocab: dict[str, dict[str, list[str]]]) -> dict:
+def domain_document(spec: CrossWozDomain, vocab: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
     """The domain document of one CrossWOZ domain."""
     fields = {s.field: _field(s, vocab) for s in spec.slots}
     for key, name in spec.results:

@@ -29,6 +29,7 @@ import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .common import DatasetError, read_json, snake, track_action, words, write_domains
 
@@ -51,7 +52,7 @@ class SlotPlan:
     type: str
     extract: list[str] = field(default_factory=list)
     values: dict[str, list[str]] = field(default_factory=dict)
-    constraints: dict = field(default_factory=dict)
+    constraints: dict[str, Any] = field(default_factory=dict)
 
 
 def _flag_values(slot: str) -> dict[str, list[str]]:
@@ -63,7 +64,7 @@ def _flag_values(slot: str) -> dict[str, list[str]]:
     return {"True": phrases, "False": sorted(cue.format(p) for p in phrases for cue in _FALSE_CUES)}
 
 
-def _categorical(slot: dict) -> SlotPlan:
+def _categorical(slot: dict[str, Any]) -> SlotPlan:
     values = [str(v) for v in slot["possible_values"]]
     if values and all(v.isdigit() for v in values):
         nums = [int(v) for v in values]
@@ -95,7 +96,7 @@ def _genre_rules(description: str) -> list[str]:
     return list(dict.fromkeys(picks))
 
 
-def _free_text(slot: dict, others: list[str]) -> SlotPlan:
+def _free_text(slot: dict[str, Any], others: list[str]) -> SlotPlan:
     """The type of a non-categorical slot, read from its name and description."""
     name, desc = slot["name"], slot["description"].lower()
     if "date" in name:
@@ -132,17 +133,17 @@ def _ask(description: str) -> str:
     return f"What is the {d[0].lower()}{d[1:]}?"
 
 
-def service_domain(service: dict) -> dict:
+def service_domain(service: dict[str, Any]) -> dict[str, Any]:
     """The domain document of one SGD service."""
     slots = service["slots"]
     names = [s["name"] for s in slots]
     inputs = {n for it in service["intents"] for n in [*it["required_slots"], *it["optional_slots"]]}
     offered = ({n for it in service["intents"] if not it["is_transactional"] for n in it["result_slots"]}
                & {n for it in service["intents"] if it["is_transactional"] for n in it["required_slots"]})
-    fields: dict[str, dict] = {}
+    fields: dict[str, dict[str, Any]] = {}
     for slot in slots:
         plan = _categorical(slot) if slot["is_categorical"] else _free_text(slot, names)
-        f: dict = {"type": plan.type, "description": slot["description"]}
+        f: dict[str, Any] = {"type": plan.type, "description": slot["description"]}
         if plan.values:
             f["values"] = plan.values
         if plan.constraints:
@@ -174,7 +175,7 @@ def service_domain(service: dict) -> dict:
             "languages": ["en"], "default_currency": "USD", "fields": fields, "machine": machine, "actions": actions}
 
 
-def load_schema(path: str | Path) -> list[dict]:
+def load_schema(path: str | Path) -> list[dict[str, Any]]:
     """The services of an SGD `schema.json` (plain or gzipped), checked for the fields we use."""
     schema = read_json(path)
     if not isinstance(schema, list) or not all(isinstance(s, dict) and {"service_name", "slots", "intents"} <= set(s) for s in schema):

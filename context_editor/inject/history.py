@@ -19,7 +19,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from ..domain import ActionSpec, Domain
 from ..model import Message, State
@@ -34,7 +34,7 @@ _LATIN_WORD = re.compile(r"[A-Za-z0-9]+")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 _ID = re.compile(r"\b[A-Z]{1,6}-?\d[\w-]*\b")
 
-Scorer = Callable[[Message, dict], float]
+Scorer = Callable[[Message, dict[str, Any]], float]
 
 
 @dataclass
@@ -84,7 +84,7 @@ def action_vocabulary(domain: Domain, action: ActionSpec, state: State) -> set[s
     return vocab - _STOP
 
 
-def default_score(msg: Message, ctx: dict) -> float:
+def default_score(msg: Message, ctx: dict[str, Any]) -> float:
     """Deterministic relevance of an older message to the action being rendered."""
     score = ROLE_WEIGHT.get(msg.role, 0.3)
     if msg.index in ctx["source_indexes"]:
@@ -119,7 +119,7 @@ def chains(messages: list[Message]) -> list[list[Message]]:
 
 def dedupe_tool_results(messages: list[Message]) -> list[Message]:
     """Drop a tool result identical (same tool, same content) to a later one."""
-    seen: set[tuple] = set()
+    seen: set[tuple[Any, ...]] = set()
     keep: list[Message] = []
     for m in reversed(messages):
         key = (m.name, m.content) if m.role == "tool" else None
@@ -131,7 +131,7 @@ def dedupe_tool_results(messages: list[Message]) -> list[Message]:
     return keep[::-1]
 
 
-def trim_json(value, keep: tuple[str, ...], max_items: int, depth: int = 0):
+def trim_json(value: Any, keep: tuple[str, ...], max_items: int, depth: int = 0) -> Any:
     """Keep only `keep` keys (when given) and the first `max_items` of long arrays."""
     if depth > 20:
         return "…"
@@ -174,7 +174,7 @@ def hidden_spans(domain: Domain, action: ActionSpec, state: State) -> dict[int, 
     return out
 
 
-def turn(domain: Domain, msg: Message, hidden: dict[int, list[tuple[int, int, str]]]) -> dict:
+def turn(domain: Domain, msg: Message, hidden: dict[int, list[tuple[int, int, str]]]) -> dict[str, Any]:
     """What the model sees of one message: trimmed tool JSON, or the text with hidden spans masked."""
     text = tool_text(domain, msg) if msg.role == "tool" else msg.content
     if text is msg.content:  # trimmed tool JSON holds no prose spans

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup, escape
-from jinja2 import FileSystemLoader, StrictUndefined, TemplateNotFound
+from jinja2 import FileSystemLoader, StrictUndefined, Template, TemplateNotFound
 from jinja2.sandbox import SandboxedEnvironment
 
 from ..domain import ActionSpec, Domain
@@ -85,14 +85,14 @@ class _Plan:
     spec: ActionSpec
     budget: int
     limit: int
-    template: Any
+    template: Template
     names: list[str]
     protected: list[str]
     optional: list[str]
-    missing: list[dict]
-    alerts: list[dict]
-    anchors: dict[str, dict]
-    seen: dict[int, dict]  # message index -> the turn as the model may see it
+    missing: list[dict[str, Any]]
+    alerts: list[dict[str, Any]]
+    anchors: dict[str, dict[str, Any]]
+    seen: dict[int, dict[str, Any]]  # message index -> the turn as the model may see it
     recent: list[list[Message]]  # recent units, oldest first, the latest user unit excluded
     latest: list[list[Message]]  # the unit of the latest user message (0 or 1 unit)
     ranked: list[history.Unit]
@@ -125,8 +125,8 @@ class Renderer:
 
     def render(self, state: State, action: str, messages: list[Message], budget: int | str | None = None,
                language: str | None = None, summary: list[compact.SummaryLine] | None = None,
-               anchors: dict[str, dict] | None = None, _template: str | None = None,
-               _alerts: list | None = None) -> RenderedContext:
+               anchors: dict[str, dict[str, Any]] | None = None, _template: str | None = None,
+               _alerts: list[Any] | None = None) -> RenderedContext:
         """`messages`: the session's messages from at least `recent_rounds + history_rounds` rounds back.
         `summary`: the session's summary-zone lines up to the recent window (`context_editor.memory`);
         `anchors`: the task goal and subtask ({"goal": {"text", "round"}, …})."""
@@ -147,7 +147,7 @@ class Renderer:
         return RenderedContext(action, xml, tokens, plan.budget, fields, [m["name"] for m in plan.missing], dropped, source)
 
     def _fallback(self, plan: _Plan, state: State, messages: list[Message], lost: list[str],
-                  summary: list[compact.SummaryLine] | None, anchors: dict[str, dict] | None) -> RenderedContext:
+                  summary: list[compact.SummaryLine] | None, anchors: dict[str, dict[str, Any]] | None) -> RenderedContext:
         """The action's template dropped a critical fact: keep the plain default rendering instead."""
         if plan.template.name == DEFAULT_TEMPLATE:
             raise ContextEditorError(f"{CRITICAL_COMPRESSION_FAILURE}: critical fields {lost} are not in the context",
@@ -158,8 +158,8 @@ class Renderer:
                            _template=DEFAULT_TEMPLATE, _alerts=[alert])
 
     def _plan(self, state: State, action: str, messages: list[Message], budget: int | str | None,
-              language: str | None, summary: list[compact.SummaryLine], anchors: dict[str, dict],
-              template_name: str | None, extra_alerts: list | None) -> _Plan:
+              language: str | None, summary: list[compact.SummaryLine], anchors: dict[str, dict[str, Any]],
+              template_name: str | None, extra_alerts: list[Any] | None) -> _Plan:
         spec = self.action(action)
         resolved = resolve_budget(budget, spec.budget_tokens, self.window)
         limit = resolved - spec.safety_margin
@@ -199,7 +199,7 @@ class Renderer:
                   for tier, rank in (("notes", compact.NOTE), ("values", compact.VALUE), ("facts", compact.FACT))},
             window_from=window_from, oversized=sum(1 for m in messages if m.role != "system" and len(m.content) > too_big))
 
-    def _alerts(self, state: State, spec: ActionSpec, names: list[str]) -> list[dict]:
+    def _alerts(self, state: State, spec: ActionSpec, names: list[str]) -> list[dict[str, Any]]:
         """A field's alert stays until the field gets a valid value; an alert about no field
         (a context loop, say) is news only while its round is among the recent ones."""
         return [{"code": a.code, "round": a.round, "message": a.message} for a in state.alerts
@@ -250,9 +250,9 @@ class Renderer:
         spec = self.domain.fields[name]
         return spec.cls != "transient" or state.fields[name].set_round == state.round
 
-    def _fixed_point(self, template, ctx: dict) -> tuple[str, int]:
+    def _fixed_point(self, template: Template, ctx: dict[str, Any]) -> tuple[str, int]:
         """Render once, then settle the `tokens` attribute on the exact count of the output containing it."""
-        draft = template.render(**ctx, tokens=_TOKENS_SLOT)
+        draft: str = template.render(**ctx, tokens=_TOKENS_SLOT)
 
         def fill(n: int, pad: int = 0) -> str:
             return draft.replace(_TOKENS_SLOT, str(n), 1).replace("<context ", "<context " + " " * pad, 1)
@@ -274,14 +274,14 @@ class Renderer:
         raise ContextEditorError("could not settle the token count of the context", code="CE411",
                                  fix="report this with the conversation that caused it")
 
-    def _template(self, spec: ActionSpec):
+    def _template(self, spec: ActionSpec) -> Template:
         name = spec.template or (f"{spec.name}.xml.j2" if (TEMPLATES_DIR / f"{spec.name}.xml.j2").exists() else DEFAULT_TEMPLATE)
         try:
             return self.env.get_template(name)
         except TemplateNotFound:
             return self.env.get_template(DEFAULT_TEMPLATE)
 
-    def _field(self, state: State, name: str) -> dict:
+    def _field(self, state: State, name: str) -> dict[str, Any]:
         fs = state.fields[name]
         return {"name": name, "round": fs.set_round, "source": fs.source,
                 "text": format_value(fs.value)}
@@ -327,9 +327,9 @@ def _kept_zone(plan: _Plan, kept: dict[str, int], shown: set[int],
     return sorted(out, key=lambda z: (z.round, z.sources)), sorted(lost), dropped
 
 
-def _zone_groups(lines: list[compact.ZoneLine], window_from: int) -> list[dict]:
+def _zone_groups(lines: list[compact.ZoneLine], window_from: int) -> list[dict[str, Any]]:
     """Lines grouped as the template shows them: the rolled-up session summary, then each stage."""
-    groups: dict[int, list[dict]] = {}
+    groups: dict[int, list[dict[str, Any]]] = {}
     for z in lines:
         # A sentence said many times names its first and latest source and how often it was said.
         src = z.sources if len(z.sources) <= 2 else (z.sources[0], z.sources[-1])

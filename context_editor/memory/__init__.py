@@ -3,6 +3,7 @@
 Derived data only: everything here can be rebuilt from the raw messages (`SummaryZone.rebuild`).
 """
 
-from .summary import STAGE_ROUNDS, SummaryZone, lines_of
+from ..inject.compact import STAGE_ROUNDS
+from .summary import SummaryZone, lines_of
 
 __all__ = ["SummaryZone", "lines_of", "STAGE_ROUNDS"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import StoreError
 from ..model import Edit, Message, canonical_json
@@ -49,7 +50,7 @@ CREATE TABLE IF NOT EXISTS derived (
 # `derived` holds data computed from the log (summary-zone stages …): never part of the record,
 # never hashed, rebuildable at any time, so it is written outside the message transaction.
 
-def edit_row(e: Edit) -> tuple:
+def edit_row(e: Edit) -> tuple[Any, ...]:
     """The row of an edit in an SQL store: key columns, canonical body, hash."""
     return (e.session, e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash)
 
@@ -87,11 +88,11 @@ class Store(ABC):
     url: str = ""
 
     @abstractmethod
-    def put_domain(self, version_hash: str, name: str, source: dict) -> None:
+    def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
         """Remember a domain document by its version hash (idempotent), keeping its key order."""
 
     @abstractmethod
-    def get_domain(self, version_hash: str) -> dict | None:
+    def get_domain(self, version_hash: str) -> dict[str, Any] | None:
         """The domain document stored under this hash."""
 
     @abstractmethod
@@ -115,16 +116,16 @@ class Store(ABC):
         """All session ids, sorted."""
 
     @abstractmethod
-    def raw_rows(self, session: str) -> tuple[list[tuple], list[tuple]]:
+    def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         """Rows exactly as stored, for `audit verify`: messages as (index, body, hash) and edits
         as (seq, round, message_index, body, hash), each in storage order of its key."""
 
     @abstractmethod
-    def put_derived(self, session: str, kind: str, key: int, body: dict) -> None:
+    def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
         """Store (or replace) one item of derived data, e.g. a summary-zone stage."""
 
     @abstractmethod
-    def derived(self, session: str, kind: str) -> dict[int, dict]:
+    def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
         """Every item of one kind of derived data of a session, by key."""
 
     @abstractmethod

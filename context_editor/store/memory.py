@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from bisect import bisect_left
+from typing import Any
 
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
 from .base import SessionInfo, Store, check_batch
@@ -13,16 +14,16 @@ class MemoryStore(Store):
     url = "memory://"
 
     def __init__(self) -> None:
-        self._domains: dict[str, tuple[str, dict]] = {}
+        self._domains: dict[str, tuple[str, dict[str, Any]]] = {}
         self._sessions: dict[str, tuple[str, str]] = {}
         self._messages: dict[str, list[Message]] = {}
         self._edits: dict[str, list[Edit]] = {}
-        self._derived: dict[tuple[str, str], dict[int, dict]] = {}
+        self._derived: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
 
-    def put_domain(self, version_hash: str, name: str, source: dict) -> None:
+    def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
         self._domains.setdefault(version_hash, (name, copy.deepcopy(source)))
 
-    def get_domain(self, version_hash: str) -> dict | None:
+    def get_domain(self, version_hash: str) -> dict[str, Any] | None:
         entry = self._domains.get(version_hash)
         return copy.deepcopy(entry[1]) if entry else None
 
@@ -52,15 +53,15 @@ class MemoryStore(Store):
     def sessions(self) -> list[str]:
         return sorted(self._sessions)
 
-    def raw_rows(self, session: str) -> tuple[list[tuple], list[tuple]]:
+    def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         msgs = [(m.index, canonical_json(m.body()), m.hash) for m in self._messages.get(session, [])]
         edits = [(e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash) for e in self._edits.get(session, [])]
         return msgs, edits
 
-    def put_derived(self, session: str, kind: str, key: int, body: dict) -> None:
+    def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
         self._derived.setdefault((session, kind), {})[key] = copy.deepcopy(body)
 
-    def derived(self, session: str, kind: str) -> dict[int, dict]:
+    def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
         return copy.deepcopy(self._derived.get((session, kind), {}))
 
     def drop_derived(self, session: str, kind: str) -> None:

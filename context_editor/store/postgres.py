@@ -12,6 +12,7 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 
@@ -60,12 +61,12 @@ class PostgresStore(Store):
             self._opened.append(conn)
         return conn
 
-    def put_domain(self, version_hash: str, name: str, source: dict) -> None:
+    def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
         with _database_errors(f"storing domain {version_hash}"):
             self._conn().execute("INSERT INTO domains VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
                                  (version_hash, name, canonical_json(source)))
 
-    def get_domain(self, version_hash: str) -> dict | None:
+    def get_domain(self, version_hash: str) -> dict[str, Any] | None:
         with _database_errors(f"reading domain {version_hash}"):
             row = self._conn().execute("SELECT source FROM domains WHERE version_hash = %s", (version_hash,)).fetchone()
         return json.loads(row[0]) if row else None
@@ -84,9 +85,11 @@ class PostgresStore(Store):
             # the INSERT until the first one commits, then reads its counts like any other loser.
             c.execute("INSERT INTO sessions (session, domain, domain_version) VALUES (%s, %s, %s) "
                       "ON CONFLICT DO NOTHING", (s, domain, domain_version))
-            n_msgs, n_edits, last_hash = c.execute(
+            locked = c.execute(
                 "SELECT messages, edits, (SELECT hash FROM edits e WHERE e.session = s.session AND e.seq = s.edits - 1) "
                 "FROM sessions s WHERE session = %s FOR UPDATE", (s,)).fetchone()
+            assert locked is not None  # the INSERT above made the row or found it
+            n_msgs, n_edits, last_hash = locked
             check_batch(message, edits, n_msgs, n_edits, last_hash or GENESIS_HASH)
             c.execute("INSERT INTO messages VALUES (%s, %s, %s, %s, %s)",
                       (s, message.index, message.round, canonical_json(message.body()), message.hash))
@@ -113,7 +116,7 @@ class PostgresStore(Store):
         with _database_errors("listing sessions"):
             return [r[0] for r in self._conn().execute('SELECT session FROM sessions ORDER BY session COLLATE "C"')]
 
-    def raw_rows(self, session: str) -> tuple[list[tuple], list[tuple]]:
+    def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         with _database_errors(f"reading rows of session {session!r}"):
             c = self._conn()
             msgs = c.execute("SELECT idx, body, hash FROM messages WHERE session = %s ORDER BY idx", (session,)).fetchall()
@@ -121,13 +124,13 @@ class PostgresStore(Store):
                               (session,)).fetchall()
         return msgs, edits
 
-    def put_derived(self, session: str, kind: str, key: int, body: dict) -> None:
+    def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
         with _database_errors(f"storing derived {kind} of session {session!r}"):
             self._conn().execute("INSERT INTO derived VALUES (%s, %s, %s, %s) ON CONFLICT (session, kind, key) "
                                  "DO UPDATE SET body = excluded.body",
                                  (session, kind, key, json.dumps(body, ensure_ascii=False)))
 
-    def derived(self, session: str, kind: str) -> dict[int, dict]:
+    def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
         with _database_errors(f"reading derived {kind} of session {session!r}"):
             rows = self._conn().execute("SELECT key, body FROM derived WHERE session = %s AND kind = %s ORDER BY key",
                                         (session, kind)).fetchall()

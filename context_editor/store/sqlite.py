@@ -11,6 +11,7 @@ import json
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 from ..errors import StoreError
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
@@ -21,9 +22,12 @@ UPGRADABLE = {1}
 
 
 class SQLiteStore(Store):
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, create: bool = True):
         self.path = str(path)
         self.url = f"sqlite:///{self.path}"
+        if not create and not (self.path == ":memory:" or Path(self.path).is_file()):
+            raise StoreError(f"no store at {self.path}", code="CE504",
+                             fix="check --store (or $CONTEXT_EDITOR_STORE); `context-editor ingest` creates a store")
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
@@ -53,12 +57,12 @@ class SQLiteStore(Store):
             self._local.conn = conn
         return conn
 
-    def put_domain(self, version_hash: str, name: str, source: dict) -> None:
+    def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
         # Key order is kept (not canonical): it is the author's field order, which replay must reproduce.
         self._conn().execute("INSERT OR IGNORE INTO domains VALUES (?, ?, ?)",
                              (version_hash, name, json.dumps(source, ensure_ascii=False)))
 
-    def get_domain(self, version_hash: str) -> dict | None:
+    def get_domain(self, version_hash: str) -> dict[str, Any] | None:
         row = self._conn().execute("SELECT source FROM domains WHERE version_hash = ?", (version_hash,)).fetchone()
         return json.loads(row[0]) if row else None
 
@@ -105,18 +109,18 @@ class SQLiteStore(Store):
     def sessions(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT session FROM sessions ORDER BY session")]
 
-    def raw_rows(self, session: str) -> tuple[list[tuple], list[tuple]]:
+    def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         c = self._conn()
         msgs = c.execute("SELECT idx, body, hash FROM messages WHERE session = ? ORDER BY idx", (session,)).fetchall()
         edits = c.execute("SELECT seq, round, message_index, body, hash FROM edits WHERE session = ? ORDER BY seq",
                           (session,)).fetchall()
         return msgs, edits
 
-    def put_derived(self, session: str, kind: str, key: int, body: dict) -> None:
+    def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
         self._conn().execute("INSERT OR REPLACE INTO derived VALUES (?, ?, ?, ?)",
                              (session, kind, key, json.dumps(body, ensure_ascii=False)))
 
-    def derived(self, session: str, kind: str) -> dict[int, dict]:
+    def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
         rows = self._conn().execute("SELECT key, body FROM derived WHERE session = ? AND kind = ? ORDER BY key",
                                     (session, kind)).fetchall()
         return {k: json.loads(b) for k, b in rows}

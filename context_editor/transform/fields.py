@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from itertools import takewhile
-from typing import Iterable
+from typing import Any, Iterable
 
 from ..domain import Domain, FieldSpec
-from ..model import Candidate, Edit, FieldState, Message, State
+from ..model import Candidate, Edit, FieldState, Message, Op, Provenance, Source, State
 
 POLICY_LOCKED = "POLICY_FIRST_LOCKED"
 POLICY_LOWER_CONFIDENCE = "POLICY_LOWER_CONFIDENCE"
@@ -32,8 +32,8 @@ PROPOSED = "PROPOSED_BY_ASSISTANT"
 CONFIRMED = "CONFIRMED_BY_USER"
 
 
-def edit(msg: Message, domain: Domain, op: str, field: str | None, before, after, source: str,
-         reason: str | None = None, provenance=None, stage: str = "transform") -> Edit:
+def edit(msg: Message, domain: Domain, op: Op, field: str | None, before: Any, after: Any, source: Source,
+         reason: str | None = None, provenance: Provenance | None = None, stage: str = "transform") -> Edit:
     """An unsealed edit for `msg` (seq and hashes are filled in at commit)."""
     return Edit(session=msg.session, seq=-1, message_index=msg.index, round=msg.round, stage=stage, op=op,
                 field=field, before=before, after=after, source=source, reason=reason, provenance=provenance,
@@ -76,7 +76,7 @@ def _removes(spec: FieldSpec, c: Candidate) -> bool:
     return spec.is_list and spec.mentions == "affirmed" and c.negated
 
 
-def _classify(msg: Message, fs: FieldState | None, value) -> str:
+def _classify(msg: Message, fs: FieldState | None, value: Any) -> Source:
     """initial | correction | reversion | tool, from the field's accepted history."""
     if msg.role == "tool":
         return "tool"
@@ -91,7 +91,7 @@ def _chosen(cands: list[Candidate]) -> Candidate:
     return max(enumerate(cands), key=lambda ic: (ic[1].provenance.confidence, ic[1].provenance.span[0], ic[0]))[1]
 
 
-def _set(msg: Message, domain: Domain, name: str, fs: FieldState | None, value, c: Candidate) -> Edit:
+def _set(msg: Message, domain: Domain, name: str, fs: FieldState | None, value: Any, c: Candidate) -> Edit:
     """A `set` edit, its source classified from history (or `confirmation`)."""
     current = fs.value if fs else None
     if c.kind == "confirmation":
@@ -125,8 +125,9 @@ def _value_edit(msg: Message, domain: Domain, spec: FieldSpec, fs: FieldState | 
     if current is not None and spec.policy == "first":
         return edit(msg, domain, "reject", spec.name, current, chosen.value, "correction", reason=POLICY_LOCKED,
                     provenance=chosen.provenance)
-    if (current is not None and spec.policy == "highest_confidence"
-            and chosen.provenance.confidence < fs.provenance.confidence):
+    held = fs.provenance if fs else None
+    if (current is not None and spec.policy == "highest_confidence" and held is not None
+            and chosen.provenance.confidence < held.confidence):
         return edit(msg, domain, "reject", spec.name, current, chosen.value, "correction", reason=POLICY_LOWER_CONFIDENCE,
                     provenance=chosen.provenance)
     return _set(msg, domain, spec.name, fs, chosen.value, chosen)
@@ -155,7 +156,7 @@ def _confirmed(state: State, domain: Domain, msg: Message, mentioned: set[str]) 
         # "yes" costs O(1) however long the field's history is.
         recent = takewhile(lambda h: h.round >= msg.round - 1, reversed(fs.history))
         last = next((h for h in recent if h.reason == PROPOSED and h.round == msg.round - 1), None)
-        if last is not None:
+        if last is not None and last.provenance is not None:
             out[name] = Candidate(name, last.value, last.provenance, kind="confirmation")
     return out
 

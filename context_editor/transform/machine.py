@@ -9,6 +9,8 @@ any value.
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import re
 
 from transitions import Machine
@@ -23,12 +25,13 @@ _FIELD_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
 class _Phase:
-    """The model object `transitions` moves between states."""
+    """The model object `transitions` moves between states (it adds `trigger` to it)."""
 
     state: str
+    trigger: Callable[..., bool]
 
 
-def guard_failures(t: TransitionSpec, values: dict) -> list[str]:
+def guard_failures(t: TransitionSpec, values: dict[str, Any]) -> list[str]:
     """The guards of `t` that do not hold for these field values."""
     failed = []
     for cond in t.conditions:
@@ -49,6 +52,8 @@ class PhaseMachine:
 
     def __init__(self, domain: Domain):
         spec = domain.machine
+        if spec is None:
+            raise ValueError(f"domain {domain.name!r} declares no machine")  # callers build one only when it does
         self.domain, self.spec = domain, spec
         self._model = _Phase()
         self._machine = Machine(
@@ -65,7 +70,8 @@ class PhaseMachine:
         """Transitions (or guard alerts) caused by this message's accepted edits."""
         values = state.values()
         for e in accepted:
-            values[e.field] = e.after
+            if e.field is not None:
+                values[e.field] = e.after
         changed = {e.field: e.after for e in accepted if e.op == "set"}
         phase = state.phase or self.spec.initial
         out: list[Edit] = []

@@ -21,15 +21,15 @@ class Money(BaseModel):
     currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
 
 
-def _bounds(c: dict) -> dict:
+def _bounds(c: dict[str, Any]) -> dict[str, Any]:
     return {k: c[k] for k in ("gt", "ge", "lt", "le") if k in c}
 
 
-def _lengths(c: dict) -> dict:
+def _lengths(c: dict[str, Any]) -> dict[str, Any]:
     return {k: c[k] for k in ("min_length", "max_length") if k in c}
 
 
-def _item_type(items: dict) -> Any:
+def _item_type(items: dict[str, Any]) -> Any:
     if items.get("values"):
         return Literal[tuple(items["values"])]
     if items.get("pattern"):
@@ -56,15 +56,15 @@ def field_type(spec: FieldSpec) -> Any:
     if spec.type == "datetime":
         return datetime
     if spec.type == "list":
-        return Annotated[list[_item_type(spec.items)], Field(**_lengths(c))]
-    pattern = {"pattern": spec.pattern} if spec.pattern else {}
+        return Annotated[list.__class_getitem__(_item_type(spec.items)), Field(**_lengths(c))]
+    pattern: dict[str, Any] = {"pattern": spec.pattern} if spec.pattern else {}
     return Annotated[str, Field(min_length=1, **_lengths(c), **pattern)]
 
 
 def error_code(spec: FieldSpec, err: ValidationError) -> str:
     """The domain's code for this field, else VALIDATION_ERROR_<FIELD>_<CHECK>."""
     if spec.constraints.get("error_code"):
-        return spec.constraints["error_code"]
+        return str(spec.constraints["error_code"])
     kind = err.errors()[0]["type"].upper().replace("-", "_")
     return f"VALIDATION_ERROR_{spec.name.upper()}_{kind}"
 

@@ -9,13 +9,14 @@ alert with the rule's code.
 from __future__ import annotations
 
 from datetime import date
+from typing import Any
 
 from ..domain import Domain
 from ..domain.model import RuleSpec
 from ..expressions import evaluate
 
 
-def violations(domain: Domain, values: dict, today: date | None) -> list[tuple[RuleSpec, str]]:
+def violations(domain: Domain, values: dict[str, Any], today: date | None) -> list[tuple[RuleSpec, str]]:
     """Rules that do not hold for these values, with a message each."""
     out = []
     for rule in domain.rules:
@@ -25,7 +26,7 @@ def violations(domain: Domain, values: dict, today: date | None) -> list[tuple[R
             if rule.plugin is not None:
                 verdict = rule.plugin({f: values[f] for f in rule.fields}, today)
             else:
-                verdict = bool(evaluate(rule.check, values, today))
+                verdict = bool(evaluate(rule.check or "", values, today))
         except Exception as exc:  # a rule that cannot be evaluated on these values is a violation
             out.append((rule, f"{rule.message} (could not evaluate: {exc})"))
             continue
