@@ -16,14 +16,14 @@ from typing import Any, Callable, TypeAlias
 from . import audit
 from .conversation import read_conversation
 from .domain import lint_domain, load_domain
-from .domain.model import DOMAINS_DIR
 from .errors import ContextEditorError, SessionNotFoundError
 from .inject import format_value
 from .model import Message, State, session_key
 from .pipeline import ContextEditor, stored_domain
+from .resources import sample_conversation
 from .store import DEFAULT_STORE, open_store
 
-SAMPLE = DOMAINS_DIR / "samples" / "ecommerce_headphones.jsonl"
+SAMPLE = sample_conversation("ecommerce_headphones")
 
 EPILOG = """\
 examples:

@@ -202,6 +202,10 @@ def test_find_numbers(text: str, expected: list[tuple[str, int | float]]) -> Non
         "十分好",
         "三亚",
         "三四天",
+        # place names that contain a numeral (the gazetteer in rules/zh/lexicon.yaml)
+        "去五道口",
+        "爬九华山",
+        "七星岩",
     ],
 )
 def test_find_numbers_ignores_codes_dates_times_idioms(text: str) -> None:
@@ -284,6 +288,9 @@ MONEY = [
     ("$200-$300", [("$200", 200, "USD", "min"), ("$300", 300, "USD", "max")]),
     ("€100 to €200", [("€100", 100, "EUR", "min"), ("€200", 200, "EUR", "max")]),
     ("100元200元", [("100元", 100, "CNY", None), ("200元", 200, "CNY", None)]),
+    # currency words come from the lexicons, one list for finders and rule packs
+    ("预算500欧元", [("500欧元", 500, "EUR", None)]),
+    ("最多300英镑", [("最多300英镑", 300, "GBP", "max")]),
 ]
 
 

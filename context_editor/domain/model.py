@@ -22,12 +22,14 @@ import jsonschema
 
 from ..errors import DomainError, DomainProblem
 from ..expressions import TemplateSyntaxError, compile_expression, expression_names
+from ..lang import lexicon_fingerprint
 from ..model import canonical_json
-from .rulepacks import NER_LABELS, RULES_DIR, Rule, load_rule_library, ner_label, select_rules
+from ..resources import domains_dir, schema_path, templates_dir
+from .rulepacks import NER_LABELS, Rule, load_rule_library, ner_label, select_rules
 from .yamlines import LinedYaml, load_lined_yaml
 
-DOMAINS_DIR = Path(__file__).resolve().parents[2] / "domains"
-SCHEMA_PATH = Path(__file__).resolve().parents[1] / "data" / "domain.schema.json"
+DOMAINS_DIR = domains_dir()
+SCHEMA_PATH = schema_path()
 # Who may set a field by default: what the user says and what tools return. Assistant text only
 # proposes; system messages are instructions, not facts about the user.
 DEFAULT_SOURCES = ("user", "tool")
@@ -295,7 +297,7 @@ def _semantic_problems(doc: LinedYaml, library: dict[str, Rule], doc_dir: Path) 
             if fname not in (a.get("fields") or []):
                 problem(f"required field '{fname}' is not in the action's `fields`", f"{base}/required/{j}", f"add '{fname}' to `fields` of action '{aname}'")
         tpl = a.get("template")
-        if tpl and not (DOMAINS_DIR.parent / "templates" / tpl).exists():
+        if tpl and not (templates_dir() / tpl).exists():
             problem(f"template '{tpl}' not found in templates/", f"{base}/template", "create it or remove `template` to use the default")
     return out
 
@@ -314,7 +316,7 @@ def _problems(path: Path) -> tuple[Any, list[DomainProblem], dict[str, Any]]:
     if not isinstance(doc.data, dict):
         return doc, [DomainProblem("a domain file must be a YAML mapping (domain:, version:, fields:, actions:)",
                                    line=1, fix="start from domains/ecommerce.yaml", code="CE104")], {}
-    library = load_rule_library(RULES_DIR)
+    library = load_rule_library()
     problems = doc.problems + _schema_problems(doc)
     if not problems:  # references are only meaningful in a structurally valid file
         problems = _semantic_problems(doc, library, path.parent)
@@ -373,7 +375,7 @@ def _build(doc_data: dict[str, Any], path: Path, library: dict[str, Rule]) -> Do
     tools = {name: ToolSpec(tuple(t.get("keep") or ()), int(t.get("max_items", 3))) for name, t in (d.get("tools") or {}).items()}
     used_rules = sorted({r.id for f in fields.values() for ref in f.extract for r in select_rules(library, ref)})
     fingerprint = canonical_json({
-        "domain": d, "rules": {rid: [library[rid].pattern.pattern, library[rid].parse, library[rid].confidence] for rid in used_rules}})
+        "domain": d, "lexicons": lexicon_fingerprint(), "rules": {rid: [library[rid].pattern.pattern, library[rid].parse, library[rid].confidence] for rid in used_rules}})
     version_hash = hashlib.sha256(fingerprint.encode("utf-8")).hexdigest()[:16]
     return Domain(
         name=d["domain"], version=str(d["version"]), version_hash=version_hash,
@@ -422,4 +424,4 @@ def domain_from_source(source: dict[str, Any], path: str = "<stored>", allow_plu
     """Rebuild a domain from the document stored with a session (for replay)."""
     if source.get(PLUGIN_CODE) and not allow_plugins:
         raise _plugins_refused(path)
-    return _build(source, Path(path), load_rule_library(RULES_DIR))
+    return _build(source, Path(path), load_rule_library())

@@ -3,8 +3,9 @@
 A pack is a list of regular expressions, each with an id, a named group `value` (or the whole
 match) and a parser that turns the matched text into a typed value. Domains refer to rules by
 id or by prefix: `money.budget` selects `money.budget.zh` and `money.budget.en`. Patterns may
-use `<<MACRO>>` placeholders defined in `rules/common/macros.yaml`, so a number or currency
-pattern is written once. A macro given as a YAML list is a gazetteer: its phrases are matched
+use `<<MACRO>>` placeholders defined in `rules/common/macros.yaml` (and `CUR_BEFORE` /
+`CUR_AFTER`, generated from the lexicons' currency words), so a number or currency pattern is
+written once. A macro given as a YAML list is a gazetteer: its phrases are matched
 literally, longest first (a city list, a brand list).
 """
 
@@ -17,9 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DomainError, DomainProblem
+from ..lang import Language, Lexicon, languages, lexicon
+from ..lang.lexicon import COMMON
+from ..resources import rules_dir
 from .yamlines import load_lined_yaml
 
-RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
+MACROS_FILE = "macros.yaml"
 PARSERS = ("money", "number", "int", "percent", "date", "duration", "count", "enum", "text", "upper")
 # `extract` entries that name an entity label of the NER layer instead of a rule.
 NER_PREFIX = "ner."
@@ -90,18 +94,36 @@ def _load_pack(path: Path, macros: dict[str, str], problems: list[tuple[Path, Do
     return rules
 
 
+def _lexicon_macros() -> dict[str, str]:
+    """Macros generated from the lexicons, so a word list is written once (currency words are
+    the same for the finders and for rule packs)."""
+    lex = lexicon()
+    prefix = [*lex.words("currency_prefix"), *lex.words("currency_codes")]
+    return {"CUR_BEFORE": _macro_text(prefix), "CUR_AFTER": _macro_text([w for w in lex.inverse("currency") if w.isalnum()])}
+
+
+def _pack_files() -> list[Path]:
+    """The language-neutral packs of `rules/common/`, then every registered language's packs."""
+    common = [p for p in Language(COMMON, rules_dir() / COMMON).rule_packs() if p.name != MACROS_FILE]
+    return common + [path for lang in languages() for path in lang.rule_packs()]
+
+
+def load_rule_library() -> dict[str, Rule]:
+    """All rules of all packs of the registered languages, by id. Broken packs are a DomainError
+    naming the pack file."""
+    return _load_library(tuple(_pack_files()), lexicon())
+
+
 @lru_cache(maxsize=4)
-def load_rule_library(rules_dir: Path = RULES_DIR) -> dict[str, Rule]:
-    """All rules of all packs by id. Broken packs are a DomainError naming the pack file."""
-    macros: dict[str, str] = {}
-    macro_file = rules_dir / "common" / "macros.yaml"
+def _load_library(packs: tuple[Path, ...], lex: Lexicon) -> dict[str, Rule]:
+    macro_file = rules_dir() / COMMON / MACROS_FILE
+    macros = _lexicon_macros()
     if macro_file.exists():
-        macros = {k: _macro_text(v) for k, v in (load_lined_yaml(macro_file.read_text("utf-8"), str(macro_file)).data or {}).items()}
+        written = load_lined_yaml(macro_file.read_text("utf-8"), str(macro_file)).data or {}
+        macros |= {k: _macro_text(v) for k, v in written.items()}
     problems: list[tuple[Path, DomainProblem]] = []
     library: dict[str, Rule] = {}
-    for path in sorted(rules_dir.glob("*/*.yaml")):
-        if path == macro_file:
-            continue
+    for path in packs:
         for rule in _load_pack(path, macros, problems):
             if rule.id in library:
                 problems.append((path, DomainProblem(f"rule id '{rule.id}' is defined twice (also in {library[rule.id].source})",

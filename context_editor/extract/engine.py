@@ -18,21 +18,18 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any
 
+from .. import registry
 from ..domain import Domain, FieldSpec
+from ..lang import detect_language
 from ..model import Candidate, Message, Provenance
 from .confirm import confirmation, question_spans
 from .enums import EnumMatcher
 from .negation import is_negated
-from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, entities, ner_label
+from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, ner_label
 from .tools import key_index, parse_json, walk
 from .values import default_parser, parse_value
 
 MAX_SCAN_CHARS = 20_000  # prose beyond this is kept in the log but not scanned (bounded cost)
-
-
-def detect_language(text: str) -> str:
-    """'zh' when the text contains CJK ideographs, else 'en'."""
-    return "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text[:2000]) else "en"
 
 
 class Extractor:
@@ -83,7 +80,7 @@ class Extractor:
             if name in self.enum_matchers:
                 found.extend(self._from_enum(msg, text, spec))
             if name in self.ner_fields and english:
-                ents = entities(text) if ents is None else ents
+                ents = registry.extractors.get("ner")(text) if ents is None else ents
                 found.extend(self._from_ner(msg, text, spec, ents))
             if proposing:
                 found = [replace(c, kind="proposal") for c in found

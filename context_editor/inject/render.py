@@ -19,8 +19,9 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from ..domain import ActionSpec, Domain
 from ..errors import BudgetError, ContextEditorError, UnknownActionError
-from ..extract import detect_language
+from ..lang import detect_language
 from ..model import Message, State
+from ..resources import templates_dir
 from . import compact, history
 from .compact import STAGE_ROUNDS
 from .budget import Window, resolve_budget
@@ -29,7 +30,7 @@ from .xmltext import text_node, xml_safe
 
 CRITICAL_COMPRESSION_FAILURE = "CRITICAL_COMPRESSION_FAILURE"
 _TOKENS_SLOT = "TOKENS-SLOT-7F3A"  # placeholder for the `tokens` attribute, filled after counting
-TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
+TEMPLATES_DIR = templates_dir()
 DEFAULT_TEMPLATE = "default.xml.j2"
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import tiktoken
 import tiktoken_ext.openai_public as openai_public
 
+from .. import registry
 from ..errors import ContextEditorError
 
 DEFAULT_MODEL = "gpt-4o"
@@ -51,11 +52,8 @@ def _packaged_bpe(url: str, expected_hash: str | None = None) -> dict[bytes, int
     return ranks
 
 
-@lru_cache(maxsize=4)
-def get_encoding(name: str) -> tiktoken.Encoding:
-    """The tiktoken Encoding `name`, built from packaged files (no network)."""
-    if name not in ENCODINGS:
-        raise ContextEditorError(f"unknown encoding {name!r}", fix=f"use one of: {', '.join(ENCODINGS)}", code="CE402")
+def _tiktoken(name: str) -> tiktoken.Encoding:
+    """A tiktoken Encoding built from packaged files (no network)."""
     with _lock:  # swap the loader only while tiktoken's constructor runs
         original = openai_public.load_tiktoken_bpe
         openai_public.load_tiktoken_bpe = _packaged_bpe
@@ -66,10 +64,30 @@ def get_encoding(name: str) -> tiktoken.Encoding:
     return tiktoken.Encoding(**params)
 
 
+def o200k_base() -> tiktoken.Encoding:
+    """Registered tokenizer `o200k_base` (gpt-4o, o1, gpt-4.1 …)."""
+    return _tiktoken("o200k_base")
+
+
+def cl100k_base() -> tiktoken.Encoding:
+    """Registered tokenizer `cl100k_base` (gpt-4, gpt-3.5)."""
+    return _tiktoken("cl100k_base")
+
+
+@lru_cache(maxsize=4)
+def get_encoding(name: str) -> tiktoken.Encoding:
+    """The tokenizer registered as `name` (entry-point group `context_editor.tokenizers`)."""
+    if name not in registry.tokenizers:
+        raise ContextEditorError(f"unknown encoding {name!r}", fix=f"use one of: {', '.join(registry.tokenizers.names())}",
+                                 code="CE402")
+    encoding: tiktoken.Encoding = registry.tokenizers.get(name)()
+    return encoding
+
+
 def encoding_for_model(model: str | None) -> tiktoken.Encoding:
     """The encoding a model uses (gpt-4o, o1, gpt-4.1 … -> o200k_base; gpt-4, gpt-3.5 -> cl100k_base)."""
     model = model or DEFAULT_MODEL
-    if model in ENCODINGS:
+    if model in registry.tokenizers:
         return get_encoding(model)
     try:
         name = tiktoken.encoding_name_for_model(model)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from ..errors import MissingExtraError, StoreError
+from .. import registry
+from ..errors import StoreError
 from .base import SessionInfo, Store
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
@@ -12,26 +13,28 @@ from .sqlite import SQLiteStore
 DEFAULT_STORE = "./context_editor.db"
 
 
+def scheme_of(url: str) -> str:
+    """`postgresql://…` -> 'postgresql'; a plain path is SQLite ('file'); `:memory:` is memory."""
+    if url == ":memory:":
+        return "memory"
+    return url.split("://", 1)[0].lower() if "://" in url else "file"
+
+
 def open_store(url: str | None = None, create: bool = True) -> Store:
-    """`memory://`, `sqlite:///path.db`, a plain path (SQLite), or postgresql://…
+    """Open the store a URL names, through the factory registered for its scheme.
+
+    Built-ins: `memory://`, `sqlite:///path.db`, a plain path (SQLite), `postgresql://…`.
+    Other schemes come from packages registering `context_editor.stores` entry points.
     Default: $CONTEXT_EDITOR_STORE, else ./context_editor.db. With `create=False` (read-only
-    commands) a store file that does not exist is an error, never created."""
+    commands) a store that does not exist is an error, never created."""
     url = url or os.environ.get("CONTEXT_EDITOR_STORE") or DEFAULT_STORE
-    if url in ("memory://", ":memory:"):
-        return MemoryStore()
-    if url.startswith("sqlite:///"):
-        return SQLiteStore(url[len("sqlite:///"):], create=create)
-    if url.startswith(("postgresql://", "postgres://")):
-        try:
-            from .postgres import PostgresStore  # imported lazily: psycopg is only needed here
-        except ImportError as exc:  # psycopg is the optional [postgres] extra
-            raise MissingExtraError("psycopg", "postgres", f"the PostgreSQL store {url.split('@')[-1]!r}") from exc
-
-        return PostgresStore(url)
-    if "://" in url:
-        raise StoreError(f"unknown store URL scheme in {url!r}",
-                         fix="use memory://, sqlite:///path.db, a file path, or postgresql://user@host/db")
-    return SQLiteStore(url, create=create)
+    scheme = scheme_of(url)
+    if scheme not in registry.stores:
+        raise StoreError(f"unknown store URL scheme in {url!r} (registered: {', '.join(registry.stores.names())})",
+                         fix="use memory://, sqlite:///path.db, a file path, or postgresql://user@host/db, or install "
+                             "the package that registers this scheme (entry-point group context_editor.stores)")
+    store: Store = registry.stores.get(scheme)(url, create=create)
+    return store
 
 
-__all__ = ["open_store", "Store", "SessionInfo", "MemoryStore", "SQLiteStore", "DEFAULT_STORE"]
+__all__ = ["open_store", "scheme_of", "Store", "SessionInfo", "MemoryStore", "SQLiteStore", "DEFAULT_STORE"]

@@ -144,3 +144,4 @@ class PostgresStore(Store):
         for conn in self._opened:
             conn.close()
         self._opened.clear()
+

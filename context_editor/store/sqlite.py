@@ -133,3 +133,4 @@ class SQLiteStore(Store):
         if conn is not None:
             conn.close()
             self._local.conn = None
+

@@ -1,0 +1,106 @@
+"""Registries: named extension points filled through entry points, spaCy-style.
+
+A third-party package extends context-editor by declaring entry points in its own metadata,
+with no change here; the built-ins are registered the same way in our `pyproject.toml`:
+
+    [project.entry-points."context_editor.stores"]
+    redis = "my_package.store:from_url"
+
+Each group names what its objects must be (see the `Registry` instances below). An entry is
+loaded on first use and cached. `register()` adds an object for the running process (tests,
+notebooks); it wins over an entry point of the same name.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any, Generic, TypeVar
+
+from .errors import ContextEditorError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """One entry-point group: name -> object, loaded lazily."""
+
+    def __init__(self, group: str, what: str):
+        self.group = group
+        self.what = what  # "store URL scheme", "language", … (for error messages)
+        self._loaded: dict[str, T] = {}
+        self._local: dict[str, T] = {}
+
+    def _entry_points(self) -> dict[str, EntryPoint]:
+        return {ep.name: ep for ep in entry_points(group=self.group)}
+
+    def names(self) -> list[str]:
+        """Every registered name, sorted."""
+        return sorted(set(self._entry_points()) | set(self._local))
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and (name in self._local or name in self._entry_points())
+
+    def get(self, name: str) -> T:
+        """The object registered as `name`; a CE error naming the known ones otherwise."""
+        if name in self._local:
+            return self._local[name]
+        if name not in self._loaded:
+            ep = self._entry_points().get(name)
+            if ep is None:
+                known = ", ".join(self.names()) or "none"
+                raise ContextEditorError(
+                    f"no {self.what} '{name}' is registered (entry-point group {self.group}; known: {known})",
+                    code="CE010",
+                    fix=f"install the package that provides it, or register it under [project.entry-points.\"{self.group}\"]"
+                        " (a source checkout must be installed: pip install -e .)")
+            self._loaded[name] = ep.load()
+        return self._loaded[name]
+
+    def all(self) -> dict[str, T]:
+        """Every registered object by name (loads them all)."""
+        return {name: self.get(name) for name in self.names()}
+
+    def register(self, name: str, obj: T) -> T:
+        """Register `obj` as `name` for this process (it shadows an entry point of that name)."""
+        self._local[name] = obj
+        return obj
+
+    def unregister(self, name: str) -> None:
+        self._local.pop(name, None)
+        self._loaded.pop(name, None)
+
+
+stores: Registry[Any] = Registry("context_editor.stores", "store URL scheme")
+"""URL scheme -> a factory `(url: str, create: bool = True) -> Store` (see `store.base.Store`).
+
+`open_store("redis://host/0")` calls the factory registered as `redis` with the whole URL;
+`create=False` (read-only commands) must not create a store that does not exist. The store must
+pass the contract suite in `tests/test_store_contract.py`. Built-ins: `store/urls.py`."""
+
+extractors: Registry[Any] = Registry("context_editor.extractors", "extractor")
+"""Prefix -> a callable `(text: str) -> list[(start, end, text, label)]`.
+
+A field's `extract: [ner.GPE]` asks the extractor registered as `ner` for spans labelled `GPE`;
+spans index the text exactly (`text[start:end]`). The built-in `ner` is spaCy's NER."""
+
+scorers: Registry[Any] = Registry("context_editor.scorers", "scorer")
+"""Name -> a callable `(message: Message, ctx: dict) -> float`: relevance of an older message to
+the action being rendered (higher is kept first). `ctx` holds `vocabulary` (action words),
+`sources` (message indexes that set shown values), `references` (IDs in state) and `round`. The
+built-in `relevance` is `inject.history.default_score`; it must be deterministic."""
+
+summarizers: Registry[Any] = Registry("context_editor.summarizers", "summarizer")
+"""Name -> a callable `(messages: list[tuple[Message, str]], vocabulary: set[str], shown: set[str])
+-> list[DigestLine]`: distils messages that were neither shown nor dropped into digest lines that
+point back to their source messages. The built-in `extractive` is `inject.compact.distil`."""
+
+tokenizers: Registry[Any] = Registry("context_editor.tokenizers", "tokenizer")
+"""Encoding name -> a factory `() -> encoder` whose `encode(text: str) -> list[int]` gives exact
+token ids (counts must be exact, never estimated). Built-ins: tiktoken's `o200k_base`,
+`cl100k_base`, read offline from the `bpe-openai` package."""
+
+languages: Registry[Any] = Registry("context_editor.languages", "language")
+"""Language code -> a `lang.Language` (code, directory of `lexicon.yaml` and rule packs).
+
+Detection, lexicons and rule packs are driven by what is registered: a language added as data
+(a `lexicon.yaml` and rule packs) needs only `Language("es", path)` behind an entry point."""

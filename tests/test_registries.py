@@ -1,0 +1,82 @@
+"""Extension points: a package installed next to context-editor adds a store reachable from the
+CLI by its URL scheme, with no change to context-editor (entry points, as a pip install writes them)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLE
+from context_editor import registry
+from context_editor.errors import ContextEditorError, StoreError
+from context_editor.store import open_store
+
+STORE_PACKAGE = '''
+"""A third-party store: SQLite files addressed as lite://<path>."""
+from context_editor.store.sqlite import SQLiteStore
+
+
+class LiteStore(SQLiteStore):
+    pass
+
+
+def from_url(url, create=True):
+    return LiteStore(url.split("://", 1)[1], create=create)
+'''
+
+
+def install_package(site: Path, name: str, module: str, entry_points: str) -> None:
+    """What `pip install` leaves behind: the module and a .dist-info with its entry points."""
+    (site / f"{name}.py").write_text(module, "utf-8")
+    info = site / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n", "utf-8")
+    (info / "entry_points.txt").write_text(entry_points, "utf-8")
+    (info / "RECORD").write_text("", "utf-8")
+
+
+@pytest.fixture
+def lite_site(tmp_path: Path) -> Path:
+    site = tmp_path / "site"
+    site.mkdir()
+    install_package(site, "ce_lite_store", STORE_PACKAGE, "[context_editor.stores]\nlite = ce_lite_store:from_url\n")
+    return site
+
+
+def test_builtin_stores_are_registered_like_any_other():
+    assert {"memory", "sqlite", "file", "postgresql", "postgres"} <= set(registry.stores.names())
+    assert type(open_store("memory://")).__name__ == "MemoryStore"
+
+
+def test_unknown_scheme_names_the_registered_ones():
+    with pytest.raises(StoreError) as err:
+        open_store("nosuch://x")
+    assert "registered: " in str(err.value) and "memory" in str(err.value) and "fix:" in str(err.value)
+
+
+def test_unknown_registry_name_is_a_coded_error():
+    with pytest.raises(ContextEditorError, match=r"\[CE010\] no tokenizer 'nope' is registered"):
+        registry.tokenizers.get("nope")
+
+
+def test_third_party_store_from_the_cli(lite_site: Path, tmp_path: Path):
+    db = tmp_path / "lite.db"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(lite_site), os.environ.get("PYTHONPATH", "")])}
+    env.pop("CONTEXT_EDITOR_STORE", None)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "context_editor", *args, "--store", f"lite://{db}"],
+                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+
+    ingest = cli("ingest", "ecommerce", str(SAMPLE), "--session", "s1")
+    assert ingest.returncode == 0, ingest.stderr
+    assert db.exists()  # the third-party store wrote its own file
+    state = cli("state", "--session", "s1", "--json")
+    assert state.returncode == 0, state.stderr
+    assert '"budget_max"' in state.stdout
+    verify = cli("audit", "verify")
+    assert verify.returncode == 0, verify.stdout + verify.stderr
