@@ -1,15 +1,14 @@
-"""Fact cues per language, loaded from `rules/<lang>/lexicon/memory.yaml` (word lists are data)."""
+"""Fact cues per language: the `memory:` section of `rules/<lang>/lexicon.yaml` (word lists are data)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
-import yaml
+from ..lang.lexicon import lexicon
 
-from ..domain.rulepacks import RULES_DIR
+FALLBACK = "en"
 
 
 @dataclass(frozen=True)
@@ -19,21 +18,19 @@ class Cues:
 
 
 def _alternation(words: list[str], whole_words: bool) -> str:
-    body = "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
+    body = "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True)) or "(?!)"
     return rf"\b(?:{body})\b" if whole_words else f"(?:{body})"
 
 
-@lru_cache(maxsize=8)
-def load_cues(language: str, rules_dir: Path = RULES_DIR) -> Cues:
-    """Compiled cue patterns for `language` ('en' words match whole words; 'zh' as substrings)."""
-    path = rules_dir / language / "lexicon" / "memory.yaml"
-    if not path.exists():
-        path = rules_dir / "en" / "lexicon" / "memory.yaml"
-    data = yaml.safe_load(path.read_text("utf-8")) or {}
-    whole = data.get("language", language) != "zh"
+@lru_cache(maxsize=16)
+def load_cues(language: str) -> Cues:
+    """Compiled cue patterns of `language` (falling back to English when it has none)."""
+    per_language = lexicon().per_language
+    data = (per_language.get(language) or {}).get("memory") or (per_language.get(FALLBACK) or {}).get("memory") or {}
+    whole = data.get("match", "words") == "words"
     facts = [str(w) for group in (data.get("facts") or {}).values() for w in group]
-    if whole:
-        question = rf"^\s*{_alternation([str(w) for w in data.get('question_starts') or []], True)}|[?？]\s*$"
-    else:
-        question = rf"{_alternation([str(w) for w in data.get('question_marks') or []], False)}|[?？]\s*$"
+    starts = [str(w) for w in data.get("question_starts") or []]
+    marks = [str(w) for w in data.get("question_marks") or []]
+    question = "|".join(p for p in (rf"^\s*{_alternation(starts, True)}" if starts else "",
+                                    _alternation(marks, False) if marks else "", r"[?？]\s*$") if p)
     return Cues(re.compile(_alternation(facts, whole), re.IGNORECASE), re.compile(question, re.IGNORECASE))

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..domain import Domain
-from ..extract import detect_language
+from ..lang import detect_language
 from ..inject.compact import FACT, NOTE, STAGE_ROUNDS, VALUE, SummaryLine, stage_of
 from ..inject.history import tool_text, words
 from ..model import Message

@@ -62,7 +62,8 @@ class MemoryStore(Store):
         self._derived.setdefault((session, kind), {})[key] = copy.deepcopy(body)
 
     def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
-        return copy.deepcopy(self._derived.get((session, kind), {}))
+        items = self._derived.get((session, kind), {})
+        return {k: copy.deepcopy(items[k]) for k in sorted(items)}
 
     def drop_derived(self, session: str, kind: str) -> None:
         self._derived.pop((session, kind), None)
