@@ -322,6 +322,23 @@ def _add_write_commands(sub: Subcommands) -> None:
                         "(by default they are taken as already ingested by an interrupted run and skipped)")
 
 
+def cmd_forgetting_test(args: argparse.Namespace) -> int:
+    from .forgetting import forgetting_test, report
+
+    editor = _editor_for_session(args.session, args.store, allow_plugins=_plugins(args))
+    actions = [args.action] if args.action else list(editor.domain.actions)
+    out = {a: report(forgetting_test(editor, args.session, a, args.k, args.runs, args.seed)) for a in actions}
+    if args.json:
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+    else:
+        for action, r in out.items():
+            print(f"# {action}: {'PASS' if r['passed'] else 'FAIL'} ({args.runs} runs, {args.k} fields deleted each)")
+            for f in r["fields"]:
+                print(f"  {f['field']:<24} {'must ask' if f['must_ask'] else 'optional':<9} "
+                      f"asked {f['asked']}/{f['deleted']} ({f['rate']:.0%})")
+    return 0 if all(r["passed"] for r in out.values()) else 1
+
+
 def _add_read_commands(sub: Subcommands) -> None:
     """Commands that only read a stored session (they never create a store)."""
     p = _command(sub, "state", cmd_state, "Print a stored session's state (as a table, or --json).")
@@ -332,6 +349,15 @@ def _add_read_commands(sub: Subcommands) -> None:
     p.add_argument("--action", required=True, metavar="NAME")
     p.add_argument("--as-of-round", type=int, metavar="N")
     _render_options(p)
+    p = _command(sub, "forgetting-test", cmd_forgetting_test,
+                 "Delete K random present fields N times and report how often the context asks for each; exit 1 unless "
+                 "every required and critical field is asked for in every run.")
+    _session_option(p)
+    p.add_argument("--action", metavar="NAME", help="one action (default: every action of the domain)")
+    p.add_argument("-k", type=int, default=3, help="fields deleted per run (default 3)")
+    p.add_argument("--runs", type=int, default=100, help="number of runs (default 100)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
     p = _command(sub, "why", cmd_why, "Explain one field: where its value came from and its full history.")
     p.add_argument("field")
     _session_option(p)

@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from . import registry
 from .conversation import normalise_message
 from .domain import Domain, domain_from_source, load_domain
 from .echo import CONTEXT_LOOP_DETECTED, mask_echoes
@@ -23,6 +24,7 @@ from .inject.budget import Window
 from .memory import SummaryZone
 from .memory.summary import KIND as SUMMARY_KIND
 
+LLM_KIND = "llm"  # model answers by prompt hash (derived data, for replay without the endpoint)
 USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
 from .model import Edit, Message, State
 from .store import SessionInfo, Store, open_store
@@ -66,19 +68,24 @@ class ContextEditor:
 
     def __init__(self, domain: Domain | str | Path, store: Store | str | None = None, model: str | None = None,
                  allow_plugins: bool = False, system: str | None = None, context_window: int | None = None,
-                 output_reserve: float = 0.15, budget: int | str | None = None, price_per_mtok: float | None = None):
+                 output_reserve: float = 0.15, budget: int | str | None = None, price_per_mtok: float | None = None,
+                 scorer: Any = None):
         """`system`: a system prompt rendered first in every context. `context_window`: the model's
         window in tokens; a budget may then be a share of it ("60%"), and no budget ever eats into
         `output_reserve` (a share of the window, or tokens), kept for the answer. `budget`: the
         default for every render (else each action's `budget_tokens`). `price_per_mtok`: the model's
-        input price per million tokens, for the session's cost account (`usage`)."""
+        input price per million tokens, for the session's cost account (`usage`). `scorer`: how older
+        messages are scored 1-5 (a registered name such as "relevance", or any Scorer, e.g.
+        `llm.ChatScorer`); the articles' thresholds apply to it. A scorer with `results` (answers by
+        prompt hash) has them stored with the session, so a replay reuses them."""
         self.domain = domain if isinstance(domain, Domain) else load_domain(domain, allow_plugins=allow_plugins)
         self.store = store if isinstance(store, Store) else open_store(store)
         self.extractor = Extractor(self.domain)
         self.validator = FieldValidator(self.domain)
         self.machine = PhaseMachine(self.domain) if self.domain.machine else None
         window = Window(context_window, output_reserve) if context_window else None
-        self.renderer = Renderer(self.domain, model=model, system=system, window=window)
+        self.scorer = registry.scorers.get(scorer) if isinstance(scorer, str) else scorer
+        self.renderer = Renderer(self.domain, model=model, system=system, window=window, scorer=self.scorer)
         self.default_budget, self.price_per_mtok = budget, price_per_mtok
         self._states: dict[str, State] = {}
         self._zones: dict[str, SummaryZone] = {}
@@ -242,10 +249,29 @@ class ContextEditor:
                     if as_of_round is None or m.round <= as_of_round]
         zone = self._zone(session)
         anchors = {n: a for n in ("goal", "subtask") if (a := zone.anchor(n, as_of_round))}
+        recorded = self._recall_llm(session)
         ctx = self.renderer.render(state, action, messages, budget=budget if budget is not None else self.default_budget,
                                    summary=zone.lines(state.round - view.recent_rounds), anchors=anchors)
+        self._record_llm(session, recorded)
         self._account(session, ctx)
         return ctx
+
+    def _recall_llm(self, session: str) -> set[str]:
+        """Load the scorer's recorded answers for this session; returns the prompt hashes known."""
+        results = getattr(self.scorer, "results", None)
+        if not isinstance(results, dict):
+            return set()
+        for body in self.store.derived(session, LLM_KIND).values():
+            results.setdefault(body["prompt_hash"], body["result"])
+        return set(results)
+
+    def _record_llm(self, session: str, known: set[str]) -> None:
+        """Store every new model answer with its prompt hash (derived data: replay reads it back)."""
+        results = getattr(self.scorer, "results", None)
+        if not isinstance(results, dict):
+            return
+        for key in sorted(set(results) - known):
+            self.store.put_derived(session, LLM_KIND, int(key[:15], 16), {"prompt_hash": key, "result": results[key]})
 
     def _account(self, session: str, ctx: RenderedContext) -> None:
         """Add a render to the session's token account (what was sent, and the raw window it replaced)."""

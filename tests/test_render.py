@@ -221,3 +221,30 @@ def test_template_that_drops_a_critical_field_falls_back_to_default(tmp_path, he
     root = parse(editor.render("s", "place_order"))
     assert [a.get("code") for a in root.find("alerts")] == ["CRITICAL_COMPRESSION_FAILURE"]
     assert root.find("state/field[@name='budget_max']").text == "2000 CNY"
+
+
+def test_tool_keep_trims_only_objects_it_names_and_quotes_stay_plain(tmp_path):
+    """`keep: [orders, total]` keeps each order whole (it used to empty them), and a tool's JSON
+    is not doubled by &#34; (text nodes escape only <, > and &)."""
+    path = tmp_path / "shop.yaml"
+    path.write_text(SCOPED + "tools:\n  orders:\n    keep: [orders, total]\n    max_items: 2\n", encoding="utf-8")
+    editor = ContextEditor(load_domain(path), "memory://")
+    orders = [{"id": f"ORDER-{i}", "status": "shipped", "note": 'say "hi" <b>'} for i in range(3)]
+    editor.add("s", {"role": "user", "content": "我的订单呢", "timestamp": TS.format(0)})
+    editor.add("s", {"role": "tool", "name": "orders", "timestamp": TS.format(1),
+                     "content": json.dumps({"total": 3, "orders": orders, "debug": "y" * 50})})
+    ctx = editor.render("s", "place_order", budget=800)
+    shown = json.loads(parse(ctx).find("recent_turns/turn[@role='tool']").text)
+    assert shown == {"total": 3, "orders": [orders[0], orders[1], "1 more omitted"]}
+    assert "&#34;" not in ctx.xml and '\\"hi\\" &lt;b&gt;' in ctx.xml
+
+
+def test_a_tool_result_in_history_and_recent_turns_is_shown_once():
+    editor = ContextEditor("ecommerce", "memory://")
+    result = '{"order": "ORDER-2024-001", "status": "shipped"}'
+    say(editor, "s", ("user", "查一下订单ORDER-2024-001"))
+    editor.add("s", {"role": "tool", "name": "lookup", "content": result, "timestamp": TS.format(1)})
+    say(editor, "s", *[("user", f"订单ORDER-2024-001到哪了{i}") for i in range(4)])
+    editor.add("s", {"role": "tool", "name": "lookup", "content": result, "timestamp": TS.format(9)})
+    xml = editor.render("s", "handle_complaint", budget=3000).xml
+    assert xml.count("&#34;shipped&#34;") + xml.count('"shipped"') == 1

@@ -176,8 +176,9 @@ class Renderer:
         window_from = recent_from - spec.history_rounds + 1
         # A message that cannot fit even alone is dropped whole up front, without tokenising it.
         too_big = max_token_bytes(self.model) * limit
-        visible = [m for m in messages if m.role != "system" and len(m.content) <= too_big]
-        units = history.chains(history.dedupe_tool_results([m for m in visible if m.round > recent_from]))
+        # Identical tool results are shown once, the latest, across history and recent turns alike.
+        visible = history.dedupe_tool_results([m for m in messages if m.role != "system" and len(m.content) <= too_big])
+        units = history.chains([m for m in visible if m.round > recent_from])
         latest = _latest_user_unit(units)
         older = [m for m in visible if window_from <= m.round <= recent_from]
         vocabulary = history.action_vocabulary(self.domain, spec, state)
@@ -185,15 +186,17 @@ class Renderer:
         # The summary zone and the entity graph are built from these texts too, so nothing hidden leaks.
         hidden = history.hidden_spans(self.domain, spec, state)
         seen = {m.index: history.turn(self.domain, m, hidden) for m in visible}
+        ranked = history.select_history(spec, state, older, vocabulary, self.scorer, anchors)[: spec.max_history]
+        scorer_alerts: list[dict[str, Any]] = getattr(self.scorer, "drain_alerts", list)()
         lines = compact.zone_lines([line for line in summary if line.round <= recent_from], window_from,
                                    vocabulary, compact.covered_spans(state), hidden)
         return _Plan(
             action=action, spec=spec, budget=resolved, limit=limit,
             template=self.env.get_template(template_name) if template_name else self._template(spec),
             names=names, protected=protected, optional=[n for n in present if n not in protected], missing=missing,
-            alerts=self._alerts(state, spec, names) + (extra_alerts or []), anchors=anchors, seen=seen,
+            alerts=self._alerts(state, spec, names) + scorer_alerts + (extra_alerts or []), anchors=anchors, seen=seen,
             recent=[u for u in units if u is not latest], latest=[latest] if latest else [],
-            ranked=history.select_history(spec, state, older, vocabulary, self.scorer)[: spec.max_history],
+            ranked=ranked,
             entities=compact.entity_graph([seen[m.index]["content"] for m in visible],
                                           [v for v in (state.get(n) for n in names) if isinstance(v, str)]),
             zone={tier: [line for line in lines if line.rank == rank]

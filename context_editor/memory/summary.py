@@ -175,3 +175,14 @@ class SummaryZone:
         for m in messages:
             zone.add(m)
         return zone
+
+
+def extractive_line(text: str, ctx: dict[str, Any]) -> str:
+    """The built-in summarizer: the first sentence of `text` that carries a value or a fact cue
+    (else the first sentence), verbatim. Registered as the `extractive` summarizer."""
+    language = detect_language(text)
+    pieces = [p.strip() for _, p in _pieces(text[:8000]) if p.strip()]
+    for sentence in pieces:
+        if _value_spans(sentence) or _is_fact(sentence, language):
+            return sentence
+    return pieces[0] if pieces else ""
