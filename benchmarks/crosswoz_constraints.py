@@ -40,12 +40,11 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "golden"))
 
 from context_editor.domain.model import domain_from_source  # noqa: E402
 from context_editor.extract import Extractor  # noqa: E402
 from context_editor.model import Message  # noqa: E402
-from runner import Counts  # noqa: E402
+from context_editor.domaintest import Counts  # noqa: E402
 
 DOMAIN_FILE = ROOT / "benchmarks" / "crosswoz_constraints.yaml"
 OUT = ROOT / "benchmarks" / "out" / "crosswoz_constraints.json"

@@ -3,7 +3,8 @@ and what extraction costs per message.
 
     python benchmarks/extraction_eval.py [--repeats 5]
 
-Scoring (final state of each conversation against the header's `expect`, tests/golden/runner.py):
+Scoring (final state of each conversation against its `expect.state`, context_editor/domaintest.py,
+the code `context-editor test` runs):
 a field with the expected value is a true positive; a field with another value is a false
 positive (and a false negative when a value was expected); an expected field left unset is a
 false negative. Known misses (`xfail` in the files) count as misses — they are what the numbers
@@ -30,17 +31,34 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "golden"))
 
 from context_editor import ContextEditor  # noqa: E402
 from context_editor.domain import load_domain  # noqa: E402
 from context_editor.domain.model import domain_from_source  # noqa: E402
 from context_editor.extract import Extractor, detect_language  # noqa: E402
 from context_editor.model import Message  # noqa: E402
-from runner import Counts, all_goldens, final_state  # noqa: E402
+from context_editor.domaintest import Case, Counts, load_cases  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "out" / "extraction_eval.json"
 NER_FIELDS = ("origin", "destination")
+DOMAINS = ("ecommerce", "travel", "finance")
+
+
+class Golden:
+    """A golden case with the domain its directory names."""
+
+    def __init__(self, domain: str, case: Case):
+        self.domain, self.case = domain, case
+        self.id, self.lang, self.messages = case.id, case.lang, case.messages
+        self.expect = case.expect.state or {}
+
+
+def all_goldens() -> list[Golden]:
+    return [Golden(d, c) for d in DOMAINS for c in load_cases(ROOT / "tests" / "golden" / d)]
+
+
+def final_state(g: Golden, editor: ContextEditor) -> dict:
+    return editor.ingest(g.id, g.messages).values()
 
 
 def score(goldens, editor_for) -> dict:

@@ -4,16 +4,18 @@
 Each row must hash to its stored hash, link to the previous row's hash, sit at the next dense
 index, and agree with its indexed columns; the session's counters must match, so a deleted last
 row is caught too. `replay` re-runs the stored raw messages through the domain version recorded
-with the session, in memory, and compares the edit log byte for byte.
+with the session, in memory, and compares the edit log byte for byte; a session upgraded to a
+new domain version is replayed segment by segment, each under the version it ran with.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
+from .domain import Domain
 from .errors import SessionNotFoundError
 from .model import GENESIS_HASH, Edit, Message, canonical_json
 from .store import MemoryStore, Store
@@ -96,11 +98,22 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
     info = store.session(session)
     if info is None:
         raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id")
-    domain = stored_domain(store, info, allow_plugins)
+
+    def version(v: str) -> Domain:
+        return stored_domain(store, replace(info, domain_version=v), allow_plugins)
+
+    edits = store.edits(session)
+    # Each segment runs under the version it ran with: the first one, then each `upgrade` edit's.
+    upgrades = {e.message_index: str(e.after) for e in edits if e.op == "upgrade"}
+    first = next((str(e.before) if e.op == "upgrade" else e.domain_version for e in edits[:1]), info.domain_version)
+    domain = version(first)
     editor = ContextEditor(domain, MemoryStore())
     for m in store.messages(session):
+        if m.index in upgrades:
+            domain = version(upgrades[m.index])
+            editor = ContextEditor(domain, editor.store, upgrade=True)
         editor.add(session, Message.from_dict(m.to_dict()))
-    recorded = [e.to_dict() for e in store.edits(session)]
+    recorded = [e.to_dict() for e in edits]
     replayed = [e.to_dict() for e in editor.store.edits(session)]
     report = ReplayReport(session, recorded == replayed, len(recorded), len(replayed))
     if not report.identical:

@@ -30,15 +30,17 @@ examples:
   context-editor demo
   context-editor run ecommerce conversation.jsonl --action place_order --budget 300
   context-editor ingest travel chat.json --session alice-1
+  context-editor ingest travel_v2.yaml more.jsonl --session alice-1 --upgrade
   context-editor state --session alice-1 --as-of-round 3 --json
   context-editor render --session alice-1 --action book_flight
   context-editor why --session alice-1 budget_max
-  context-editor lint my_domain.yaml
+  context-editor lint my_domain.yaml --strict
+  context-editor test my_domain.yaml tests/my_domain/ --junit report.xml
   context-editor audit verify --store prod.db
   context-editor replay --session alice-1
 
 Conversations are JSONL (one {"role", "content", "timestamp"?, "id"?, "name"?, "tool_call_id"?}
-per line) or a JSON array in the OpenAI chat format; `-` reads stdin.
+per line), a JSON array in the OpenAI chat format, or the output of `audit export`; `-` reads stdin.
 The store is $CONTEXT_EDITOR_STORE or ./context_editor.db unless --store URL is given
 (memory://, sqlite:///path.db, a path, postgresql://user@host/db).
 """
@@ -151,7 +153,7 @@ def _already_stored(stored: list[Message], incoming: list[dict[str, Any]]) -> in
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     messages = read_conversation(args.conversation)  # all checked before anything is stored
-    editor = ContextEditor(args.domain, args.store, allow_plugins=_plugins(args))
+    editor = ContextEditor(args.domain, args.store, allow_plugins=_plugins(args), upgrade=args.upgrade)
     skip = 0 if args.append_all else _already_stored(editor.store.messages(args.session), messages)
     if skip:
         print(f"session {args.session}: the first {skip} messages are already stored (an earlier run); continuing after them",
@@ -237,13 +239,34 @@ def cmd_lint(args: argparse.Namespace) -> int:
     path, problems = lint_domain(args.domain)
     for p in problems:
         print(p.format(str(path)))
-    if problems:
-        print(f"{len(problems)} problem(s) in {path}", file=sys.stderr)
+    errors = sum(p.is_error for p in problems)
+    warnings = len(problems) - errors
+    if errors or (warnings and args.strict):
+        strict = " (--strict: warnings count as errors)" if warnings and args.strict else ""
+        print(f"{errors} error(s), {warnings} warning(s) in {path}{strict}", file=sys.stderr)
         return 1
     domain = load_domain(path)
+    note = f", {warnings} warning(s)" if warnings else ""
     print(f"{path}: ok (domain {domain.name} version {domain.version}, hash {domain.version_hash}, "
-          f"{len(domain.fields)} fields, {len(domain.actions)} actions)")
+          f"{len(domain.fields)} fields, {len(domain.actions)} actions{note})")
     return 0
+
+
+def cmd_test(args: argparse.Namespace) -> int:
+    from . import domaintest  # the test runner drives whole editors: only loaded for this command
+
+    domain = load_domain(args.domain, allow_plugins=_plugins(args))
+    cases = domaintest.load_cases(args.directory)
+    suite = domaintest.run_suite(domain, cases)
+    print(domaintest.report(suite))
+    if args.compare:
+        old = domaintest.run_suite(load_domain(args.compare, allow_plugins=_plugins(args)), cases)
+        print()
+        print(domaintest.compare(old, suite))
+    if args.junit:
+        with open(args.junit, "w", encoding="utf-8") as fh:
+            fh.write(domaintest.junit(suite))
+    return 0 if suite.passed else 1
 
 
 _FORMAT = argparse.RawDescriptionHelpFormatter
@@ -320,6 +343,9 @@ def _add_write_commands(sub: Subcommands) -> None:
     p.add_argument("--append-all", action="store_true",
                    help="append every message even if the file's first messages equal the session's last ones "
                         "(by default they are taken as already ingested by an interrupted run and skipped)")
+    p.add_argument("--upgrade", action="store_true",
+                   help="move a session processed with an older version of this domain to this version "
+                        "(recorded as an edit; replay runs each part under its own version)")
 
 
 def cmd_forgetting_test(args: argparse.Namespace) -> int:
@@ -382,6 +408,20 @@ def _add_audit_commands(sub: Subcommands) -> None:
     x.set_defaults(func=cmd_audit_export)
 
 
+def _add_domain_commands(sub: Subcommands) -> None:
+    """Commands a domain author uses: `lint` and `test`."""
+    p = _command(sub, "lint", cmd_lint, "Check a domain file and report every problem (errors and warnings) with its "
+                 "line and a fix.")
+    p.add_argument("domain")
+    p.add_argument("--strict", action="store_true", help="warnings count as errors (exit 1)")
+    p = _command(sub, "test", cmd_test, "Run a domain's test conversations (DIR/*.yaml, docs/testing-domains.md): "
+                 "per-field precision and recall, every miss with its why; exit 1 if any expectation fails.")
+    p.add_argument("domain", help="domain file path or bundled domain name")
+    p.add_argument("directory", help="directory of test case files (one conversation per .yaml)")
+    p.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report (for CI systems)")
+    p.add_argument("--compare", metavar="OLD.yaml", help="also run an older version of the domain and show what changed")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="context-editor", formatter_class=_FORMAT, epilog=EPILOG,
@@ -391,7 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_write_commands(sub)
     _add_read_commands(sub)
     _add_audit_commands(sub)
-    _command(sub, "lint", cmd_lint, "Check a domain file and report every problem with its line and a fix.").add_argument("domain")
+    _add_domain_commands(sub)
 
     from .bench.cli import register  # `import` and `bench`: schema importers and the real-data runners
 

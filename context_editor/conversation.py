@@ -82,8 +82,12 @@ def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = Non
     return msg
 
 
+EXPORT_RECORDS = ("session", "message", "edit")  # record types of `context-editor audit export`
+
+
 def parse_conversation(data: bytes, file: str = "<input>") -> list[dict[str, Any]]:
-    """Parse a whole conversation (JSONL or a JSON array); raise on the first bad line."""
+    """Parse a whole conversation (JSONL, a JSON array, or the JSONL of `audit export`, whose messages
+    are taken with their timestamps); raise on the first bad line."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -107,6 +111,10 @@ def parse_conversation(data: bytes, file: str = "<input>") -> list[dict[str, Any
         except json.JSONDecodeError as exc:
             raise ConversationError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, line=n,
                                     fix='each line must be one JSON object like {"role": "user", "content": "..."}') from None
+        if isinstance(raw, dict) and raw.get("type") in EXPORT_RECORDS:
+            if raw["type"] != "message":
+                continue  # an `audit export` file: its header and edits are the record, the messages are the input
+            raw = {k: v for k, v in raw.items() if k != "type"}
         out.append(normalise_message(raw, file=file, line=n, where=f"line {n}"))
     return out
 

@@ -51,18 +51,26 @@ class DomainError(ContextEditorError):
 
 
 class DomainProblem:
-    """One lint finding: where, what, how to fix."""
+    """One lint finding: where, what, how to fix. A warning does not stop a domain from loading
+    (`lint --strict` counts it as an error)."""
 
-    __slots__ = ("line", "path", "message", "fix", "code")
+    __slots__ = ("line", "path", "message", "fix", "code", "severity")
 
-    def __init__(self, message: str, *, line: int | None, path: str = "", fix: str = "", code: str = "CE100"):
+    def __init__(self, message: str, *, line: int | None, path: str = "", fix: str = "", code: str = "CE100",
+                 severity: str = "error"):
         self.message, self.line, self.path, self.fix, self.code = message, line, path, fix, code
+        self.severity = severity
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
 
     def format(self, file: str) -> str:
         loc = f"{file}:{self.line}" if self.line else file
         where = f" (at {self.path})" if self.path else ""
         fix = f"\n  fix: {self.fix}" if self.fix else ""
-        return f"{loc}: [{self.code}] {self.message}{where}{fix}"
+        label = "warning " if self.severity == "warning" else ""
+        return f"{loc}: {label}[{self.code}] {self.message}{where}{fix}"
 
 
 class ConversationError(ContextEditorError):
@@ -91,3 +99,9 @@ class StoreError(ContextEditorError):
 
 class SessionNotFoundError(StoreError):
     code = "CE501"
+
+
+class SessionDomainError(StoreError):
+    """A session belongs to one domain, and moves to a new version of it only when told to."""
+
+    code = "CE505"

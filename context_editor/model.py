@@ -23,7 +23,9 @@ ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system")
 # Operations of the edit log. `set`/`clear`/`expire` change a field; `reject` records a candidate
 # that validation refused (the accepted value stays); `transition` moves the machine's phase;
 # `alert` raises a business-rule or guard failure so the model can be told about it.
-Op = Literal["set", "clear", "expire", "reject", "transition", "alert"]
+# `resolve` closes an open alert (a guard that failed now held); `upgrade` moves the session to
+# a new version of its domain (before: the old version hash, after: the new one).
+Op = Literal["set", "clear", "expire", "reject", "transition", "alert", "resolve", "upgrade"]
 # Where a change came from. `initial` is a first value, `correction` replaces it, `reversion`
 # returns to a value the field held before, `machine` is a state-machine effect, `tool` a tool
 # result, `expiry` a TTL; `proposal` is an assistant's suggestion for a user-owned field (logged
@@ -282,7 +284,16 @@ class State:
             self.phase = e.after
             return
         if e.op == "alert":
-            self.alerts.append(Alert(e.reason or "ALERT", e.round, str(e.after), e.field))
+            # One alert per code and field: a guard that keeps failing updates its alert, it does not pile up.
+            code = e.reason or "ALERT"
+            self.alerts = [a for a in self.alerts if (a.code, a.field) != (code, e.field)]
+            self.alerts.append(Alert(code, e.round, str(e.after), e.field))
+            return
+        if e.op == "resolve":
+            self.alerts = [a for a in self.alerts if (a.code, a.field) != (e.reason, e.field)]
+            return
+        if e.op == "upgrade":
+            self.domain_version = e.after
             return
         if e.field is None:  # only an altered log has a field edit without a field
             raise StoreError(f"edit {e.seq} of session {e.session!r} ({e.op}) names no field",

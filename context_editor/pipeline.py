@@ -17,7 +17,7 @@ from . import registry
 from .conversation import normalise_message
 from .domain import Domain, domain_from_source, load_domain
 from .echo import CONTEXT_LOOP_DETECTED, mask_echoes
-from .errors import SessionNotFoundError, StoreError, UnknownFieldError
+from .errors import SessionDomainError, SessionNotFoundError, StoreError, UnknownFieldError
 from .extract import Extractor
 from .inject import RenderedContext, Renderer
 from .inject.budget import Window
@@ -67,10 +67,12 @@ class ContextEditor:
     """
 
     def __init__(self, domain: Domain | str | Path, store: Store | str | None = None, model: str | None = None,
-                 allow_plugins: bool = False, system: str | None = None, context_window: int | None = None,
+                 allow_plugins: bool = False, upgrade: bool = False, system: str | None = None, context_window: int | None = None,
                  output_reserve: float = 0.15, budget: int | str | None = None, price_per_mtok: float | None = None,
                  scorer: Any = None):
-        """`system`: a system prompt rendered first in every context. `context_window`: the model's
+        """`upgrade`: a session processed with another version of this domain moves to this version
+        (recorded as an `upgrade` edit with the next message); without it, adding to it is refused.
+        `system`: a system prompt rendered first in every context. `context_window`: the model's
         window in tokens; a budget may then be a share of it ("60%"), and no budget ever eats into
         `output_reserve` (a share of the window, or tokens), kept for the answer. `budget`: the
         default for every render (else each action's `budget_tokens`). `price_per_mtok`: the model's
@@ -79,6 +81,8 @@ class ContextEditor:
         `llm.ChatScorer`); the articles' thresholds apply to it. A scorer with `results` (answers by
         prompt hash) has them stored with the session, so a replay reuses them."""
         self.domain = domain if isinstance(domain, Domain) else load_domain(domain, allow_plugins=allow_plugins)
+        self.upgrade = upgrade
+        self._bound: dict[str, str | None] = {}  # session -> the version it moves from (None: already on ours)
         self.store = store if isinstance(store, Store) else open_store(store)
         self.extractor = Extractor(self.domain)
         self.validator = FieldValidator(self.domain)
@@ -94,6 +98,7 @@ class ContextEditor:
     # ------------------------------------------------------------------ ingest
     def ingest(self, session: str, messages: Iterable[dict[str, Any] | Message], now: datetime | str | None = None) -> State:
         """Process messages in order; returns the session's state after the last one."""
+        self._bind(session)  # a session of another domain or version is refused even with nothing to add
         for m in messages:
             self.add(session, m, now=now)
         return self.state(session)
@@ -101,14 +106,17 @@ class ContextEditor:
     def add(self, session: str, message: dict[str, Any] | Message, now: datetime | str | None = None) -> list[Edit]:
         """Process one message atomically; returns the edits it committed."""
         raw = normalise_message(message.to_dict() if isinstance(message, Message) else message)
+        upgrade_from = self._bind(session)
         state = self._live(session)
         msg = self._stamp(session, raw, state, now)
         try:
-            edits = self._edits_for(state, msg)
+            edits = self._edits_for(state, msg, upgrade_from)
             self.store.append(self.domain.name, self.domain.version_hash, msg, edits)
             state.round, state.message_index, state.last_message_hash = msg.round, msg.index, msg.hash
+            self._bound[session] = None
         except BaseException:
             self._states.pop(session, None)  # the cached fold may be ahead of the store: rebuild on next use
+            self._bound.pop(session, None)
             raise
         self._remember(session, msg)
         return edits
@@ -147,6 +155,27 @@ class ContextEditor:
         self._zones.pop(session, None)
         return self._zone(session)
 
+    def _bind(self, session: str) -> str | None:
+        """Check the session belongs to this domain and version; the version it upgrades from, if any."""
+        if session in self._bound:
+            return self._bound[session]
+        info = self.store.session(session)
+        old = None
+        if info is not None and info.domain != self.domain.name:
+            raise SessionDomainError(
+                f"session {session!r} belongs to domain {info.domain!r}, not {self.domain.name!r}",
+                fix=f"use a new session id for domain {self.domain.name!r}, or ingest with the domain {info.domain!r}")
+        if info is not None and info.domain_version != self.domain.version_hash:
+            if not self.upgrade:
+                raise SessionDomainError(
+                    f"session {session!r} was processed with version {info.domain_version} of domain {info.domain!r}; "
+                    f"the domain file is now version {self.domain.version_hash}",
+                    fix="pass --upgrade (upgrade=True) to move the session to the new version (recorded as an edit), "
+                        "or ingest with the domain version the session was processed with")
+            old = info.domain_version
+        self._bound[session] = old
+        return old
+
     def _stamp(self, session: str, raw: dict[str, Any], state: State, now: datetime | str | None) -> Message:
         """Give the message its place (index, round) and a timestamp, so replay sees the same clock."""
         index = state.message_index + 1
@@ -159,7 +188,7 @@ class ContextEditor:
                        id=raw.get("id"), name=raw.get("name"), tool_call_id=raw.get("tool_call_id"),
                        tool_calls=tuple(raw.get("tool_calls") or ())).sealed(state.last_message_hash)
 
-    def _edits_for(self, state: State, msg: Message) -> list[Edit]:
+    def _edits_for(self, state: State, msg: Message, upgrade_from: str | None = None) -> list[Edit]:
         """All edits `msg` causes, sealed, folded into `state` as they are made."""
         chain = _Chain(state)
         out: list[Edit] = []
@@ -169,6 +198,9 @@ class ContextEditor:
             state.apply(sealed)
             out.append(sealed)
 
+        if upgrade_from is not None:
+            commit(edit(msg, self.domain, "upgrade", None, upgrade_from, self.domain.version_hash, "machine",
+                        reason="DOMAIN_UPGRADE", stage="transform"))
         if self.machine and state.phase is None:
             commit(self.machine.initial_edit(msg))
         for e in expiry_edits(state, self.domain, msg):

@@ -29,7 +29,7 @@ def test_minimal_domain_loads(tmp_path):
 @pytest.mark.parametrize("text,line,needle", [
     (BASE.replace("version: 1\n", "version: 1\nversion: 2\n"), 3, "duplicate key 'version'"),
     (BASE.replace("    type: enum", "    type: enum\n    colour_map: x"), 6, "unknown key 'colour_map'"),
-    (BASE.replace("type: enum", "type: colour"), 5, "'colour' is not one of"),
+    (BASE.replace("type: enum", "type: colour"), 5, "'colour', which is not an allowed value"),
     (BASE + "machine:\n  states: [a]\n  transitions:\n    - {trigger: go, source: a, dest: b}\n", 12, "unknown dest state 'b'"),
     (BASE + "rules:\n  - {id: r, check: 'color ==', code: X}\n", 10, "invalid expression"),
     (BASE + "rules:\n  - {id: r, check: 'colr == 1', code: X}\n", 10, "unknown name 'colr'"),

@@ -1,53 +1,65 @@
-"""Golden conversations of every bundled domain, in both languages (tests/golden/<domain>/*.jsonl).
+"""Golden conversations of every bundled domain, in both languages (tests/golden/<domain>/*.yaml).
 
-One parametrized test per file: the final state must equal the header's `expect`, except for the
-fields its `xfail` names (known misses, each with its reason), which must still differ — so a fix
-shows up as a failure asking for the file to be updated. Per-field precision and recall over the
-same files: `python benchmarks/extraction_eval.py`.
+They are in the format of `context-editor test` (docs/testing-domains.md) and run through the
+same code (context_editor/domaintest.py): one parametrized test per file; the final state must
+equal `expect.state`, except for the fields its `xfail` names (known misses, each with its
+reason), which must still differ — so a fix shows up as a failure asking for the file to be
+updated. Per-field precision and recall over the same files: `context-editor test DOMAIN
+tests/golden/DOMAIN` or `python benchmarks/extraction_eval.py`.
 """
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from context_editor import ContextEditor
+from context_editor.cli import main
+from context_editor.domain import load_domain
+from context_editor.domaintest import load_cases, report, run_case, run_suite
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "golden"))
-from runner import all_goldens, final_state  # noqa: E402
+from conftest import ROOT
 
-GOLDENS = all_goldens()
+GOLDEN = ROOT / "tests" / "golden"
 DOMAINS = ("ecommerce", "travel", "finance")
+CASES = [(d, c) for d in DOMAINS for c in load_cases(GOLDEN / d)]
+LOADED = {d: load_domain(d) for d in DOMAINS}
 
 
-@pytest.mark.parametrize("g", GOLDENS, ids=[f"{g.domain}/{g.id}" for g in GOLDENS])
-def test_golden_final_state(g):
-    state = final_state(g)
-    fields = sorted(set(state) | set(g.expect))
-    wrong = {f: (g.expect.get(f), state.get(f)) for f in fields if f not in g.xfail and g.expect.get(f) != state.get(f)}
-    assert not wrong, f"{g.path.name}: field: (expected, got) {wrong}"
-    fixed = [f for f in g.xfail if g.expect.get(f) == state.get(f)]
-    assert not fixed, f"{g.path.name}: {fixed} now extracted correctly; remove them from `xfail`"
+@pytest.mark.parametrize("domain,case", CASES, ids=[f"{d}/{c.id}" for d, c in CASES])
+def test_golden_final_state(domain, case):
+    result = run_case(LOADED[domain], case)
+    assert not result.failures, "\n".join(f"{m.what}: expected {m.expected}, got {m.got}; why: {m.why}" for m in result.failures)
+    assert not result.fixed, f"{case.path.name}: {result.fixed} now extracted correctly; remove them from `xfail`"
 
 
 @pytest.mark.parametrize("domain", DOMAINS)
 def test_every_domain_has_enough_goldens_in_both_languages(domain):
-    mine = [g for g in GOLDENS if g.domain == domain]
-    langs = Counter(g.lang for g in mine)
+    mine = [c for d, c in CASES if d == domain]
+    langs = Counter(c.lang for c in mine)
     assert len(mine) >= 15 and langs["zh"] >= 5 and langs["en"] >= 5, langs
-    long_ones = [g for g in mine if sum(m["role"] == "user" for m in g.messages) >= 30]
-    assert {g.lang for g in long_ones} == {"zh", "en"}, "a 30+ round conversation in each language"
+    long_ones = [c for c in mine if sum(m["role"] == "user" for m in c.messages) >= 30]
+    assert {c.lang for c in long_ones} == {"zh", "en"}, "a 30+ round conversation in each language"
 
 
 def test_golden_replay_is_deterministic():
     """Same domain + messages -> the same edits, byte for byte, on a second editor."""
-    for g in GOLDENS:
+    for domain, case in CASES:
         logs = []
         for _ in range(2):
-            editor = ContextEditor(g.domain, "memory://")
-            editor.ingest(g.id, g.messages)
-            logs.append([e.hash for e in editor.store.edits(g.id)])
-        assert logs[0] == logs[1], g.id
+            editor = ContextEditor(LOADED[domain], "memory://")
+            editor.ingest(case.id, case.messages)
+            logs.append([e.hash for e in editor.store.edits(case.id)])
+        assert logs[0] == logs[1], case.id
+
+
+def test_the_test_command_reports_precision_recall_and_known_misses(capsys, tmp_path):
+    junit = tmp_path / "report.xml"
+    assert main(["test", "travel", str(GOLDEN / "travel"), "--junit", str(junit)]) == 0
+    out = capsys.readouterr().out
+    assert "precision  recall" in out and "passed, 0 failed" in out
+    assert "known miss" in out and "why:" in out  # a known miss is shown with its story
+    assert 'failures="0"' in junit.read_text("utf-8")
+    suite = run_suite(LOADED["travel"], load_cases(GOLDEN / "travel"))
+    assert report(suite).splitlines()[-1] == out.strip().splitlines()[-1]

@@ -60,3 +60,24 @@ def test_wheel_ships_the_data_and_runs_outside_the_checkout(installed, tmp_path)
     assert (tmp_path / "context_editor.db").exists()  # the demo's default store, in the working directory
     lint = run(bindir / "context-editor", "lint", "travel", cwd=tmp_path, env=env)
     assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_wheel_runs_test_on_a_domain_with_its_own_rules_outside_the_checkout(installed, tmp_path):
+    """`context-editor test` from the wheel, on a domain with a rule pack and a gazetteer beside it."""
+    bindir, env = installed
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "ids.yaml").write_text(
+        "language: any\nrules:\n  - {id: member.id.any, pattern: '(?P<value>M-[0-9]{4})', parse: upper}\n", "utf-8")
+    (tmp_path / "tiers.csv").write_text("gold,金卡|gold card\nsilver,银卡\n", "utf-8")
+    (tmp_path / "club.yaml").write_text(
+        "domain: club\nversion: 1\nlanguages: [en, zh]\nrule_packs: [./rules]\nfields:\n"
+        "  member_id: {type: text, extract: [member.id]}\n  tier: {type: enum, gazetteer: ./tiers.csv}\n"
+        "actions:\n  check: {fields: [member_id, tier]}\n", "utf-8")
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "one.yaml").write_text(
+        "messages:\n  - user: 我的会员号是m-1234，金卡\nexpect:\n  state: {member_id: M-1234, tier: gold}\n", "utf-8")
+    lint = run(bindir / "context-editor", "lint", "club.yaml", "--strict", cwd=tmp_path, env=env)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    tested = run(bindir / "context-editor", "test", "club.yaml", "cases", cwd=tmp_path, env=env)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "1 passed, 0 failed" in tested.stdout

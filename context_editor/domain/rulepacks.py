@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import DomainError, DomainProblem
 from ..lang import Language, Lexicon, languages, lexicon
-from ..lang.lexicon import COMMON
+from ..lang.lexicon import COMMON, LEXICON_FILE
 from ..resources import rules_dir
 from .yamlines import load_lined_yaml
 
@@ -61,37 +61,78 @@ def _expand(pattern: str, macros: dict[str, str], seen: tuple[Any, ...] = ()) ->
     return _MACRO.sub(sub, pattern)
 
 
-def _load_pack(path: Path, macros: dict[str, str], problems: list[tuple[Path, DomainProblem]]) -> list[Rule]:
-    doc = load_lined_yaml(path.read_text(encoding="utf-8"), str(path))
+def compile_rule(r: object, macros: dict[str, str], language: str, source: str) -> Rule | tuple[str, str]:
+    """One rule written as a mapping (in a pack or inline under a field): a Rule, or (problem, fix)."""
+    if not isinstance(r, dict) or not r.get("id") or not r.get("pattern"):
+        return "a rule needs an `id` and a `pattern`", "add both keys to this rule"
+    try:
+        flags = re.IGNORECASE if r.get("ignore_case", True) else 0
+        compiled = re.compile(_expand(str(r["pattern"]), macros), flags)
+    except KeyError as exc:
+        return (f"unknown macro <<{exc.args[0]}>>",
+                "define it in rules/common/macros.yaml (or a macros.yaml in your rule pack directory) or fix its name")
+    except (re.error, RecursionError) as exc:
+        return f"invalid regular expression: {exc}", "fix the pattern (test it with Python's `re`)"
+    parse = r.get("parse")
+    if parse is not None and parse not in PARSERS:
+        return f"unknown parser '{parse}'", f"use one of: {', '.join(PARSERS)}"
+    groups = tuple(sorted(g for g in compiled.groupindex if g.startswith("value"))) or (0,)
+    return Rule(str(r["id"]), language, compiled, parse, float(r.get("confidence", 0.9)), source, groups)
+
+
+def _load_pack(path: Path, macros: dict[str, str], problems: list[tuple[Path, DomainProblem]],
+               label: str | None = None) -> list[Rule]:
+    try:
+        doc = load_lined_yaml(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append((path, DomainProblem(f"cannot read rule pack: {exc}", line=None, fix="save it as UTF-8 text",
+                                             code="CE110")))
+        return []
     for p in doc.problems:
-        problems.append((path, p))
-    data = doc.data or {}
-    lang = data.get("language", path.parent.name)
+        if p.is_error:
+            problems.append((path, p))
+    data = doc.data if isinstance(doc.data, dict) else {}
+    if doc.data is not None and not isinstance(doc.data, dict):
+        problems.append((path, DomainProblem("a rule pack must be a mapping with `rules:`", line=1,
+                                             fix="write `language: en` and `rules: [{id: …, pattern: …}]`", code="CE110")))
+    default_lang = path.parent.name if path.parent.name in ("zh", "en", "common") else "any"
+    lang = str(data.get("language", default_lang))
     rules = []
     for i, r in enumerate(data.get("rules") or []):
         line = doc.line(f"rules/{i}")
-        def bad(msg: str, fix: str) -> None:
-            problems.append((path, DomainProblem(msg, line=line, path=f"rules/{i}", fix=fix, code="CE110")))
-        if not isinstance(r, dict) or not r.get("id") or not r.get("pattern"):
-            bad("a rule needs an `id` and a `pattern`", "add both keys to this rule")
+        compiled = compile_rule(r, macros, lang, f"{label or path.parent.name + '/' + path.name}:{line}")
+        if isinstance(compiled, tuple):
+            problems.append((path, DomainProblem(compiled[0], line=line, path=f"rules/{i}", fix=compiled[1], code="CE110")))
             continue
-        try:
-            flags = re.IGNORECASE if r.get("ignore_case", True) else 0
-            compiled = re.compile(_expand(str(r["pattern"]), macros), flags)
-        except KeyError as exc:
-            bad(f"unknown macro <<{exc.args[0]}>>", "define it in rules/common/macros.yaml or fix its name")
-            continue
-        except (re.error, RecursionError) as exc:
-            bad(f"invalid regular expression: {exc}", "fix the pattern (test it with Python's `re`)")
-            continue
-        parse = r.get("parse")
-        if parse is not None and parse not in PARSERS:
-            bad(f"unknown parser '{parse}'", f"use one of: {', '.join(PARSERS)}")
-            continue
-        groups = tuple(sorted(g for g in compiled.groupindex if g.startswith("value"))) or (0,)
-        rules.append(Rule(str(r["id"]), lang, compiled, parse, float(r.get("confidence", 0.9)),
-                          f"{path.parent.name}/{path.name}:{line}", groups))
+        rules.append(compiled)
     return rules
+
+
+def read_macros(path: Path) -> dict[str, str]:
+    """A macros file (`NAME: regex` or `NAME: [phrase, …]`) as regex texts; {} if there is none."""
+    if not path.is_file():
+        return {}
+    data = load_lined_yaml(path.read_text("utf-8"), str(path)).data
+    return {k: _macro_text(v) for k, v in (data or {}).items()} if isinstance(data, dict) else {}
+
+
+def pack_files(location: Path) -> list[Path]:
+    """The pack files of a location: the file itself, or a directory's `*.yaml` and `*/*.yaml`
+    (its `macros.yaml` and lexicons excluded)."""
+    if location.is_file():
+        return [location]
+    return sorted(p for p in [*location.glob("*.yaml"), *location.glob("*/*.yaml")]
+                  if p.name not in (MACROS_FILE, LEXICON_FILE))
+
+
+def add_rules(library: dict[str, Rule], rules: list[Rule], path: Path, problems: list[tuple[Path, DomainProblem]]) -> None:
+    """Add rules to a library; an id defined twice is a problem naming both places."""
+    for rule in rules:
+        if rule.id in library:
+            problems.append((path, DomainProblem(f"rule id '{rule.id}' is defined twice (also in {library[rule.id].source})",
+                                                 line=None, fix="give each rule a unique id", code="CE111")))
+            continue
+        library[rule.id] = rule
 
 
 def _lexicon_macros() -> dict[str, str]:
@@ -100,6 +141,11 @@ def _lexicon_macros() -> dict[str, str]:
     lex = lexicon()
     prefix = [*lex.words("currency_prefix"), *lex.words("currency_codes")]
     return {"CUR_BEFORE": _macro_text(prefix), "CUR_AFTER": _macro_text([w for w in lex.inverse("currency") if w.isalnum()])}
+
+
+def package_macros() -> dict[str, str]:
+    """The bundled macros: generated from the lexicons, then `rules/common/macros.yaml`."""
+    return _lexicon_macros() | read_macros(rules_dir() / COMMON / MACROS_FILE)
 
 
 def _pack_files() -> list[Path]:
@@ -116,23 +162,28 @@ def load_rule_library() -> dict[str, Rule]:
 
 @lru_cache(maxsize=4)
 def _load_library(packs: tuple[Path, ...], lex: Lexicon) -> dict[str, Rule]:
-    macro_file = rules_dir() / COMMON / MACROS_FILE
-    macros = _lexicon_macros()
-    if macro_file.exists():
-        written = load_lined_yaml(macro_file.read_text("utf-8"), str(macro_file)).data or {}
-        macros |= {k: _macro_text(v) for k, v in written.items()}
+    macros = package_macros()
     problems: list[tuple[Path, DomainProblem]] = []
     library: dict[str, Rule] = {}
     for path in packs:
-        for rule in _load_pack(path, macros, problems):
-            if rule.id in library:
-                problems.append((path, DomainProblem(f"rule id '{rule.id}' is defined twice (also in {library[rule.id].source})",
-                                                     line=None, fix="give each rule a unique id", code="CE111")))
-            library[rule.id] = rule
+        add_rules(library, _load_pack(path, macros, problems), path, problems)
     if problems:
         path, _ = problems[0]
         raise DomainError([p for _, p in problems], file=str(path))
     return library
+
+
+def rule_document(rule: Rule) -> dict[str, Any]:
+    """A compiled rule as stored with the domain version (macros already expanded)."""
+    return {"pattern": rule.pattern.pattern, "flags": int(rule.pattern.flags & ~re.UNICODE), "parse": rule.parse,
+            "confidence": rule.confidence, "language": rule.language, "source": rule.source}
+
+
+def rule_from_document(rid: str, d: dict[str, Any]) -> Rule:
+    """The rule exactly as it was stored: replay does not read today's packs."""
+    compiled = re.compile(d["pattern"], d["flags"])
+    groups = tuple(sorted(g for g in compiled.groupindex if g.startswith("value"))) or (0,)
+    return Rule(rid, d["language"], compiled, d["parse"], d["confidence"], d["source"], groups)
 
 
 def ner_label(ref: str) -> str | None:

@@ -3,7 +3,9 @@
 Domain files are authored by people, so every error must point at a line. PyYAML's composer
 keeps marks on nodes; we construct plain Python data from the node tree and a parallel map
 from a JSON-pointer-like path ("fields/budget_max/type") to its 1-based line. Duplicate keys,
-which YAML silently collapses, are reported instead of lost.
+which YAML silently collapses, are reported instead of lost. YAML 1.1 reads unquoted `yes`,
+`no`, `on` and `off` as booleans: as a key (`yes: [是的]` in an enum) the key is kept as written
+and a warning says to quote it; as a value it stays a boolean, with the same warning.
 """
 
 from __future__ import annotations
@@ -33,6 +35,22 @@ class LinedYaml:
 
 
 _constructor = yaml.SafeLoader(stream="")
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+
+
+def _yaml11_bool(node: yaml.Node, path: str, as_key: bool, problems: list[DomainProblem]) -> bool:
+    """Warn about an unquoted scalar YAML 1.1 turns into a boolean; True if it did."""
+    if not (isinstance(node, yaml.ScalarNode) and node.tag == _BOOL_TAG and node.style is None):
+        return False
+    if not as_key and node.value.lower() in ("true", "false"):
+        return False  # `critical: true` means a boolean
+    role = "key" if as_key else "value"
+    problems.append(DomainProblem(
+        f"unquoted {role} '{node.value}' is read by YAML as the boolean {str(node.value.lower() in ('yes', 'on', 'true', 'y')).lower()}",
+        line=node.start_mark.line + 1, path=path,
+        fix=f"quote it: '{node.value}'" + (" (kept as the text you wrote)" if as_key else "")
+            + " — or write true/false if a boolean is meant", code="CE123", severity="warning"))
+    return True
 
 
 def _build(node: yaml.Node, path: str, lines: dict[str, int], problems: list[DomainProblem]) -> Any:
@@ -40,8 +58,11 @@ def _build(node: yaml.Node, path: str, lines: dict[str, int], problems: list[Dom
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            key = _constructor.construct_object(key_node, deep=True)
-            key = str(key) if not isinstance(key, str) else key
+            if _yaml11_bool(key_node, f"{path}/{key_node.value}" if path else str(key_node.value), True, problems):
+                key = key_node.value
+            else:
+                key = _constructor.construct_object(key_node, deep=True)
+                key = str(key) if not isinstance(key, str) else key
             child = f"{path}/{key}" if path else key
             if key in out:
                 problems.append(DomainProblem(
@@ -55,6 +76,7 @@ def _build(node: yaml.Node, path: str, lines: dict[str, int], problems: list[Dom
     if isinstance(node, yaml.SequenceNode):
         return [_build(item, f"{path}/{i}" if path else str(i), lines, problems)
                 for i, item in enumerate(node.value)]
+    _yaml11_bool(node, path, False, problems)
     return _constructor.construct_object(node, deep=True)
 
 

@@ -5,8 +5,9 @@ CrossWOZ publishes no machine-readable schema: its slots are the queryable attri
 field name each gets (field names are lower_snake_case) and where its values come from:
 - `gazetteer`: enum values read from the database files — entity names for `名称` and the
   `周边…` (nearby) slots, and the attribute vocabularies (hotel types, facilities, dishes,
-  visit durations). The database is the catalogue a real deployment would own; nothing is read
-  from the dialogues;
+  visit durations). They are written as gazetteer files beside the domains
+  (`gazetteers/<name>.json`, the same mechanism any domain uses) and named by `gazetteer:`.
+  The database is the catalogue a real deployment would own; nothing is read from the dialogues;
 - `rules`: generic slot-type rule families from `rules/zh/slots.yaml`. All five domains listen
   to the same conversation, so a family is chosen by what its cue says the value is about: a
   ticket price (门票), a price per person (人均), a room price (价格), the rating of an
@@ -22,6 +23,7 @@ The benchmark reads the same table to map gold slot names to fields (`gold_slots
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,25 +154,32 @@ def _vocabularies(database_dir: Path) -> dict[str, dict[str, list[str]]]:
     }
 
 
-def _field(slot: Slot, vocab: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
+GAZETTEER_DIR = "gazetteers"
+
+
+def gazetteer_path(name: str) -> str:
+    """Where a vocabulary is written, relative to the domain files."""
+    return f"./{GAZETTEER_DIR}/{name}.json"
+
+
+def _field(slot: Slot) -> dict[str, Any]:
     f: dict[str, Any] = {"type": "text", "description": f"CrossWOZ 槽位 {slot.zh}", "ask": {"zh": slot.ask}}
     if slot.tool_only:
         return {**f, "sources": ["tool"], "tool_keys": [slot.zh]}
     if slot.gazetteer:
-        values = vocab[slot.gazetteer]
         f["type"] = "list" if slot.is_list else "enum"
         if slot.is_list:
-            f["items"] = {"type": "enum", "values": values}
+            f["items"] = {"type": "enum", "gazetteer": gazetteer_path(slot.gazetteer)}
         else:
-            f["values"] = values
+            f["gazetteer"] = gazetteer_path(slot.gazetteer)
     if slot.rules:
         f["extract"] = list(slot.rules)
     return f
 
 
-def domain_document(spec: CrossWozDomain, vocab: dict[str, dict[str, list[str]]]) -> dict[str, Any]:
-    """The domain document of one CrossWOZ domain."""
-    fields = {s.field: _field(s, vocab) for s in spec.slots}
+def domain_document(spec: CrossWozDomain) -> dict[str, Any]:
+    """The domain document of one CrossWOZ domain (its gazetteers are files beside it)."""
+    fields = {s.field: _field(s) for s in spec.slots}
     for key, name in spec.results:
         fields[name] = {"type": "text", "description": f"数据库字段 {key}（查询结果）", "sources": ["tool"], "tool_keys": [key]}
     constraints = [s.field for s in spec.slots]
@@ -186,10 +195,14 @@ def import_crosswoz(database_dir: str | Path, out_dir: str | Path) -> list[Path]
     if not db.is_dir():
         raise DatasetError(f"no such directory: {db}", fix="pass CrossWOZ's `database/` directory (it holds attraction_db.json, …)")
     vocab = _vocabularies(db)
+    gazetteers = Path(out_dir) / GAZETTEER_DIR
+    gazetteers.mkdir(parents=True, exist_ok=True)
+    for name, values in vocab.items():
+        (gazetteers / f"{name}.json").write_text(json.dumps(values, ensure_ascii=False, indent=1), encoding="utf-8")
     docs = {}
     for spec in DOMAINS:
         header = (f"Imported from CrossWOZ {db.name}/ (domain {spec.zh}) by `context-editor import crosswoz`.\n"
-                  "Enum values are the database's entity names and attribute values (gazetteers); edit freely\n"
+                  "Enum values are the database's entity names and attribute values, in gazetteers/*.json; edit freely\n"
                   "(docs/domain-format.md).")
-        docs[spec.name] = (domain_document(spec, vocab), header)
+        docs[spec.name] = (domain_document(spec), header)
     return write_domains(docs, out_dir)

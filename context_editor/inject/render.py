@@ -1,9 +1,10 @@
 """Inject: state -> the minimal XML context one action needs, within an exact token budget.
 
-What goes in is decided by the action view (its fields, required fields, recent rounds); what
-stays when the budget is tight is decided by priority: required fields, missing asks and alerts
-first, then optional fields, then recent turns (newest first). Whatever is dropped is dropped
-whole and named in <truncated_context>; a value is never cut. The `tokens` attribute is the
+What goes in is decided by the action view (its fields, required fields, recent rounds) and
+assembled in the articles' order (system, goal, subtask, state, summary zone, history, recent
+turns); what stays when the budget is tight is decided by priority (TIERS, below): required and
+critical fields and missing asks always; the latest user message last of all. Whatever is
+dropped is dropped whole and named in <truncated_context>; a value is never cut. The `tokens` attribute is the
 exact count of the whole output, itself included.
 """
 
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from markupsafe import Markup, escape
-from jinja2 import FileSystemLoader, StrictUndefined, Template, TemplateNotFound
+from jinja2 import ChoiceLoader, DictLoader, FileSystemLoader, StrictUndefined, Template, TemplateNotFound
 from jinja2.sandbox import SandboxedEnvironment
 
 from ..domain import ActionSpec, Domain
@@ -75,7 +76,7 @@ def _finalize(value: Any) -> Any:
 # the lowest scored) goes first; the token count only grows with what is kept, so the most
 # that fits is found by bisection. The latest user message outlives every optional field, and
 # facts of the summary zone give way only after the optional fields.
-TIERS = ("entities", "notes", "history", "values", "recent", "optional", "facts", "latest")
+TIERS = ("entities", "notes", "history", "values", "recent", "alerts", "optional", "facts", "latest")
 
 
 @dataclass
@@ -91,7 +92,8 @@ class _Plan:
     protected: list[str]
     optional: list[str]
     missing: list[dict[str, Any]]
-    alerts: list[dict[str, Any]]
+    alerts: list[dict[str, Any]]  # the state's alerts, oldest first (droppable)
+    fixed_alerts: list[dict[str, Any]]  # the render's own (scorer fallback, template fallback): always shown
     anchors: dict[str, dict[str, Any]]
     seen: dict[int, dict[str, Any]]  # message index -> the turn as the model may see it
     recent: list[list[Message]]  # recent units, oldest first, the latest user unit excluded
@@ -104,7 +106,8 @@ class _Plan:
 
     def sizes(self) -> dict[str, int]:
         return {"entities": len(self.entities), "notes": len(self.zone["notes"]), "history": len(self.ranked),
-                "values": len(self.zone["values"]), "recent": len(self.recent), "optional": len(self.optional),
+                "values": len(self.zone["values"]), "recent": len(self.recent), "alerts": len(self.alerts),
+                "optional": len(self.optional),
                 "facts": len(self.zone["facts"]), "latest": len(self.latest)}
 
 
@@ -114,7 +117,9 @@ class Renderer:
     def __init__(self, domain: Domain, templates_dir: Path = TEMPLATES_DIR, model: str | None = None,
                  scorer: history.Scorer | None = None, system: str | None = None, window: Window | None = None):
         self.domain, self.model, self.scorer, self.system, self.window = domain, model, scorer, system, window
-        self.env = SandboxedEnvironment(loader=FileSystemLoader(str(templates_dir)), autoescape=True,
+        # The domain's own templates (stored with its version) first, then the bundled ones.
+        loader = ChoiceLoader([DictLoader(domain.templates), FileSystemLoader(str(templates_dir))])
+        self.env = SandboxedEnvironment(loader=loader, autoescape=True,
                                         undefined=StrictUndefined, finalize=_finalize, keep_trailing_newline=False)
         self.env.filters["text"] = text_node
 
@@ -194,7 +199,7 @@ class Renderer:
             action=action, spec=spec, budget=resolved, limit=limit,
             template=self.env.get_template(template_name) if template_name else self._template(spec),
             names=names, protected=protected, optional=[n for n in present if n not in protected], missing=missing,
-            alerts=self._alerts(state, spec, names) + scorer_alerts + (extra_alerts or []), anchors=anchors, seen=seen,
+            alerts=self._alerts(state, spec, names), fixed_alerts=scorer_alerts + (extra_alerts or []), anchors=anchors, seen=seen,
             recent=[u for u in units if u is not latest], latest=[latest] if latest else [],
             ranked=ranked,
             entities=compact.entity_graph([seen[m.index]["content"] for m in visible],
@@ -243,7 +248,8 @@ class Renderer:
                "phase": state.phase, "system": self.system, "goal": plan.anchors.get("goal"),
                "subtask": plan.anchors.get("subtask"),
                "fields": [self._field(state, n) for n in self._kept_fields(plan, kept)], "missing": plan.missing,
-               "alerts": plan.alerts, "dropped": ", ".join(dropped), "lost": " ".join(f"m{i}" for i in lost),
+               "alerts": plan.alerts[len(plan.alerts) - kept["alerts"]:] + plan.fixed_alerts,
+               "dropped": ", ".join(dropped), "lost": " ".join(f"m{i}" for i in lost),
                "entities": plan.entities[: kept["entities"]], "summary": _zone_groups(zone, plan.window_from),
                "history": [plan.seen[m.index] for u in hist for m in u.messages],
                "turns": [plan.seen[m.index] for m in turns]}
@@ -279,7 +285,8 @@ class Renderer:
                                  fix="report this with the conversation that caused it")
 
     def _template(self, spec: ActionSpec) -> Template:
-        name = spec.template or (f"{spec.name}.xml.j2" if (TEMPLATES_DIR / f"{spec.name}.xml.j2").exists() else DEFAULT_TEMPLATE)
+        own = f"{spec.name}.xml.j2"
+        name = spec.template or (own if own in self.domain.templates or (TEMPLATES_DIR / own).exists() else DEFAULT_TEMPLATE)
         try:
             return self.env.get_template(name)
         except TemplateNotFound:
@@ -350,5 +357,5 @@ def _dropped_summary(plan: _Plan, kept: dict[str, int], zone_lines: int) -> list
     sizes = plan.sizes()
     parts = [(sizes["recent"] + sizes["latest"] - kept["recent"] - kept["latest"], "recent turn"),
              (sizes["optional"] - kept["optional"], "field"), (sizes["history"] - kept["history"], "older message"),
-             (plan.oversized, "oversized message"), (zone_lines, "summary line")]
+             (plan.oversized, "oversized message"), (zone_lines, "summary line"), (sizes["alerts"] - kept["alerts"], "alert")]
     return [f"{n} {label}{'s' if n != 1 else ''}" for n, label in parts if n > 0]

@@ -1,8 +1,10 @@
 """Transform, part 2: the domain's state machine, compiled to a `transitions` Machine.
 
 A transition fires when a message sets one of the fields in its `when` to a listed value
-(e.g. `user_intent: order`). Its guards are field names (must be set) or sandboxed expressions;
-a failing guard raises the transition's `on_fail` alert instead of moving. Effects set or clear
+(e.g. `user_intent: order`), or when a message completes its `when_complete` list (all set, one
+of them by this message). Its guards are field names (must be set) or sandboxed expressions;
+a failing guard raises the transition's `on_fail` alert instead of moving (`on_fail: null`:
+silently), and once the transition happens that alert is resolved. Effects set or clear
 fields. Everything it does is an edit with source `machine`, so the phase is as auditable as
 any value.
 """
@@ -22,6 +24,14 @@ from ..model import Edit, Message, State
 from .fields import edit
 
 _FIELD_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def _fires(t: TransitionSpec, changed: dict[str, Any], values: dict[str, Any]) -> bool:
+    """Did this message's accepted values trigger `t`?"""
+    if any(f in changed and (changed[f] in allowed or "*" in allowed) for f, allowed in t.when.items()):
+        return True
+    complete = t.when_complete
+    return bool(complete) and any(f in changed for f in complete) and all(values.get(f) is not None for f in complete)
 
 
 class _Phase:
@@ -72,11 +82,11 @@ class PhaseMachine:
         for e in accepted:
             if e.field is not None:
                 values[e.field] = e.after
-        changed = {e.field: e.after for e in accepted if e.op == "set"}
+        changed = {e.field: e.after for e in accepted if e.op == "set" and e.field is not None}
         phase = state.phase or self.spec.initial
         out: list[Edit] = []
         for t in self.spec.transitions:
-            if not any(f in changed and (changed[f] in allowed or "*" in allowed) for f, allowed in t.when.items()):
+            if not _fires(t, changed, values):
                 continue
             self._machine.set_state(phase)
             if not self._machine.get_transitions(trigger=t.trigger, source=phase, dest=t.dest):
@@ -84,10 +94,14 @@ class PhaseMachine:
             if not self._model.trigger(t.trigger, values=values):
                 failed = guard_failures(t, values)
                 concerns = failed[0] if _FIELD_NAME.fullmatch(failed[0]) else None
-                out.append(edit(msg, self.domain, "alert", concerns, None,
-                                f"cannot {t.trigger}: missing or invalid {', '.join(failed)}", "machine",
-                                reason=t.on_fail or "GUARD_FAILED", stage="machine"))
+                if t.on_fail is not None:  # `on_fail: null` keeps this guard silent
+                    out.append(edit(msg, self.domain, "alert", concerns, None,
+                                    f"cannot {t.trigger}: missing or invalid {', '.join(failed)}", "machine",
+                                    reason=t.on_fail, stage="machine"))
                 continue
+            for a in state.alerts:  # the guard held: its alert is news no more
+                if a.code == t.on_fail:
+                    out.append(edit(msg, self.domain, "resolve", a.field, None, None, "machine", reason=a.code, stage="machine"))
             out.append(edit(msg, self.domain, "transition", None, phase, t.dest, "machine", reason=t.trigger, stage="machine"))
             for fname, value in t.set.items():
                 if values.get(fname) != value:
