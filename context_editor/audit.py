@@ -16,7 +16,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 from .domain import Domain
-from .errors import SessionNotFoundError
 from .model import GENESIS_HASH, Edit, Message, canonical_json
 from .store import MemoryStore, Store
 
@@ -56,9 +55,7 @@ def _check_chain(kind: str, rows: list[tuple[int, str, str]], expected: int) -> 
 
 
 def verify_session(store: Store, session: str) -> Verdict:
-    info = store.session(session)
-    if info is None:
-        raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id (`context-editor sessions`)")
+    info = store.require_session(session)
     msg_rows, edit_rows = store.raw_rows(session)
     verdict = Verdict(session, True, len(msg_rows), len(edit_rows))
     problem = (_check_chain("message", msg_rows, info.messages)
@@ -95,9 +92,7 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
     """Re-run the stored messages through the recorded domain version; compare the edit logs."""
     from .pipeline import ContextEditor, stored_domain  # the pipeline depends on audit's neighbours, not the reverse
 
-    info = store.session(session)
-    if info is None:
-        raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id")
+    info = store.require_session(session)
 
     def version(v: str) -> Domain:
         return stored_domain(store, replace(info, domain_version=v), allow_plugins)
@@ -134,9 +129,7 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
 
 def export(store: Store, session: str) -> Iterator[dict[str, Any]]:
     """The session for auditors: a header, then messages and edits interleaved in commit order."""
-    info = store.session(session)
-    if info is None:
-        raise SessionNotFoundError(f"no session {session!r} in {store.url}", fix="check the session id")
+    info = store.require_session(session)
     yield {"type": "session", "session": session, "domain": info.domain, "domain_version": info.domain_version,
            "domain_source": store.get_domain(info.domain_version), "messages": info.messages, "edits": info.edits}
     edits: list[Edit] = store.edits(session)

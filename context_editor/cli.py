@@ -13,10 +13,10 @@ import sys
 from datetime import datetime, timezone
 from typing import Any, Callable, TypeAlias
 
-from . import audit
+from . import audit, registry
 from .conversation import read_conversation
 from .domain import lint_domain, load_domain
-from .errors import ContextEditorError, SessionNotFoundError
+from .errors import ContextEditorError, Errors
 from .inject import format_value
 from .model import Message, State, session_key
 from .pipeline import ContextEditor, stored_domain
@@ -52,8 +52,7 @@ def _parse_now(value: str | None) -> datetime | None:
     try:
         dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise ContextEditorError(f"--now {value!r} is not ISO 8601", fix="write it like 2024-05-01T10:00:00+08:00",
-                                 code="CE001") from None
+        raise Errors.BAD_NOW(value=value) from None
     return dt
 
 
@@ -91,11 +90,7 @@ def _editor_for_session(session: str, store_url: str | None, model: str | None =
                         context_window: int | None = None) -> ContextEditor:
     """The editor of an existing session, with the domain version it was processed with."""
     store = open_store(store_url, create=False)
-    info = store.session(session)
-    if info is None:
-        known = ", ".join(store.sessions()[:10]) or "none yet"
-        raise SessionNotFoundError(f"no session {session!r} in {store.url}",
-                                   fix=f"run `context-editor ingest DOMAIN FILE --session {session}` first; known sessions: {known}")
+    info = store.require_session(session)
     return ContextEditor(stored_domain(store, info, allow_plugins), store, model=model, context_window=context_window)
 
 
@@ -408,6 +403,17 @@ def _add_audit_commands(sub: Subcommands) -> None:
     x.set_defaults(func=cmd_audit_export)
 
 
+def _add_registered_commands(sub: Any, argv: list[str]) -> None:
+    """Commands from the `context_editor.commands` entry-point group (the built-in `import` and
+    `bench`, or a third party's). One is loaded only when the command line names it, so the other
+    commands never import the benchmark package; the others are listed by name for `--help`."""
+    for name in registry.commands.names():
+        if name in argv:
+            registry.commands.get(name)(sub)
+        else:
+            sub.add_parser(name, help=f"(see `context-editor {name} --help`)", add_help=False)
+
+
 def _add_domain_commands(sub: Subcommands) -> None:
     """Commands a domain author uses: `lint` and `test`."""
     p = _command(sub, "lint", cmd_lint, "Check a domain file and report every problem (errors and warnings) with its "
@@ -422,7 +428,7 @@ def _add_domain_commands(sub: Subcommands) -> None:
     p.add_argument("--compare", metavar="OLD.yaml", help="also run an older version of the domain and show what changed")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="context-editor", formatter_class=_FORMAT, epilog=EPILOG,
         description="Turn a conversation into provenance-tagged state and render the minimal XML context an action needs.")
@@ -432,16 +438,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_read_commands(sub)
     _add_audit_commands(sub)
     _add_domain_commands(sub)
-
-    from .bench.cli import register  # `import` and `bench`: schema importers and the real-data runners
-
-    register(sub)
+    _add_registered_commands(sub, sys.argv[1:] if argv is None else argv)
     _spread_global_options(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     try:
         if getattr(args, "session", None):
             args.session = session_key(args.session, getattr(args, "tenant", None), getattr(args, "user", None))

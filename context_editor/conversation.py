@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import ConversationError
+from .errors import Errors
 from .model import ROLES
 
 MAX_MESSAGE_BYTES = 1_000_000  # user/assistant/system text: beyond this it is not a chat message
@@ -38,29 +38,29 @@ def _content_text(content: Any, where: str, file: str, line: int | None) -> str:
         return "\n".join(parts)
     if isinstance(content, (dict, int, float, bool)):
         return json.dumps(content, ensure_ascii=False)  # structured tool output given as JSON
-    raise ConversationError(f"{where}: `content` must be a string, got {type(content).__name__}",
+    raise Errors.BAD_CONVERSATION(problem=f"{where}: `content` must be a string, got {type(content).__name__}",
                             file=file, line=line, fix="put the message text in a JSON string")
 
 
 def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = None, where: str = "message") -> dict[str, Any]:
     """Check one raw message and return it with only the known keys."""
     if not isinstance(raw, dict):
-        raise ConversationError(f"{where}: expected a JSON object, got {type(raw).__name__}", file=file, line=line,
+        raise Errors.BAD_CONVERSATION(problem=f"{where}: expected a JSON object, got {type(raw).__name__}", file=file, line=line,
                                 fix='write each message as {"role": "user", "content": "..."}')
     role = raw.get("role")
     role = ROLE_ALIASES.get(role, role) if isinstance(role, str) else role
     if role not in ROLES:
-        raise ConversationError(f"{where}: unknown role {raw.get('role')!r}", file=file, line=line,
+        raise Errors.BAD_CONVERSATION(problem=f"{where}: unknown role {raw.get('role')!r}", file=file, line=line,
                                 fix=f"use one of: {', '.join(ROLES)}")
     content = _content_text(raw.get("content"), where, file, line)
     limit = MAX_TOOL_MESSAGE_BYTES if role == "tool" else MAX_MESSAGE_BYTES
     size = len(content.encode("utf-8", "surrogatepass"))
     if size > limit:
-        raise ConversationError(f"{where}: message is {size:,} bytes, the limit for {role} messages is {limit:,}",
+        raise Errors.BAD_CONVERSATION(problem=f"{where}: message is {size:,} bytes, the limit for {role} messages is {limit:,}",
                                 file=file, line=line, fix="split the message or store the payload elsewhere and pass a reference")
     lone = _SURROGATE.search(content)
     if lone:
-        raise ConversationError(f"{where}: lone surrogate \\u{ord(lone.group(0)):04x} at character {lone.start()} is not valid Unicode",
+        raise Errors.BAD_CONVERSATION(problem=f"{where}: lone surrogate \\u{ord(lone.group(0)):04x} at character {lone.start()} is not valid Unicode",
                                 file=file, line=line, fix="fix the encoder that produced this text (a \\ud83d escape without its pair)")
     msg: dict[str, Any] = {"role": role, "content": content}
     ts = raw.get("timestamp")
@@ -68,7 +68,7 @@ def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = Non
         try:
             datetime.fromisoformat(str(ts).replace("Z", "+00:00"))
         except ValueError:
-            raise ConversationError(f"{where}: timestamp {ts!r} is not ISO 8601", file=file, line=line,
+            raise Errors.BAD_CONVERSATION(problem=f"{where}: timestamp {ts!r} is not ISO 8601", file=file, line=line,
                                     fix="write it like 2024-05-01T10:00:00+08:00") from None
         msg["timestamp"] = str(ts).replace("Z", "+00:00")
     for key in ("id", "name", "tool_call_id"):
@@ -76,7 +76,7 @@ def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = Non
             msg[key] = str(raw[key])
     if raw.get("tool_calls"):
         if not isinstance(raw["tool_calls"], list):
-            raise ConversationError(f"{where}: `tool_calls` must be a list", file=file, line=line,
+            raise Errors.BAD_CONVERSATION(problem=f"{where}: `tool_calls` must be a list", file=file, line=line,
                                     fix="use the OpenAI format: a list of {id, type, function: {name, arguments}}")
         msg["tool_calls"] = raw["tool_calls"]
     return msg
@@ -92,14 +92,14 @@ def parse_conversation(data: bytes, file: str = "<input>") -> list[dict[str, Any
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        raise ConversationError(f"invalid UTF-8 at byte {exc.start}", file=file, line=line,
+        raise Errors.BAD_CONVERSATION(problem=f"invalid UTF-8 at byte {exc.start}", file=file, line=line,
                                 fix="save the file as UTF-8") from None
     stripped = text.lstrip("\ufeff \t\r\n")
     if stripped.startswith("["):
         try:
             items = json.loads(stripped)
         except json.JSONDecodeError as exc:
-            raise ConversationError(f"invalid JSON: {exc.msg}", file=file, line=exc.lineno,
+            raise Errors.BAD_CONVERSATION(problem=f"invalid JSON: {exc.msg}", file=file, line=exc.lineno,
                                     fix="fix the JSON syntax (or write one message per line as JSONL)") from None
         return [normalise_message(m, file=file, where=f"message {i}") for i, m in enumerate(items)]
     out = []
@@ -109,7 +109,7 @@ def parse_conversation(data: bytes, file: str = "<input>") -> list[dict[str, Any
         try:
             raw = json.loads(row)
         except json.JSONDecodeError as exc:
-            raise ConversationError(f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, line=n,
+            raise Errors.BAD_CONVERSATION(problem=f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, line=n,
                                     fix='each line must be one JSON object like {"role": "user", "content": "..."}') from None
         if isinstance(raw, dict) and raw.get("type") in EXPORT_RECORDS:
             if raw["type"] != "message":
@@ -125,5 +125,5 @@ def read_conversation(path: str) -> list[dict[str, Any]]:
         return parse_conversation(sys.stdin.buffer.read(), "<stdin>")
     p = Path(path)
     if not p.exists():
-        raise ConversationError("file not found", file=path, fix="check the path of the conversation file")
+        raise Errors.BAD_CONVERSATION(problem="file not found", file=path, fix="check the path of the conversation file")
     return parse_conversation(p.read_bytes(), path)

@@ -19,15 +19,8 @@ from xml.sax.saxutils import quoteattr
 from .conversation import normalise_message
 from .domain import Domain
 from .domain.yamlines import LinedYaml, load_lined_yaml
-from .errors import ContextEditorError
+from .errors import Errors, TestCaseError
 from .pipeline import ContextEditor
-
-
-class TestCaseError(ContextEditorError):
-    """A test case file is not in the documented format."""
-
-    __test__ = False  # not a pytest class
-    code = "CE800"
 
 
 @dataclass(frozen=True)
@@ -50,7 +43,7 @@ class Case:
 
 
 def _fail(path: Path, line: int | None, what: str, fix: str) -> TestCaseError:
-    return TestCaseError(what, file=str(path), line=line, fix=fix)
+    return Errors.BAD_TEST_CASE(problem=what, fix=fix, file=str(path), line=line)
 
 
 def _expectation(raw: Any, path: Path, where: str, doc: LinedYaml) -> Expectation:
@@ -102,10 +95,11 @@ def load_cases(directory: str | Path) -> list[Case]:
     """Every case in a directory (`*.yaml`, `*.yml`), in name order."""
     root = Path(directory)
     if not root.is_dir():
-        raise TestCaseError(f"no such directory: {root}", fix="pass the directory holding your test case .yaml files")
+        raise Errors.BAD_TEST_CASE(problem=f"no such directory: {root}", fix="pass the directory holding your test case .yaml files")
     paths = sorted([*root.glob("*.yaml"), *root.glob("*.yml")])
     if not paths:
-        raise TestCaseError(f"no test cases (*.yaml) in {root}", fix="write one YAML file per conversation (docs/testing-domains.md)")
+        raise Errors.BAD_TEST_CASE(problem=f"no test cases (*.yaml) in {root}",
+                                   fix="write one YAML file per conversation (docs/testing-domains.md)")
     return [load_case(p) for p in paths]
 
 

@@ -1,10 +1,22 @@
-"""Errors with a code, a location and a fix, in the spirit of spaCy's `E###` errors.
+"""Errors with a code, a location and a fix, in the spirit of spaCy's `Errors` catalog.
 
 Every error a user can cause says what is wrong, where (file and line when there is one) and
 how to fix it. The CLI prints `str(error)` and exits non-zero; nothing is half-written.
+
+Every error is raised from the catalog `Errors` at the end of this module: an entry holds the
+code, a message template and a fix template, and builds the exception (or the lint problem) with
+the values filled in, so the same situation always reads the same way:
+
+    raise Errors.NO_SESSION(session=key, store=store.url, known=known)
+
+docs/errors.md is generated from the catalog (`python scripts/errors_table.py`); a test checks it
+is current, and that no code is written anywhere else.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 
 class ContextEditorError(Exception):
@@ -34,8 +46,8 @@ class MissingExtraError(ContextEditorError):
 
     def __init__(self, package: str, extra: str, needed_for: str):
         self.package, self.extra = package, extra
-        super().__init__(f"{needed_for} needs {package}, which is not installed",
-                         fix=f'pip install "context-editor[{extra}]"')
+        message, fix = Errors.MISSING_EXTRA.text(package=package, extra=extra, needed_for=needed_for)
+        super().__init__(message, fix=fix, code=Errors.MISSING_EXTRA.code)
 
 
 class DomainError(ContextEditorError):
@@ -105,3 +117,160 @@ class SessionDomainError(StoreError):
     """A session belongs to one domain, and moves to a new version of it only when told to."""
 
     code = "CE505"
+
+
+class DatasetError(ContextEditorError):
+    """The input of an importer is missing or not in the published format."""
+
+    code = "CE700"
+
+
+class TestCaseError(ContextEditorError):
+    """A domain test case file (`context-editor test`) is not in the documented format."""
+
+    __test__ = False  # not a pytest class
+    code = "CE800"
+
+
+E = TypeVar("E", bound=ContextEditorError)
+
+
+@dataclass(frozen=True)
+class Entry(Generic[E]):
+    """One catalog entry: a code, what went wrong and how to fix it, as `str.format` templates."""
+
+    code: str
+    message: str
+    fix: str
+    kind: type[E]
+
+    def text(self, **values: Any) -> tuple[str, str]:
+        """(message, fix) with `values` filled in."""
+        return self.message.format(**values), self.fix.format(**values)
+
+    def __call__(self, *, file: str | None = None, line: int | None = None, **values: Any) -> E:
+        """The exception, ready to raise."""
+        message, fix = self.text(**values)
+        return self.kind(message, file=file, line=line, fix=fix, code=self.code)
+
+    def problem(self, *, line: int | None, path: str = "", severity: str = "error", **values: Any) -> DomainProblem:
+        """A lint finding (domain files, rule packs); a warning does not stop a domain from loading."""
+        message, fix = self.text(**values)
+        return DomainProblem(message, line=line, path=path, fix=fix, code=self.code, severity=severity)
+
+
+def _e(code: str, message: str, fix: str) -> Entry[ContextEditorError]:
+    return Entry(code, message, fix, ContextEditorError)
+
+
+class Errors:
+    """The catalog of every error a user can meet. Codes by hundreds: 0xx the basics (CLI input,
+    session keys, extras, registries, lexicons), 1xx domain files and rule packs, 2xx
+    conversations, 3xx actions and fields, 4xx rendering and tokens, 5xx stores, 7xx importers.
+    Entries whose message is `{problem}` cover a family of checks that each say what they found."""
+
+    BAD_NOW = _e("CE001", "--now {value!r} is not ISO 8601", "write it like 2024-05-01T10:00:00+08:00")
+    BAD_SESSION_KEY = _e("CE002", "invalid session key part {part!r}",
+                         "use 1-200 characters without '/' or control characters for tenant, user and session")
+    MISSING_EXTRA = _e("CE003", "{needed_for} needs {package}, which is not installed", 'pip install "context-editor[{extra}]"')
+    NOT_REGISTERED = _e("CE010", "no {what} '{name}' is registered (entry-point group {group}; known: {known})",
+                        'install the package that provides it, or register it under [project.entry-points."{group}"]'
+                        " (a source checkout must be installed: pip install -e .)")
+    NOT_A_LANGUAGE = _e("CE011", "the entry point of language '{code}' is not a Language",
+                        "point it at a context_editor.lang.Language, or at a package holding lexicon.yaml")
+    LEXICON_SYNTAX = _e("CE012", "invalid lexicon: {detail}", "fix the YAML syntax of the lexicon")
+    LEXICON_NOT_MAPPING = _e("CE013", "a lexicon must be a YAML mapping",
+                             "write keys such as `currency:`, `yes_words:`, `negation:` (see rules/en/lexicon.yaml)")
+    LEXICON_NOT_A_WORD = _e("CE014", "lexicon entry {entry} is not a word (YAML reads bare yes/no/on/off as booleans)",
+                            "quote it: 'no'")
+
+    DUPLICATE_KEY = _e("CE101", "duplicate key '{key}' (YAML would silently keep only the last one)",
+                       "remove or rename one of the '{key}' entries")
+    YAML_SYNTAX = _e("CE102", "YAML syntax error: {detail}",
+                     "check indentation and quoting on this line (quote strings containing ': ' or '#')")
+    NOT_UTF8 = _e("CE102", "not UTF-8 text: {reason} at byte {byte}", "save the file as UTF-8")
+    NO_DOMAIN = _e("CE103", "no domain file '{domain}'", "pass a path to a .yaml file or one of the bundled domains: {names}")
+    DOMAIN_FILE_NOT_FOUND = _e("CE103", "file not found", "check the path")
+    NOT_A_DOMAIN_MAPPING = _e("CE104", "a domain file must be a YAML mapping (domain:, version:, fields:, actions:)",
+                              "start from domains/ecommerce.yaml")
+    UNKNOWN_KEY = _e("CE104", "unknown key '{key}'",
+                     "remove it, or check its spelling against the domain format (docs/domain-format.md)")
+    SCHEMA = _e("CE104", "{problem}", "{fix}")
+    REFERENCE = _e("CE105", "{problem}", "{fix}")
+    UNKNOWN_EXTRACTOR = _e("CE106", "{problem}", "{fix}")
+    BAD_EXPRESSION = _e("CE107", "{problem}", "{fix}")
+    PLUGIN_MODULE = _e("CE108", "{problem}", "{fix}")
+    PLUGINS_REFUSED = _e("CE109", "this domain declares Python plugin rules, which run code; they are not loaded unless enabled",
+                         "pass --allow-plugins (CLI) or allow_plugins=True (Python) if you trust this domain's plugin modules")
+    BAD_RULE = _e("CE110", "{problem}", "{fix}")
+    RULE_ID_TWICE = _e("CE111", "rule id '{rule}' is defined twice (also in {other})", "{fix}")
+    RULE_PACK_NOT_FOUND = _e("CE112", "rule pack '{entry}' not found (looked for {where})",
+                             "create {where} (a directory of pack files, or one .yaml pack) or fix the path; "
+                             "paths are relative to the domain file")
+    GAZETTEER = _e("CE113", "{problem}", "{fix}")
+    TEMPLATES_DIR = _e("CE114", "templates directory '{entry}' not found (looked for {where})",
+                       "create it with your .xml.j2 files or remove `templates`")
+    CATASTROPHIC_REGEX = _e("CE115", "rule '{rule}' ({source}) takes seconds on a {length}-character input: its "
+                            "pattern backtracks catastrophically",
+                            "avoid nested repetition such as (a+)+ or (\\w|\\d)*: make the alternatives exclusive "
+                            "or the inner part fixed-length")
+    NEVER_FIRES = _e("CE116", "{problem}", "{fix}")
+    UNKNOWN_KEY_IGNORED = _e("CE120", "{problem}", "{fix}")
+    NEVER_FILLED = _e("CE121", "{problem}", "{fix}")
+    DUPLICATE_SYNONYM = _e("CE122", "{problem}", "{fix}")
+    YAML_BOOLEAN = _e("CE123", "unquoted {role} '{value}' is a boolean in YAML 1.1; it is kept as the text '{value}'",
+                      "quote it ('{value}') to say you mean the text, or write true/false if a boolean is meant")
+    POLICY_TYPE = _e("CE124", "{problem}", "{fix}")
+    MONEY_VS_NUMBER = _e("CE125", "{problem}", "{fix}")
+
+    BAD_CONVERSATION = Entry("CE200", "{problem}", "{fix}", ConversationError)
+    UNKNOWN_ACTION = Entry("CE300", "unknown action {action!r} in domain {domain!r}", "use one of: {known}", UnknownActionError)
+    UNKNOWN_FIELD = Entry("CE301", "unknown field {field!r} in domain {domain!r}", "use one of: {known}", UnknownFieldError)
+
+    OVER_BUDGET = Entry("CE400", "action {action!r}: the required part of the context needs {tokens} tokens, the budget "
+                        "allows {limit} (required and critical fields: {protected}; missing: {missing}; alerts: {alerts})",
+                        "raise --budget to at least {needed}, or declare fewer required fields for this action",
+                        BudgetError)
+    NO_BPE_PACKAGE = _e("CE401", "the bpe-openai package is not installed",
+                        "pip install -e . (it is a pinned dependency in pyproject.toml)")
+    BPE_HASH = _e("CE401", "packaged BPE file {name} has sha256 {actual}, tiktoken expects {expected}",
+                  "reinstall bpe-openai at the version pinned in pyproject.toml")
+    UNKNOWN_ENCODING = _e("CE402", "unknown encoding {name!r}", "use one of: {known}")
+    UNKNOWN_MODEL = _e("CE403", "unknown model {model!r}",
+                       "pass a model tiktoken knows (gpt-4o, gpt-4, …) or an encoding (o200k_base, cl100k_base)")
+    BAD_BUDGET = Entry("CE404", "{problem}", "{fix}", BudgetError)
+    CRITICAL_LOST = _e("CE410", "CRITICAL_COMPRESSION_FAILURE: critical fields {lost} are not in the context",
+                       "check templates/default.xml.j2 renders every field it is given")
+    TOKENS_UNSETTLED = _e("CE411", "could not settle the token count of the context",
+                          "report this with the conversation that caused it")
+
+    STORE = Entry("CE500", "{problem}", "{fix}", StoreError)
+    NO_SESSION = Entry("CE501", "no session {session!r} in {store}",
+                       "ingest a conversation first (`context-editor ingest DOMAIN FILE --session {session}`); "
+                       "known sessions: {known}", SessionNotFoundError)
+    EDIT_WITHOUT_FIELD = Entry("CE502", "edit {seq} of session {session!r} ({op}) names no field",
+                               "run `context-editor audit verify`: the stored log was altered", StoreError)
+    DOMAIN_VERSION_MISSING = Entry("CE503", "session {session!r} was processed with domain {domain!r} version {version}, "
+                                   "which is missing from {store}",
+                                   "restore the store's domains table from a backup; `context-editor audit verify` checks the rest",
+                                   StoreError)
+    SESSION_OTHER_DOMAIN = Entry("CE505", "session {session!r} belongs to domain {stored!r}, not {domain!r}",
+                                 "use a new session id for domain {domain!r}, or ingest with the domain {stored!r}",
+                                 SessionDomainError)
+    SESSION_OLD_VERSION = Entry("CE505", "session {session!r} was processed with version {version} of domain {domain!r}; "
+                                "the domain file is now version {current}",
+                                "pass --upgrade (upgrade=True) to move the session to the new version (recorded as an "
+                                "edit), or ingest with the domain version the session was processed with",
+                                SessionDomainError)
+    NO_STORE = Entry("CE504", "no store at {path}",
+                     "check --store (or $CONTEXT_EDITOR_STORE); `context-editor ingest` creates a store", StoreError)
+
+    BAD_DATASET = Entry("CE700", "{problem}", "{fix}", DatasetError)
+    BAD_TEST_CASE = Entry("CE800", "{problem}", "{fix}", TestCaseError)
+    IMPORTER_BUG = _e("CE701", "the importer wrote a domain that does not lint:\n{detail}",
+                      "this is a bug in context_editor/importers; please report it with the input schema")
+
+    @classmethod
+    def entries(cls) -> dict[str, Entry[Any]]:
+        """Name -> entry, in catalog order."""
+        return {name: value for name, value in vars(cls).items() if isinstance(value, Entry)}

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any, Iterable, Literal
 
-from .errors import StoreError
+from .errors import Errors
 
 Role = Literal["user", "assistant", "tool", "system"]
 ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system")
@@ -46,10 +46,7 @@ def session_key(session: str, tenant: str | None = None, user: str | None = None
     parts = [p for p in (tenant, user) if p is not None] + [session]
     for part in parts:
         if not _KEY_PART.fullmatch(part):
-            from .errors import ContextEditorError
-
-            raise ContextEditorError(f"invalid session key part {part!r}", code="CE002",
-                                     fix="use 1-200 characters without '/' or control characters for tenant, user and session")
+            raise Errors.BAD_SESSION_KEY(part=part)
     if tenant is not None and user is None:
         parts.insert(1, "-")
     return "/".join(parts)
@@ -296,8 +293,7 @@ class State:
             self.domain_version = e.after
             return
         if e.field is None:  # only an altered log has a field edit without a field
-            raise StoreError(f"edit {e.seq} of session {e.session!r} ({e.op}) names no field",
-                             fix="run `context-editor audit verify`: the stored log was altered", code="CE502")
+            raise Errors.EDIT_WITHOUT_FIELD(seq=e.seq, session=e.session, op=e.op)
         fs = self.fields.setdefault(e.field, FieldState())
         if e.op == "set":
             fs.value, fs.provenance, fs.set_round, fs.set_at, fs.source = e.after, e.provenance, e.round, e.at, e.source

@@ -17,8 +17,9 @@ from . import registry
 from .conversation import normalise_message
 from .domain import Domain, domain_from_source, load_domain
 from .echo import CONTEXT_LOOP_DETECTED, mask_echoes
-from .errors import SessionDomainError, SessionNotFoundError, StoreError, UnknownFieldError
+from .errors import Errors
 from .extract import Extractor
+from .lang.lexicon import using
 from .inject import RenderedContext, Renderer
 from .inject.budget import Window
 from .memory import SummaryZone
@@ -37,10 +38,8 @@ def stored_domain(store: Store, info: SessionInfo, allow_plugins: bool = False) 
     for reading a session with the rules that made it)."""
     source = store.get_domain(info.domain_version)
     if source is None:
-        raise StoreError(f"session {info.session!r} was processed with domain {info.domain!r} version "
-                         f"{info.domain_version}, which is missing from {store.url}",
-                         fix="restore the store's domains table from a backup; `context-editor audit verify` checks the rest",
-                         code="CE503")
+        raise Errors.DOMAIN_VERSION_MISSING(session=info.session, domain=info.domain, version=info.domain_version,
+                                            store=store.url)
     return domain_from_source(source, f"<stored {info.domain} {info.domain_version}>", allow_plugins)
 
 
@@ -110,7 +109,8 @@ class ContextEditor:
         state = self._live(session)
         msg = self._stamp(session, raw, state, now)
         try:
-            edits = self._edits_for(state, msg, upgrade_from)
+            with using(self.domain.lexicon):  # the words this domain version was made with
+                edits = self._edits_for(state, msg, upgrade_from)
             self.store.append(self.domain.name, self.domain.version_hash, msg, edits)
             state.round, state.message_index, state.last_message_hash = msg.round, msg.index, msg.hash
             self._bound[session] = None
@@ -162,16 +162,11 @@ class ContextEditor:
         info = self.store.session(session)
         old = None
         if info is not None and info.domain != self.domain.name:
-            raise SessionDomainError(
-                f"session {session!r} belongs to domain {info.domain!r}, not {self.domain.name!r}",
-                fix=f"use a new session id for domain {self.domain.name!r}, or ingest with the domain {info.domain!r}")
+            raise Errors.SESSION_OTHER_DOMAIN(session=session, stored=info.domain, domain=self.domain.name)
         if info is not None and info.domain_version != self.domain.version_hash:
             if not self.upgrade:
-                raise SessionDomainError(
-                    f"session {session!r} was processed with version {info.domain_version} of domain {info.domain!r}; "
-                    f"the domain file is now version {self.domain.version_hash}",
-                    fix="pass --upgrade (upgrade=True) to move the session to the new version (recorded as an edit), "
-                        "or ingest with the domain version the session was processed with")
+                raise Errors.SESSION_OLD_VERSION(session=session, version=info.domain_version, domain=info.domain,
+                                                 current=self.domain.version_hash)
             old = info.domain_version
         self._bound[session] = old
         return old
@@ -263,12 +258,6 @@ class ContextEditor:
             return self._live(session)
         return State.fold(self.domain.name, self.domain.version_hash, session, self.store.edits(session), as_of_round)
 
-    def _require_session(self, session: str) -> None:
-        if self.store.session(session) is None:
-            known = ", ".join(self.store.sessions()[:10]) or "none yet"
-            raise SessionNotFoundError(f"no session {session!r} in {self.store.url}",
-                                       fix=f"ingest a conversation first; known sessions: {known}")
-
     def render(self, session: str, action: str, budget: int | str | None = None,
                as_of_round: int | None = None) -> RenderedContext:
         """The XML context of `action` for this session (at `as_of_round` if given).
@@ -324,9 +313,8 @@ class ContextEditor:
         """Provenance and full history of one field: every accepted, rejected, cleared or expired
         value (up to the end of round `as_of_round` if given)."""
         if field not in self.domain.fields:
-            raise UnknownFieldError(f"unknown field {field!r} in domain {self.domain.name!r}",
-                                    fix=f"use one of: {', '.join(sorted(self.domain.fields))}")
-        self._require_session(session)
+            raise Errors.UNKNOWN_FIELD(field=field, domain=self.domain.name, known=", ".join(sorted(self.domain.fields)))
+        self.store.require_session(session)
         state = self.state(session, as_of_round)
         fs = state.fields.get(field)
         history = []

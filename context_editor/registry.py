@@ -16,7 +16,7 @@ from __future__ import annotations
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Generic, TypeVar
 
-from .errors import ContextEditorError
+from .errors import Errors
 
 T = TypeVar("T")
 
@@ -48,11 +48,7 @@ class Registry(Generic[T]):
             ep = self._entry_points().get(name)
             if ep is None:
                 known = ", ".join(self.names()) or "none"
-                raise ContextEditorError(
-                    f"no {self.what} '{name}' is registered (entry-point group {self.group}; known: {known})",
-                    code="CE010",
-                    fix=f"install the package that provides it, or register it under [project.entry-points.\"{self.group}\"]"
-                        " (a source checkout must be installed: pip install -e .)")
+                raise Errors.NOT_REGISTERED(what=self.what, name=name, group=self.group, known=known)
             self._loaded[name] = ep.load()
         return self._loaded[name]
 
@@ -107,3 +103,9 @@ languages: Registry[Any] = Registry("context_editor.languages", "language")
 
 Detection, lexicons and rule packs are driven by what is registered: a language added as data
 (a `lexicon.yaml` and rule packs) needs only `Language("es", path)` behind an entry point."""
+
+commands: Registry[Any] = Registry("context_editor.commands", "command")
+"""CLI subcommand name -> `register(subparsers) -> None`, which adds that command's parser with
+`set_defaults(func=handler)`; the handler takes the parsed arguments and returns the exit code.
+A command is loaded only when the command line names it (`context-editor bench …`), so the main
+CLI does not import the benchmark package at start-up. Built-ins: `import`, `bench`."""

@@ -88,9 +88,9 @@ def package_rules(tmp_path, monkeypatch):
     shutil.copytree(rules_dir(), copy)
     monkeypatch.setattr(rulepacks, "rules_dir", lambda: copy)
     monkeypatch.setattr(lang_lexicon, "rules_dir", lambda: copy)
-    lang_lexicon.lexicon.cache_clear()
+    lang_lexicon.reset()
     yield copy
-    lang_lexicon.lexicon.cache_clear()
+    lang_lexicon.reset()
 
 
 def test_local_pack_inline_rule_gazetteer_and_template_extract(tmp_path):
@@ -121,15 +121,20 @@ def test_stored_document_holds_what_ran_and_the_hash_covers_it(tmp_path):
 def test_replay_is_identical_after_the_package_and_local_rules_change(tmp_path, package_rules):
     path = write_domain(tmp_path / "d")
     url = f"sqlite:///{tmp_path / 'store.db'}"
-    before = ContextEditor(path, url).ingest("s", CHAT)
-    assert before.get("people") == 2
-    # The package's people rule and the domain's own pack both change after ingest.
+    chat = CHAT + [{"role": "user", "content": "I don't want Allianz", "timestamp": "2024-06-01T10:02:00+08:00"}]
+    before = ContextEditor(path, url).ingest("s", chat)
+    assert before.get("people") == 2 and before.get("insurer") == "Ping An"  # "don't" negates Allianz
+    # After ingest, the package's people rule, its English lexicon and the domain's own pack change.
     people = package_rules / "common" / "people.yaml"
     people.write_text(people.read_text("utf-8").replace("pattern: '(?P<value><<CLAUSE>>+)'", "pattern: 'NEVER-MATCHES'"), "utf-8")
+    lexicon_file = package_rules / "en" / "lexicon.yaml"
+    lexicon_file.write_text(lexicon_file.read_text("utf-8").replace(" don't, dont,", ""), "utf-8")
     (tmp_path / "d" / "rules" / "claims.yaml").write_text(PACK.replace("P-", "Q-"), "utf-8")
     rulepacks._load_library.cache_clear()
-    today = ContextEditor(load_domain(path), "memory://").ingest("s", CHAT)
-    assert today.get("people") is None and today.get("policy_number") is None  # the change is real
+    lang_lexicon.reset()
+    today = ContextEditor(load_domain(path), "memory://").ingest("s", chat)
+    assert today.get("people") is None and today.get("policy_number") is None  # the changes are real
+    assert today.get("insurer") == "Allianz"
     report = audit.replay(open_store(url), "s")
     assert report.identical, report.first_difference
 

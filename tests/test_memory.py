@@ -160,7 +160,7 @@ def test_budget_as_a_share_of_the_window_keeps_the_output_reservation():
     editor.ingest("s", conversation("en", 30))
     assert xml_of(editor, "s", "plan_trip", budget="10%")[0].budget == 400
     assert xml_of(editor, "s", "plan_trip", budget=10_000)[0].budget == 3000  # the answer keeps its 1000
-    with pytest.raises(BudgetError, match="(?s)CE400.*fix"):
+    with pytest.raises(BudgetError, match="(?s)CE404.*fix"):
         ContextEditor("travel", "memory://").render("s", "plan_trip", budget="60%")
     with pytest.raises(BudgetError, match="share"):
         editor.render("s", "plan_trip", budget="150%")

@@ -16,6 +16,7 @@ import argparse
 import time
 from collections import Counter
 from pathlib import Path
+from typing import TypeAlias
 
 from ..importers import import_crosswoz, import_sgd
 from .crosswoz import load_crosswoz
@@ -62,8 +63,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """Add `import` and `bench` to the main CLI's subcommands."""
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def register(subparsers: Subparsers) -> None:
+    """Add `import` and `bench` to a CLI's subcommands."""
+    register_import(subparsers)
+    register_bench(subparsers)
+
+
+def register_import(subparsers: Subparsers) -> None:
+    """The `import` command (registered in the `context_editor.commands` entry-point group)."""
     fmt = argparse.RawDescriptionHelpFormatter
     p = subparsers.add_parser("import", help="Write editable domain files from a published dialogue schema.",
                               description="Write one linted domain file per service (SGD) or domain (CrossWOZ).", formatter_class=fmt)
@@ -76,6 +86,10 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         k.add_argument("--out", required=True, metavar="DIR", help="directory for the domain files (created if missing)")
         k.set_defaults(func=cmd_import)
 
+
+def register_bench(subparsers: Subparsers) -> None:
+    """The `bench` command (registered in the `context_editor.commands` entry-point group)."""
+    fmt = argparse.RawDescriptionHelpFormatter
     p = subparsers.add_parser("bench", help="Measure accuracy, context size and speed on a real dialogue dataset.",
                               description=__doc__, formatter_class=fmt)
     kinds = p.add_subparsers(dest="dataset", required=True, metavar="DATASET")

@@ -13,7 +13,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..importers import DatasetError, import_crosswoz, read_json
+from ..errors import Errors
+from ..importers import import_crosswoz, read_json
 from ..importers.crosswoz import DOMAINS, gold_slots
 from .dataset import Dataset, Dialogue, Utterance
 from .metrics import Gold
@@ -53,7 +54,7 @@ def load_crosswoz(data_file: str | Path, database_dir: str | Path | None, domain
     db = Path(database_dir) if database_dir else data_path.parent / "database"
     data = read_json(data_path)
     if not isinstance(data, dict) or not all(isinstance(v, dict) and "messages" in v for v in data.values()):
-        raise DatasetError(f"{data_path} is not a CrossWOZ split (an object of dialogues with `messages`)",
+        raise Errors.BAD_DATASET(problem=f"{data_path} is not a CrossWOZ split (an object of dialogues with `messages`)",
                            fix="pass val.json.zip (or train/test) as published by CrossWOZ")
     paths = import_crosswoz(db, domains_out)
     scored = {spec.name: frozenset(gold_slots(spec.zh).values()) for spec in DOMAINS}

@@ -12,7 +12,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..importers import DatasetError, import_sgd, read_json
+from ..errors import Errors
+from ..importers import import_sgd, read_json
 from ..importers.common import snake
 from ..importers.sgd import load_schema
 from .dataset import Dataset, Dialogue, Utterance
@@ -27,7 +28,7 @@ def _one(data_dir: Path, stem: str) -> Path:
     for suffix in (".json.gz", ".json"):
         if (data_dir / f"{stem}{suffix}").is_file():
             return data_dir / f"{stem}{suffix}"
-    raise DatasetError(f"no {stem}.json or {stem}.json.gz in {data_dir}", fix=_FIX)
+    raise Errors.BAD_DATASET(problem=f"no {stem}.json or {stem}.json.gz in {data_dir}", fix=_FIX)
 
 
 def _canonical_forms(d: dict[str, Any]) -> dict[tuple[str, str, str], str]:
@@ -77,12 +78,12 @@ def load_sgd(data_dir: str | Path, domains_out: str | Path, limit: int | None = 
     """Import the split's schema into `domains_out` and read its dialogues (the first `limit`)."""
     root = Path(data_dir)
     if not root.is_dir():
-        raise DatasetError(f"no such directory: {root}", fix=_FIX)
+        raise Errors.BAD_DATASET(problem=f"no such directory: {root}", fix=_FIX)
     schema_path = _one(root, "schema")
     services = load_schema(schema_path)
     files = {p.stem.removesuffix(".json"): p for p in root.glob("dialogues_*.json*")}
     if not files:
-        raise DatasetError(f"no dialogues_*.json[.gz] files in {root}", fix=_FIX)
+        raise Errors.BAD_DATASET(problem=f"no dialogues_*.json[.gz] files in {root}", fix=_FIX)
     paths = import_sgd(schema_path, domains_out)
     categorical = {s["service_name"]: {x["name"]: x["is_categorical"] for x in s["slots"]} for s in services}
     scored = {snake(s["service_name"]): frozenset(x["name"] for x in s["slots"]) for s in services}

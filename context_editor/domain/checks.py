@@ -17,7 +17,8 @@ from typing import Any, Callable, Iterator
 from jinja2 import nodes
 from jinja2.sandbox import SandboxedEnvironment
 
-from ..errors import DomainProblem
+from .. import registry
+from ..errors import DomainProblem, Entry, Errors
 from ..expressions import TemplateSyntaxError, compile_expression, expression_names
 from ..resources import templates_dir
 from .local import Resolution, field_refs
@@ -52,8 +53,9 @@ class Lint:
     def fields(self) -> dict[str, Any]:
         return _map(self.data.get("fields"))
 
-    def problem(self, msg: str, path: str, fix: str, code: str = "CE105", severity: str = "error") -> DomainProblem:
-        return DomainProblem(msg, line=self.doc.line(path), path=path, fix=fix, code=code, severity=severity)
+    def problem(self, msg: str, path: str, fix: str, entry: Entry[Any] = Errors.REFERENCE,
+                severity: str = "error") -> DomainProblem:
+        return entry.problem(line=self.doc.line(path), path=path, severity=severity, problem=msg, fix=fix)
 
     def unknown_field(self, name: Any, path: str) -> Iterator[DomainProblem]:
         if isinstance(name, str) and name in self.fields:
@@ -69,11 +71,11 @@ class Lint:
             names = expression_names(str(expr))
         except TemplateSyntaxError as exc:
             yield self.problem(f"invalid expression: {exc.message}", path,
-                               "write a Python-like expression such as `days_between(a, b) >= 1`", "CE107")
+                               "write a Python-like expression such as `days_between(a, b) >= 1`", Errors.BAD_EXPRESSION)
             return
         for n in sorted(names - set(self.fields)):
             yield self.problem(f"expression reads unknown name '{n}'", path,
-                               "use a declared field or a helper (days_between, amount, len, min, max, abs, today)", "CE107")
+                               "use a declared field or a helper (days_between, amount, len, min, max, abs, today)", Errors.BAD_EXPRESSION)
         yield from money_against_numbers(self, str(expr), path)
 
 
@@ -106,18 +108,24 @@ def extract_refs(c: Lint) -> Iterator[DomainProblem]:
             if label is not None:
                 if label not in NER_LABELS:
                     yield c.problem(f"unknown entity label in '{ref}'", path,
-                                    f"use one of: {', '.join('ner.' + x for x in NER_LABELS)}", "CE106")
+                                    f"use one of: {', '.join('ner.' + x for x in NER_LABELS)}", Errors.UNKNOWN_EXTRACTOR)
                 continue
             if not select_rules(c.res.library, ref):
                 family = ref.split(".")[0]
                 close = sorted({rid.rsplit(".", 1)[0] for rid in c.res.library if rid.split(".")[0] == family})
                 known = f"known rules with that prefix: {', '.join(close[:12])}; or " if close else ""
                 yield c.problem(f"unknown extraction rule '{ref}' (not in the bundled packs or the domain's rule_packs)",
-                                path, known + _HOW_TO_ADD_A_RULE % ref, "CE106")
+                                path, known + _HOW_TO_ADD_A_RULE % ref, Errors.UNKNOWN_EXTRACTOR)
 
 
 def asks(c: Lint) -> Iterator[DomainProblem]:
     langs = _list(c.data.get("languages")) or ["zh", "en"]
+    registered = registry.languages.names()
+    for i, code in enumerate(langs if c.data.get("languages") else []):
+        if code not in registered:
+            yield c.problem(f"language '{code}' is not registered", f"languages/{i}",
+                            f"use one of: {', '.join(registered)}, or install the package that registers it "
+                            "(docs/adding-a-language.md)")
     for name, f in c.fields.items():
         ask = _map(_map(f).get("ask"))
         for lang in langs:
@@ -153,7 +161,7 @@ def transition_triggers(c: Lint) -> Iterator[DomainProblem]:
         if not t.get("when") and not t.get("when_complete"):
             yield c.problem(f"transition '{t.get('trigger')}' has neither `when` nor `when_complete`, so it never fires",
                             base, "add `when: {field: value}` (fires when a message sets it) or "
-                                  "`when_complete: [field, …]` (fires when all are set)", "CE116")
+                                  "`when_complete: [field, …]` (fires when all are set)", Errors.NEVER_FIRES)
 
 
 def transition_refs(c: Lint) -> Iterator[DomainProblem]:
@@ -179,7 +187,7 @@ def business_rules(c: Lint) -> Iterator[DomainProblem]:
     for i, name in enumerate(plugins):
         if not (c.base / name).exists():
             yield c.problem(f"plugin module '{name}' not found next to the domain file", f"plugins/{i}",
-                            f"create {c.base / name} or remove it from `plugins`", "CE108")
+                            f"create {c.base / name} or remove it from `plugins`", Errors.PLUGIN_MODULE)
     for i, r in enumerate(_list(c.data.get("rules"))):
         r = _map(r)
         if isinstance(r.get("check"), str):
@@ -188,7 +196,7 @@ def business_rules(c: Lint) -> Iterator[DomainProblem]:
             module = r["plugin"].split(".")[0] + ".py"
             if module not in plugins:
                 yield c.problem(f"rule '{r.get('id')}' uses plugin module '{module}', which is not listed under `plugins`",
-                                f"rules/{i}/plugin", f"add '{module}' to `plugins:`", "CE108")
+                                f"rules/{i}/plugin", f"add '{module}' to `plugins:`", Errors.PLUGIN_MODULE)
             for j, fname in enumerate(_list(r.get("fields"))):
                 yield from c.unknown_field(fname, f"rules/{i}/fields/{j}")
 
@@ -232,7 +240,7 @@ def unreachable_fields(c: Lint) -> Iterator[DomainProblem]:
         yield c.problem(f"field '{name}' (type {f.get('type')}) has no `extract` rules and no values, so no message fills it; {tool}",
                         f"fields/{name}", "add `extract: [...]` (a bundled rule, a rule from your own pack, or an inline "
                                           "`{pattern: …}`), `values:` or a `gazetteer:`; or `sources: [tool]` if only tools set it",
-                        "CE121", "warning")
+                        Errors.NEVER_FILLED, "warning")
 
 
 def duplicate_synonyms(c: Lint) -> Iterator[DomainProblem]:
@@ -247,7 +255,7 @@ def duplicate_synonyms(c: Lint) -> Iterator[DomainProblem]:
                     if key in owner and owner[key] != canonical and not phrase.startswith("!"):
                         yield c.problem(f"'{phrase}' is a synonym of both '{owner[key]}' and '{canonical}' in field '{name}'",
                                         f"{where}/{canonical}", f"keep it under one value; as it is, '{owner[key]}' always wins",
-                                        "CE122", "warning")
+                                        Errors.DUPLICATE_SYNONYM, "warning")
                     owner.setdefault(key, str(canonical))
 
 
@@ -258,12 +266,12 @@ def policy_types(c: Lint) -> Iterator[DomainProblem]:
         if f.get("policy") == "accumulate" and ftype != "list":
             yield c.problem(f"`policy: accumulate` on field '{name}' of type {ftype}: only a list can accumulate; "
                             "each new value just replaces the old one", f"{base}/policy",
-                            "use `type: list` with `items:`, or `policy: latest`", "CE124", "warning")
+                            "use `type: list` with `items:`, or `policy: latest`", Errors.POLICY_TYPE, "warning")
         if f.get("mentions") == "negated" and ftype not in ("list", "enum"):
             yield c.problem(f"`mentions: negated` on field '{name}' of type {ftype}: a negated {ftype} (\"not 2000\") "
                             "says what is excluded, not a value", f"{base}/mentions",
                             "use negated mentions for exclusion lists (`type: list` of enum values), or remove `mentions`",
-                            "CE124", "warning")
+                            Errors.POLICY_TYPE, "warning")
 
 
 _env = SandboxedEnvironment()
@@ -283,7 +291,7 @@ def money_against_numbers(c: Lint, expr: str, path: str) -> Iterator[DomainProbl
         if names and numbers:
             yield c.problem(f"expression compares money field '{names[0]}' with a bare number; a money value is "
                             "{amount, currency}, so the comparison never holds", path,
-                            f"compare its amount: amount({names[0]}) …", "CE125", "warning")
+                            f"compare its amount: amount({names[0]}) …", Errors.MONEY_VS_NUMBER, "warning")
 
 
 CHECKS: tuple[Callable[[Lint], Iterator[DomainProblem]], ...] = (

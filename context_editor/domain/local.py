@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import DomainProblem
+from ..errors import DomainProblem, Entry, Errors
 from ..lang import lexicon
 from .regexcheck import SAMPLE_LENGTH, slow_rule
 from .rulepacks import (Rule, _load_pack, add_rules, compile_rule, load_rule_library, pack_files, package_macros,
@@ -46,8 +46,8 @@ def _mapping(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
 
-def _problem(res: Resolution, line_of: LineOf, path: str, msg: str, fix: str, code: str) -> None:
-    res.problems.append(DomainProblem(msg, line=line_of(path), path=path, fix=fix, code=code))
+def _problem(res: Resolution, line_of: LineOf, path: str, msg: str, fix: str, entry: Entry[Any]) -> None:
+    res.problems.append(entry.problem(line=line_of(path), path=path, problem=msg, fix=fix))
 
 
 def _local_packs(data: dict[str, Any], base: Path, res: Resolution, line_of: LineOf) -> None:
@@ -57,9 +57,8 @@ def _local_packs(data: dict[str, Any], base: Path, res: Resolution, line_of: Lin
     for i, entry in enumerate(packs):
         where = base / str(entry)
         if not where.exists():
-            _problem(res, line_of, f"rule_packs/{i}", f"rule pack '{entry}' not found (looked for {where})",
-                     f"create {where} (a directory of pack files, or one .yaml pack) or fix the path; "
-                     "paths are relative to the domain file", "CE112")
+            res.problems.append(Errors.RULE_PACK_NOT_FOUND.problem(line=line_of(f"rule_packs/{i}"), path=f"rule_packs/{i}",
+                                                                   entry=entry, where=where))
             continue
         own = {**macros, **read_macros(where / "macros.yaml")} if where.is_dir() else macros
         for path in pack_files(where):
@@ -84,11 +83,12 @@ def _inline_rules(data: dict[str, Any], res: Resolution, line_of: LineOf) -> Non
             where = f"fields/{name}/extract/{i}"
             compiled = compile_rule({**r, "id": rid}, macros, "any", f"inline:{name}")
             if isinstance(compiled, tuple):
-                _problem(res, line_of, where, compiled[0], compiled[1], "CE110")
+                _problem(res, line_of, where, compiled[0], compiled[1], Errors.BAD_RULE)
                 continue
             if rid in res.library:
-                _problem(res, line_of, where, f"rule id '{rid}' is defined twice (also in {res.library[rid].source})",
-                         "give the inline rule another `id`", "CE111")
+                res.problems.append(Errors.RULE_ID_TWICE.problem(line=line_of(where), path=where, rule=rid,
+                                                                 other=res.library[rid].source,
+                                                                 fix="give the inline rule another `id`"))
                 continue
             res.library[rid] = compiled
             res.local_rules.append(compiled)
@@ -148,7 +148,7 @@ def _gazetteers(data: dict[str, Any], base: Path, res: Resolution, line_of: Line
             if not path.is_file():
                 _problem(res, line_of, where, f"gazetteer '{entry}' not found (looked for {path})",
                          "create the file (CSV: value,synonym|synonym; or JSON {value: [synonyms]}) or fix the path; "
-                         "paths are relative to the domain file", "CE113")
+                         "paths are relative to the domain file", Errors.GAZETTEER)
                 continue
             read = read_gazetteer(path)
             if isinstance(read, tuple):
@@ -156,7 +156,7 @@ def _gazetteers(data: dict[str, Any], base: Path, res: Resolution, line_of: Line
                 at = f" line {line}" if line else ""
                 _problem(res, line_of, where, f"gazetteer {entry}{at}: {msg}",
                          "one entity per row: canonical value first, then synonyms (CSV), or JSON {value: [synonyms]}",
-                         "CE113")
+                         Errors.GAZETTEER)
                 continue
             res.gazetteers[entry] = read
 
@@ -167,8 +167,7 @@ def _templates(data: dict[str, Any], base: Path, res: Resolution, line_of: LineO
         return
     where = base / entry
     if not where.is_dir():
-        _problem(res, line_of, "templates", f"templates directory '{entry}' not found (looked for {where})",
-                 "create it with your .xml.j2 files or remove `templates`", "CE114")
+        res.problems.append(Errors.TEMPLATES_DIR.problem(line=line_of("templates"), path="templates", entry=entry, where=where))
         return
     for path in sorted(where.iterdir()):
         if path.is_file() and path.suffix in TEMPLATE_SUFFIXES:
@@ -186,11 +185,9 @@ def resolve(data: dict[str, Any], base: Path, line_of: LineOf, check_backtrackin
         slow = slow_rule(tuple((r.id, r.pattern.pattern, int(r.pattern.flags)) for r in res.local_rules))
         if slow:
             rule = res.library[slow]
-            res.problems.append(DomainProblem(
-                f"rule '{slow}' ({rule.source}) takes seconds on a {SAMPLE_LENGTH + 1}-character input: its pattern backtracks catastrophically",
+            res.problems.append(Errors.CATASTROPHIC_REGEX.problem(
                 line=line_of("rule_packs") if not rule.source.startswith("inline:") else line_of(f"fields/{rule.source[7:]}/extract"),
-                path="", fix="avoid nested repetition such as (a+)+ or (\\w|\\d)*: make the alternatives exclusive "
-                             "or the inner part fixed-length", code="CE115"))
+                rule=slow, source=rule.source, length=SAMPLE_LENGTH + 1))
     return res
 
 

@@ -17,8 +17,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import DomainError, DomainProblem
+from ..errors import DomainError, DomainProblem, Errors
 from ..expressions import expression_names
+from ..lang import Lexicon, lexicon
+from ..lang.lexicon import merged
 from ..model import canonical_json
 from ..resources import domains_dir
 from .checks import semantic_problems
@@ -133,6 +135,16 @@ class Domain:
     source: dict[str, Any]  # the loaded document, stored with the log so replay uses this exact version
     rule_library: dict[str, Rule] = field(repr=False, compare=False, default_factory=dict)
 
+    @cached_property
+    def lexicon(self) -> Lexicon:
+        """The lexicons this version ran with (stored with it); the installed object itself when
+        they are the same, so the finders' caches are shared."""
+        stored_parts = self.source.get(RESOLVED, {}).get("lexicons")
+        installed = lexicon()
+        if not stored_parts or stored_parts == installed.per_language:
+            return installed
+        return merged(stored_parts)
+
     @property
     def templates(self) -> dict[str, str]:
         """Templates beside the domain file, by file name (stored with the version)."""
@@ -154,9 +166,7 @@ def resolve_domain_path(domain: str | Path) -> Path:
     if bundled.exists():
         return bundled
     names = ", ".join(sorted(x.stem for x in DOMAINS_DIR.glob("*.yaml")))
-    raise DomainError([DomainProblem(
-        f"no domain file '{domain}'", line=None,
-        fix=f"pass a path to a .yaml file or one of the bundled domains: {names}", code="CE103")], file=str(domain))
+    raise DomainError([Errors.NO_DOMAIN.problem(line=None, domain=domain, names=names)], file=str(domain))
 
 
 def _problems(path: Path) -> tuple[Any, list[DomainProblem], Resolution | None]:
@@ -164,16 +174,14 @@ def _problems(path: Path) -> tuple[Any, list[DomainProblem], Resolution | None]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return None, [DomainProblem("file not found", line=None, fix="check the path", code="CE103")], None
+        return None, [Errors.DOMAIN_FILE_NOT_FOUND.problem(line=None)], None
     except UnicodeDecodeError as exc:
-        return None, [DomainProblem(f"not UTF-8 text: {exc.reason} at byte {exc.start}", line=None,
-                                    fix="save the file as UTF-8", code="CE102")], None
+        return None, [Errors.NOT_UTF8.problem(line=None, reason=exc.reason, byte=exc.start)], None
     doc = load_lined_yaml(text, str(path))
     if doc.problems and doc.data is None:
         return doc, doc.problems, None
     if not isinstance(doc.data, dict):
-        return doc, [DomainProblem("a domain file must be a YAML mapping (domain:, version:, fields:, actions:)",
-                                   line=1, fix="start from domains/ecommerce.yaml", code="CE104")], None
+        return doc, [Errors.NOT_A_DOMAIN_MAPPING.problem(line=1)], None
     structural = schema_problems(doc)
     res = resolve(doc.data, path.parent, doc.line)
     semantic = semantic_problems(doc, res, path.parent, structure_ok=not any(p.is_error for p in structural))
@@ -253,10 +261,7 @@ PLUGIN_CODE = "_plugin_code"  # plugin sources kept in the stored document: repl
 
 
 def _plugins_refused(path: str) -> DomainError:
-    return DomainError([DomainProblem(
-        "this domain declares Python plugin rules, which run code; they are not loaded unless enabled", line=None,
-        fix="pass --allow-plugins (CLI) or allow_plugins=True (Python) if you trust this domain's plugin modules",
-        code="CE109")], file=path)
+    return DomainError([Errors.PLUGINS_REFUSED.problem(line=None)], file=path)
 
 
 def _plugin_modules(code: dict[str, str]) -> dict[str, types.ModuleType]:

@@ -7,6 +7,7 @@ A test regenerates it and compares, so the reference can never drift from the pa
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import defaultdict
 from typing import Any
@@ -24,7 +25,8 @@ prefix: `money.budget` selects `money.budget.zh`, `money.budget.en` and every ot
 `money.budget.*` rule. Packs under `common/` have `language: any` and run on text in any
 language. Your own rules go in a pack beside your domain file (`rule_packs: [./rules]`, see
 docs/domain-format.md#your-own-rules) and are listed the same way by `context-editor lint`.
-Rules whose family is `slot` are the dataset importers' generic slot rules.
+Rules whose family is `slot` are the dataset importers' generic slot rules. The examples come
+from `rules/examples.yaml` (messages sent on Wednesday 2024-05-01).
 """
 
 
@@ -46,13 +48,34 @@ def _rows() -> list[tuple[str, str, str, str, str, str]]:
     return out
 
 
+EXAMPLES_FILE = "examples.yaml"
+
+
+def examples() -> dict[str, Any]:
+    """`rules/examples.yaml`: per rule reference, a field type and (text, value) cases."""
+    data = load_lined_yaml((rules_dir() / EXAMPLES_FILE).read_text("utf-8"), EXAMPLES_FILE).data
+    return data if isinstance(data, dict) else {}
+
+
+def _example_lines(family: str, shown: dict[str, Any]) -> list[str]:
+    out = []
+    for ref, spec in sorted(shown.items()):
+        if ref.split(".")[0] != family:
+            continue
+        pairs = "; ".join(f"“{c['text']}” → `{json.dumps(c['value'], ensure_ascii=False)}`" for c in spec["cases"])
+        out.append(f"- `{ref}` into a `{spec['type']}` field: {pairs}")
+    return ["Examples (run by the tests):", "", *out, ""] if out else []
+
+
 def reference() -> str:
     families: dict[str, list[tuple[str, str, str, str, str, str]]] = defaultdict(list)
     for row in _rows():
         families[row[0]].append(row)
+    shown = examples().get("examples") or {}
     lines = [_INTRO]
     for family in sorted(families):
         lines.append(f"## `{family}`\n")
+        lines.extend(_example_lines(family, shown))
         lines.append("| id | language | parser | confidence | matches (pack) |")
         lines.append("|---|---|---|---|---|")
         for _, rid, lang, parse, conf, what in families[family]:

@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import DomainError, DomainProblem
+from ..errors import DomainError, DomainProblem, Errors
 from ..lang import Language, Lexicon, languages, lexicon
 from ..lang.lexicon import COMMON, LEXICON_FILE
 from ..resources import rules_dir
@@ -85,16 +85,16 @@ def _load_pack(path: Path, macros: dict[str, str], problems: list[tuple[Path, Do
     try:
         doc = load_lined_yaml(path.read_text(encoding="utf-8"), str(path))
     except (OSError, UnicodeDecodeError) as exc:
-        problems.append((path, DomainProblem(f"cannot read rule pack: {exc}", line=None, fix="save it as UTF-8 text",
-                                             code="CE110")))
+        problems.append((path, Errors.BAD_RULE.problem(line=None, problem=f"cannot read rule pack: {exc}",
+                                                       fix="save it as UTF-8 text")))
         return []
     for p in doc.problems:
         if p.is_error:
             problems.append((path, p))
     data = doc.data if isinstance(doc.data, dict) else {}
     if doc.data is not None and not isinstance(doc.data, dict):
-        problems.append((path, DomainProblem("a rule pack must be a mapping with `rules:`", line=1,
-                                             fix="write `language: en` and `rules: [{id: …, pattern: …}]`", code="CE110")))
+        problems.append((path, Errors.BAD_RULE.problem(line=1, problem="a rule pack must be a mapping with `rules:`",
+                                                       fix="write `language: en` and `rules: [{id: …, pattern: …}]`")))
     default_lang = path.parent.name if path.parent.name in ("zh", "en", "common") else "any"
     lang = str(data.get("language", default_lang))
     rules = []
@@ -102,7 +102,7 @@ def _load_pack(path: Path, macros: dict[str, str], problems: list[tuple[Path, Do
         line = doc.line(f"rules/{i}")
         compiled = compile_rule(r, macros, lang, f"{label or path.parent.name + '/' + path.name}:{line}")
         if isinstance(compiled, tuple):
-            problems.append((path, DomainProblem(compiled[0], line=line, path=f"rules/{i}", fix=compiled[1], code="CE110")))
+            problems.append((path, Errors.BAD_RULE.problem(line=line, path=f"rules/{i}", problem=compiled[0], fix=compiled[1])))
             continue
         rules.append(compiled)
     return rules
@@ -129,8 +129,8 @@ def add_rules(library: dict[str, Rule], rules: list[Rule], path: Path, problems:
     """Add rules to a library; an id defined twice is a problem naming both places."""
     for rule in rules:
         if rule.id in library:
-            problems.append((path, DomainProblem(f"rule id '{rule.id}' is defined twice (also in {library[rule.id].source})",
-                                                 line=None, fix="give each rule a unique id", code="CE111")))
+            problems.append((path, Errors.RULE_ID_TWICE.problem(line=None, rule=rule.id, other=library[rule.id].source,
+                                                                fix="give each rule a unique id")))
             continue
         library[rule.id] = rule
 

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 import jsonschema
 
-from ..errors import DomainProblem
+from ..errors import DomainProblem, Entry, Errors
 from ..resources import schema_path
 from .yamlines import LinedYaml
 
@@ -123,9 +123,9 @@ def _alternatives(err: jsonschema.ValidationError, doc: LinedYaml) -> Iterator[D
     return None
 
 
-def _problem(doc: LinedYaml, path: list[str], message: str, fix: str, code: str = "CE104",
+def _problem(doc: LinedYaml, path: list[str], message: str, fix: str, entry: Entry[Any] = Errors.SCHEMA,
              severity: str = "error") -> DomainProblem:
-    return DomainProblem(message, line=doc.line(path), path="/".join(path), fix=fix, code=code, severity=severity)
+    return entry.problem(line=doc.line(path), path="/".join(path), severity=severity, problem=message, fix=fix)
 
 
 def translate(err: jsonschema.ValidationError, doc: LinedYaml) -> Iterator[DomainProblem]:
@@ -146,7 +146,7 @@ def translate(err: jsonschema.ValidationError, doc: LinedYaml) -> Iterator[Domai
             close = difflib.get_close_matches(str(key), known, n=1)
             hint = f"did you mean `{close[0]}`? " if close else ""
             yield _problem(doc, path + [str(key)], f"unknown key '{key}' in {where} (it is ignored)",
-                           f"{hint}remove it, or use one of: {', '.join(known)}", code="CE120", severity="warning")
+                           f"{hint}remove it, or use one of: {', '.join(known)}", Errors.UNKNOWN_KEY_IGNORED, severity="warning")
     elif kind == "required":
         for key in [k for k in want if isinstance(v, dict) and k not in v]:
             yield _problem(doc, path, f"{where} is missing `{key}`", f"add `{key}:` ({_DOCS})")

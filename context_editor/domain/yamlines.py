@@ -4,8 +4,9 @@ Domain files are authored by people, so every error must point at a line. PyYAML
 keeps marks on nodes; we construct plain Python data from the node tree and a parallel map
 from a JSON-pointer-like path ("fields/budget_max/type") to its 1-based line. Duplicate keys,
 which YAML silently collapses, are reported instead of lost. YAML 1.1 reads unquoted `yes`,
-`no`, `on` and `off` as booleans: as a key (`yes: [是的]` in an enum) the key is kept as written
-and a warning says to quote it; as a value it stays a boolean, with the same warning.
+`no`, `on` and `off` as booleans (and `true`/`false` keys): such a scalar is kept as the text
+written (`yes: [是的]` in an enum is the value "yes", not "True") and a warning says to quote it;
+where a boolean is meant, the schema then asks for true/false.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import DomainProblem
+from ..errors import DomainProblem, Errors
 
 
 class LinedYaml:
@@ -39,17 +40,15 @@ _BOOL_TAG = "tag:yaml.org,2002:bool"
 
 
 def _yaml11_bool(node: yaml.Node, path: str, as_key: bool, problems: list[DomainProblem]) -> bool:
-    """Warn about an unquoted scalar YAML 1.1 turns into a boolean; True if it did."""
+    """Warn about an unquoted scalar YAML 1.1 would turn into a boolean; True if it is one (the
+    caller then keeps its text)."""
     if not (isinstance(node, yaml.ScalarNode) and node.tag == _BOOL_TAG and node.style is None):
         return False
     if not as_key and node.value.lower() in ("true", "false"):
         return False  # `critical: true` means a boolean
     role = "key" if as_key else "value"
-    problems.append(DomainProblem(
-        f"unquoted {role} '{node.value}' is read by YAML as the boolean {str(node.value.lower() in ('yes', 'on', 'true', 'y')).lower()}",
-        line=node.start_mark.line + 1, path=path,
-        fix=f"quote it: '{node.value}'" + (" (kept as the text you wrote)" if as_key else "")
-            + " — or write true/false if a boolean is meant", code="CE123", severity="warning"))
+    problems.append(Errors.YAML_BOOLEAN.problem(line=node.start_mark.line + 1, path=path, severity="warning",
+                                                role=role, value=node.value))
     return True
 
 
@@ -65,10 +64,7 @@ def _build(node: yaml.Node, path: str, lines: dict[str, int], problems: list[Dom
                 key = str(key) if not isinstance(key, str) else key
             child = f"{path}/{key}" if path else key
             if key in out:
-                problems.append(DomainProblem(
-                    f"duplicate key '{key}' (YAML would silently keep only the last one)",
-                    line=key_node.start_mark.line + 1, path=child,
-                    fix=f"remove or rename one of the '{key}' entries", code="CE101"))
+                problems.append(Errors.DUPLICATE_KEY.problem(line=key_node.start_mark.line + 1, path=child, key=key))
             lines[child] = key_node.start_mark.line + 1
             out[key] = _build(value_node, child, lines, problems)
             lines[child] = key_node.start_mark.line + 1  # the key's line beats its value's
@@ -76,7 +72,8 @@ def _build(node: yaml.Node, path: str, lines: dict[str, int], problems: list[Dom
     if isinstance(node, yaml.SequenceNode):
         return [_build(item, f"{path}/{i}" if path else str(i), lines, problems)
                 for i, item in enumerate(node.value)]
-    _yaml11_bool(node, path, False, problems)
+    if _yaml11_bool(node, path, False, problems):
+        return node.value
     return _constructor.construct_object(node, deep=True)
 
 
@@ -94,10 +91,7 @@ def load_lined_yaml(text: str, file: str) -> LinedYaml:
         problem = getattr(exc, "problem", None) or str(exc)
         context = getattr(exc, "context", None)
         noticed = f" ({context} that starts here; noticed on line {problem_mark.line + 1})" if context and problem_mark else ""
-        return LinedYaml(None, {}, [DomainProblem(
-            f"YAML syntax error: {problem}{noticed}", line=line,
-            fix="check indentation and quoting on this line (quote strings containing ': ' or '#')",
-            code="CE102")])
+        return LinedYaml(None, {}, [Errors.YAML_SYNTAX.problem(line=line, detail=f"{problem}{noticed}")])
     lines: dict[str, int] = {}
     problems: list[DomainProblem] = []
     data = _build(node, "", lines, problems) if node is not None else None

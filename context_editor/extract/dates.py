@@ -55,12 +55,16 @@ import calendar
 import datetime as dt
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from functools import lru_cache
+from typing import Any, Callable, Iterable
+
+from ..lang import Lexicon, lexicon
 
 from .numbers import (
     CN_CLOCK_MINUTE,
     NOT_A_DAY,
     SMALL_NUMERAL,
+    alt,
     leftmost_longest,
     normalize_width,
     parse_number,
@@ -106,48 +110,46 @@ _FLAGS = re.IGNORECASE | re.ASCII
 
 # --------------------------------------------------------------------------- vocabulary
 
-_DAY_WORDS: dict[str, tuple[int, str | None]] = {
-    **dict.fromkeys(("今天", "今日", "今儿", "today"), (0, None)),
-    **dict.fromkeys(("明天", "明日", "明儿", "tomorrow", "tmr", "tmrw"), (1, None)),
-    **dict.fromkeys(("后天", "the day after tomorrow", "day after tomorrow"), (2, None)),
-    "大后天": (3, None),
-    **dict.fromkeys(("昨天", "昨日", "yesterday"), (-1, None)),
-    **dict.fromkeys(("前天", "the day before yesterday", "day before yesterday"), (-2, None)),
-    "大前天": (-3, None),
-    **dict.fromkeys(("今晚", "tonight"), (0, "evening")),
-    "明晚": (1, "evening"),
-    "今早": (0, "morning"),
-    "明早": (1, "morning"),
-}
-# Spelled out rather than taken from ``calendar``, whose names follow the process locale.
-_EN_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_EN_MONTHS = (
-    "january", "february", "march", "april", "may", "june",
-    "july", "august", "september", "october", "november", "december",
-)  # fmt: skip
-_WEEKDAY_OF = {
-    **{c: i for i, c in enumerate("一二三四五六日")},
-    "天": 6,
-    "末": 5,
-    **{name: i for i, name in enumerate(_EN_WEEKDAYS)},
-    **{name[:3]: i for i, name in enumerate(_EN_WEEKDAYS)},
-    "tues": 1,
-    "thur": 3,
-    "thurs": 3,
-    "weekend": 5,
-}
-# Week offset of a weekday qualifier; None means "the coming one".
-_WEEK_SHIFT: dict[str, int | None] = {
-    **dict.fromkeys(("这", "本", "this", "coming", "this coming", "on"), None),
-    **dict.fromkeys(("下", "next"), 1),
-    "下下": 2,
-    **dict.fromkeys(("上", "last"), -1),
-}
-_MONTH_OF = {
-    **{name: i for i, name in enumerate(_EN_MONTHS, 1)},
-    **{name[:3]: i for i, name in enumerate(_EN_MONTHS, 1)},
-    "sept": 9,
-}
+@dataclass(frozen=True, eq=False)  # hashed by identity: one per lexicon, a cache key
+class _DateWords:
+    """The date words of the registered languages (`dates:` in the lexicons), as lookups."""
+
+    day: dict[str, tuple[int, str | None]]  # 明天 / tomorrow -> (days from today, implied period)
+    weekday: dict[str, int]  # lower-cased weekday name or abbreviation -> 0 (Monday) … 6
+    weekday_names: tuple[str, ...]  # matched in any case
+    weekday_abbreviations: tuple[str, ...]  # matched only as written ("Sat", never "sat")
+    week_shift: dict[str, int | None]  # next / 下 -> weeks ahead; None: the coming one
+    month: dict[str, int]  # lower-cased month name or abbreviation -> 1 … 12
+    joiners: tuple[str, ...]  # between a day and its month ("10 of May", "10 de mayo")
+
+
+# The Chinese weekday forms are grammar (周 / 星期 / 礼拜 + a numeral), not words of a list.
+_ZH_WEEKDAY_OF = {**{c: i for i, c in enumerate("一二三四五六日")}, "天": 6, "末": 5}
+_ZH_WEEK_SHIFT: dict[str, int | None] = {"这": None, "本": None, "下": 1, "下下": 2, "上": -1}
+
+
+@lru_cache(maxsize=2)
+def _date_words(lex: Lexicon) -> _DateWords:
+    def offset(value: Any) -> tuple[int, str | None]:
+        return (int(value[0]), str(value[1])) if isinstance(value, list) else (int(value), None)
+
+    weekdays = lex.table("dates/weekdays")
+    abbreviations = lex.table("dates/weekday_abbreviations")
+    return _DateWords(
+        day={_key(w): offset(v) for w, v in lex.get("dates/relative_days", {}).items()},
+        weekday=_ZH_WEEKDAY_OF | {w.lower(): int(i) for table in (weekdays, abbreviations) for i, ws in table.items() for w in ws},
+        weekday_names=tuple(w for ws in weekdays.values() for w in ws),
+        weekday_abbreviations=tuple(w for ws in abbreviations.values() for w in ws),
+        week_shift=_ZH_WEEK_SHIFT | {_key(w): (None if v is None else int(v)) for w, v in lex.get("dates/weekday_shift", {}).items()},
+        month={w.lower(): int(i) for i, ws in lex.table("dates/months").items() for w in ws},
+        joiners=tuple(lex.words("dates/day_month_joiners")),
+    )
+
+
+def _words() -> _DateWords:
+    return _date_words(lexicon())
+
+
 _MONTH_SHIFT = {"这个": 0, "本": 0, "下个": 1, "下": 1, "上个": -1, "上": -1}
 _YEAR_SHIFT = {"今": 0, "明": 1, "后": 2, "去": -1, "前": -2}
 _OFFSET_UNIT_DAYS = {"天": 1, "周": 7, "星期": 7, "礼拜": 7, "day": 1, "days": 1, "week": 7, "weeks": 7}
@@ -167,11 +169,23 @@ _EN_PERIODS = words_pattern(("morning", "afternoon", "evening", "night"))
 
 _NUM = SMALL_NUMERAL
 _EN_COUNT = r"[0-9]{1,3}|an?|[a-z]+(?:-[a-z]+)?"
-_WEEKDAY_NAMES = (
-    rf"(?:{words_pattern(_EN_WEEKDAYS)}|weekend"
-    r"|(?-i:Mon|Tues?|Wed|Thu(?:rs?)?|Fri|Sat|Sun)\.?)(?![a-z])"
-)
-_MONTH_NAMES = rf"{words_pattern(_MONTH_OF)}\.?"
+
+
+def _weekday_names(w: _DateWords) -> str:
+    return (rf"(?:{words_pattern(w.weekday_names)}"
+            rf"|(?-i:{alt(w.weekday_abbreviations)})\.?)(?![a-z])" if w.weekday_abbreviations else
+            rf"(?:{words_pattern(w.weekday_names)})(?![a-z])")
+
+
+def _month_names(w: _DateWords) -> str:
+    return rf"{words_pattern(w.month)}\.?"
+
+
+def _joined(w: _DateWords) -> str:
+    """An optional joiner word and the space after it ("of ", "de ")."""
+    return rf"(?:(?:{alt(w.joiners)})\s+)?" if w.joiners else ""
+
+
 _ORDINAL = r"(?:st|nd|rd|th)?"
 _ISOLATED = r"(?<![0-9a-z/.-])"  # not glued to a code, a longer number or a path
 
@@ -195,17 +209,26 @@ class _Rule:
         return self.pattern.finditer(norm)
 
 
-_DAY_RULES: list[tuple[_Rule, _Resolver]] = []
+# A pattern is written once; those built from the lexicons' words are functions of them.
+_Pattern = str | Callable[[_DateWords], str]
+_DAY_RULES: list[tuple[_Pattern, tuple[str, ...], _Resolver]] = []
 
 
-def _rule(pattern: str, needs: tuple[str, ...] = ()) -> Callable[[_Resolver], _Resolver]:
+def _rule(pattern: _Pattern, needs: tuple[str, ...] = ()) -> Callable[[_Resolver], _Resolver]:
     """Register a day resolver for ``pattern``; resolvers return None for impossible dates."""
 
     def register(resolver: _Resolver) -> _Resolver:
-        _DAY_RULES.append((_Rule(re.compile(pattern, _FLAGS), needs), resolver))
+        _DAY_RULES.append((pattern, needs, resolver))
         return resolver
 
     return register
+
+
+@lru_cache(maxsize=2)
+def _day_rules(w: _DateWords) -> list[tuple[_Rule, _Resolver]]:
+    """The day rules compiled for the registered languages' words."""
+    return [(_Rule(re.compile(p if isinstance(p, str) else p(w), _FLAGS), needs), resolve)
+            for p, needs, resolve in _DAY_RULES]
 
 
 def _safe_date(year: int, month: int, day: int) -> dt.date | None:
@@ -241,16 +264,17 @@ def _int(s: str | None) -> int | None:
     return value if isinstance(value, int) else None
 
 
-@_rule(rf"(?<![然以之]){words_pattern(_DAY_WORDS)}")  # not the 后天 of 然后天气 ("then the weather")
+@_rule(lambda w: rf"(?<![然以之]){words_pattern(w.day)}")  # not the 后天 of 然后天气 ("then the weather")
 def _relative_day(m: re.Match[str], today: dt.date) -> dt.date:
-    return today + dt.timedelta(days=_DAY_WORDS[_key(m[0])][0])
+    return today + dt.timedelta(days=_words().day[_key(m[0])][0])
 
 
 @_rule(r"(?P<shift>下下|下|这|本|上)?个?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天末])", ("周", "星期", "礼拜"))
-@_rule(rf"(?<![a-z])(?:(?P<shift>next|this\s+coming|this|last|coming|on)\s+)?(?P<wd>{_WEEKDAY_NAMES})")
+@_rule(lambda w: rf"(?<![a-z])(?:(?P<shift>{words_pattern(k for k in w.week_shift if k.isascii() or k not in _ZH_WEEK_SHIFT)})\s+)?"
+       rf"(?P<wd>{_weekday_names(w)})")
 def _weekday(m: re.Match[str], today: dt.date) -> dt.date:
-    weekday = _WEEKDAY_OF[m["wd"].rstrip(".").lower()]
-    shift = _WEEK_SHIFT[_key(m["shift"])] if m["shift"] else None
+    weekday = _words().weekday[_key(m["wd"].rstrip("."))]
+    shift = _words().week_shift[_key(m["shift"])] if m["shift"] else None
     if shift is None:
         return today + dt.timedelta(days=(weekday - today.weekday()) % 7)
     return today + dt.timedelta(days=7 * shift + weekday - today.weekday())
@@ -309,15 +333,15 @@ def _us_numeric_day(m: re.Match[str], today: dt.date) -> dt.date | None:
 
 
 @_rule(
-    rf"(?<![a-z])(?P<mon>{_MONTH_NAMES})\s+(?:the\s+)?(?P<day>[0-9]{{1,2}}){_ORDINAL}(?![0-9a-z:])"
+    lambda w: rf"(?<![a-z])(?P<mon>{_month_names(w)})\s+(?:the\s+)?(?P<day>[0-9]{{1,2}}){_ORDINAL}(?![0-9a-z:])"
     rf"(?:,?\s*(?P<year>[0-9]{{4}})(?![0-9]))?"
 )
 @_rule(
-    rf"(?<![0-9a-z])(?P<day>[0-9]{{1,2}}){_ORDINAL}\s+(?:of\s+)?(?P<mon>{_MONTH_NAMES})(?![a-z])"
-    rf"(?:,?\s*(?P<year>[0-9]{{4}})(?![0-9]))?"
+    lambda w: rf"(?<![0-9a-z])(?P<day>[0-9]{{1,2}}){_ORDINAL}\s+{_joined(w)}(?P<mon>{_month_names(w)})(?![a-z])"
+    rf"(?:,?\s*{_joined(w)}(?P<year>[0-9]{{4}})(?![0-9]))?"
 )
-def _english_calendar_day(m: re.Match[str], today: dt.date) -> dt.date | None:
-    month, day = _MONTH_OF[m["mon"].rstrip(".").lower()], int(m["day"])
+def _named_month_day(m: re.Match[str], today: dt.date) -> dt.date | None:
+    month, day = _words().month[m["mon"].rstrip(".").lower()], int(m["day"])
     if m["year"]:
         return _safe_date(int(m["year"]), month, day)
     return _next_month_day(today, month, day)
@@ -432,14 +456,14 @@ _GLUE_BEFORE_DAY = re.compile(r"\s*[,，]?\s*(?:on\s+)?", _FLAGS)
 
 def _days(norm: str, lowered: str, today: dt.date) -> list[_Day]:
     found = []
-    for rule, resolve in _DAY_RULES:
+    for rule, resolve in _day_rules(_words()):
         for m in rule.finditer(lowered, norm):
             try:
                 day = resolve(m, today)
             except OverflowError:  # beyond 9999-12-31 or before year 1
                 continue
             if day is not None:
-                implied = _DAY_WORDS.get(_key(m[0]), (0, None))[1]
+                implied = _words().day.get(_key(m[0]), (0, None))[1]
                 found.append(_Day(m.start(), m.end(), day, implied))
     return leftmost_longest(found)
 

@@ -10,14 +10,14 @@ candidate is dropped rather than guessed (no invented facts).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Sequence
 
 from ..domain import FieldSpec
 from .dates import find_dates
-from .numbers import duration_in, find_durations, find_money, find_numbers, find_people_counts, find_percents, parse_number
+from .numbers import (duration_in, find_durations, find_money, find_numbers, find_people_counts, find_percents,
+                      joins_range, parse_number)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +49,6 @@ def _number(text: str, nearest: str) -> Parsed | None:
     return Parsed(m.value, m.start, m.end) if m else None
 
 
-_RANGE_JOIN = re.compile(r"\s*(?:-|~|～|—|到|至|to|and)\s*", re.IGNORECASE)
-
-
 def _money(text: str, default_currency: str, nearest: str) -> Parsed | None:
     """An amount with its currency; of a range ("1000-2000元", "1000到2000") the upper bound, the
     budget's ceiling. Bare numbers are money here because the rule's cue ("预算") said so."""
@@ -61,7 +58,7 @@ def _money(text: str, default_currency: str, nearest: str) -> Parsed | None:
         m = _pick(maxima, nearest) if len(found) > 1 and maxima else _pick(found, nearest)
         return Parsed({"amount": m.amount, "currency": m.currency or default_currency}, m.start, m.end)
     nums = find_numbers(text)
-    if len(nums) == 2 and _RANGE_JOIN.fullmatch(text, nums[0].end, nums[1].start):
+    if len(nums) == 2 and joins_range(text, nums[0], nums[1]):
         return Parsed({"amount": nums[1].value, "currency": default_currency}, nums[1].start, nums[1].end)
     n = _number(text, nearest)
     return Parsed({"amount": n.value, "currency": default_currency}, n.start, n.end) if n else None

@@ -5,7 +5,8 @@ writes CrossWOZ's five domains with gazetteers from its database. Both are what
 `context-editor import sgd|crosswoz` runs.
 """
 
-from .common import DatasetError, read_json
+from ..errors import DatasetError
+from .common import read_json
 from .crosswoz import import_crosswoz
 from .sgd import import_sgd
 

@@ -18,23 +18,17 @@ from typing import Any
 import yaml
 
 from ..domain import lint_domain
-from ..errors import ContextEditorError
+from ..errors import Errors
 
 _NON_NAME = re.compile(r"[^a-z0-9]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-
-
-class DatasetError(ContextEditorError):
-    """The input of an importer is missing or not in the published format."""
-
-    code = "CE700"
 
 
 def read_json(path: str | Path) -> Any:
     """JSON from a plain, gzipped (`.gz`) or zipped (`.zip`, first `.json` member) file."""
     p = Path(path)
     if not p.is_file():
-        raise DatasetError(f"no such file: {p}", fix="check the path (datasets are read where they are, never copied)")
+        raise Errors.BAD_DATASET(problem=f"no such file: {p}", fix="check the path (datasets are read where they are, never copied)")
     try:
         if p.suffix == ".gz":
             with gzip.open(p, "rt", encoding="utf-8") as fh:
@@ -43,11 +37,11 @@ def read_json(path: str | Path) -> Any:
             with zipfile.ZipFile(p) as z:
                 names = [n for n in z.namelist() if n.endswith(".json")]
                 if not names:
-                    raise DatasetError(f"{p} holds no .json file", fix="pass the published zip (e.g. crosswoz/val.json.zip)")
+                    raise Errors.BAD_DATASET(problem=f"{p} holds no .json file", fix="pass the published zip (e.g. crosswoz/val.json.zip)")
                 return json.loads(z.read(names[0]).decode("utf-8"))
         return json.loads(p.read_text(encoding="utf-8"))
     except (ValueError, OSError, zipfile.BadZipFile) as exc:
-        raise DatasetError(f"{p} is not readable JSON: {exc}",
+        raise Errors.BAD_DATASET(problem=f"{p} is not readable JSON: {exc}",
                            fix="pass the file as published (plain .json, .json.gz or .json.zip)") from exc
 
 
@@ -95,9 +89,7 @@ def write_domains(docs: dict[str, tuple[dict[str, Any], str]], out_dir: str | Pa
         problems = [p for p in lint_domain(path)[1] if p.is_error]  # warnings are the user's to read in `lint`
         if problems:
             detail = "\n".join(p.format(str(path)) for p in problems[:5])
-            raise ContextEditorError(f"the importer wrote a domain that does not lint:\n{detail}", file=str(path),
-                                     fix="this is a bug in context_editor/importers; please report it with the input schema",
-                                     code="CE701")
+            raise Errors.IMPORTER_BUG(detail=detail, file=str(path))
         written.append(path)
     return written
 

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .common import DatasetError, read_json, track_action, write_domains
+from ..errors import Errors
+from .common import read_json, track_action, write_domains
 
 _BRANCH = re.compile(r"[（(][^（）()]*[)）]$")  # "汉庭酒店(北京柳芳店)" -> branch "(北京柳芳店)"
 
@@ -100,11 +101,11 @@ def gold_slots(domain_zh: str) -> dict[str, str]:
 
 def _records(database_dir: Path, name: str) -> list[dict[str, Any]]:
     if not (database_dir / name).is_file():
-        raise DatasetError(f"{database_dir} has no {name}",
+        raise Errors.BAD_DATASET(problem=f"{database_dir} has no {name}",
                            fix="pass CrossWOZ's `database/` directory (attraction_db.json, restaurant_db.json, hotel_db.json)")
     rows = read_json(database_dir / name)
     if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == 2 and isinstance(r[1], dict) for r in rows):
-        raise DatasetError(f"{database_dir / name} is not a CrossWOZ database file (a list of [name, record] pairs)",
+        raise Errors.BAD_DATASET(problem=f"{database_dir / name} is not a CrossWOZ database file (a list of [name, record] pairs)",
                            fix="pass the CrossWOZ `database/` directory as published")
     return [r[1] for r in rows]
 
@@ -193,7 +194,7 @@ def import_crosswoz(database_dir: str | Path, out_dir: str | Path) -> list[Path]
     """Write the five CrossWOZ domains, with gazetteers from `database_dir`, into `out_dir`."""
     db = Path(database_dir)
     if not db.is_dir():
-        raise DatasetError(f"no such directory: {db}", fix="pass CrossWOZ's `database/` directory (it holds attraction_db.json, …)")
+        raise Errors.BAD_DATASET(problem=f"no such directory: {db}", fix="pass CrossWOZ's `database/` directory (it holds attraction_db.json, …)")
     vocab = _vocabularies(db)
     gazetteers = Path(out_dir) / GAZETTEER_DIR
     gazetteers.mkdir(parents=True, exist_ok=True)

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .common import DatasetError, read_json, snake, track_action, words, write_domains
+from ..errors import Errors
+from .common import read_json, snake, track_action, words, write_domains
 
 # Words of a boolean slot name that say nothing about what the user wants ("has_wifi" -> wifi).
 _FLAG_FILLER = {"has", "is", "allowed", "options", "flag", "good", "for", "available"}
@@ -179,7 +180,7 @@ def load_schema(path: str | Path) -> list[dict[str, Any]]:
     """The services of an SGD `schema.json` (plain or gzipped), checked for the fields we use."""
     schema = read_json(path)
     if not isinstance(schema, list) or not all(isinstance(s, dict) and {"service_name", "slots", "intents"} <= set(s) for s in schema):
-        raise DatasetError(f"{path} is not an SGD schema (a list of services with service_name, slots, intents)",
+        raise Errors.BAD_DATASET(problem=f"{path} is not an SGD schema (a list of services with service_name, slots, intents)",
                            fix="pass schema.json from an SGD split directory, e.g. sgd/dev/schema.json.gz")
     return schema
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import BudgetError
+from ..errors import Errors
 
 
 @dataclass(frozen=True)
@@ -33,21 +33,21 @@ def resolve_budget(requested: int | str | None, default: int, window: Window | N
         text = requested.strip()
         if text.endswith("%"):
             if window is None:
-                raise BudgetError(f"budget {requested!r} is a share of the model's window, and no window is set",
-                                  fix="pass context_window=N to ContextEditor (--context-window N), or a budget in tokens")
+                raise Errors.BAD_BUDGET(problem=f"budget {requested!r} is a share of the model's window, and no window is set",
+                                        fix="pass context_window=N to ContextEditor (--context-window N), or a budget in tokens")
             try:
                 share = float(text[:-1]) / 100
             except ValueError:
                 share = -1.0
             if not 0 < share <= 1:
-                raise BudgetError(f"budget {requested!r} is not a share between 0% and 100%", fix='write it like "60%"')
+                raise Errors.BAD_BUDGET(problem=f"budget {requested!r} is not a share between 0% and 100%", fix='write it like "60%"')
             requested = int(window.tokens * share)
         elif text.isdigit():
             requested = int(text)
         else:
-            raise BudgetError(f"budget {requested!r} is neither a number of tokens nor a share",
-                              fix='pass tokens (600) or a share of the model window ("60%")')
+            raise Errors.BAD_BUDGET(problem=f"budget {requested!r} is neither a number of tokens nor a share",
+                                    fix='pass tokens (600) or a share of the model window ("60%")')
     budget = default if requested is None else requested
     if budget <= 0:
-        raise BudgetError(f"budget {budget} must be a positive number of tokens", fix="pass a budget above 0")
+        raise Errors.BAD_BUDGET(problem=f"budget {budget} must be a positive number of tokens", fix="pass a budget above 0")
     return min(budget, window.input_tokens) if window else budget

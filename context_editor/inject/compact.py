@@ -19,9 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ..model import State
-from .history import words
-
-_ID = re.compile(r"(?<![A-Za-z0-9-])(?:[A-Z]{1,6}-?\d[A-Za-z0-9-]*)(?![A-Za-z0-9-])")
+from .history import ID, words
 TOP_ENTITIES = 8
 MIN_WEIGHT = 1.5
 STAGE_ROUNDS = 10  # rounds per stage of the summary zone
@@ -191,7 +189,7 @@ def entity_graph(texts: list[str], known_values: list[str]) -> list[Entity]:
     mentions: dict[str, int] = {}
     links: dict[str, set[str]] = {}
     for text in texts:
-        found = set(_ID.findall(text)) | {v for v in known_values if v and v in text}
+        found = set(ID.findall(text)) | {v for v in known_values if v and v in text}
         for name in found:
             mentions[name] = mentions.get(name, 0) + 1
             links.setdefault(name, set()).update(found - {name})

@@ -35,7 +35,9 @@ KEEP, FILL = 4.0, 3.0  # the articles' thresholds on a 1-5 score: >= 4 keep, 3 f
 HALF_LIFE_ROUNDS = 10.0
 _LATIN_WORD = re.compile(r"[A-Za-z0-9]+")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
-_ID = re.compile(r"\b[A-Z]{1,6}-?\d[\w-]*\b")
+# An identifier as agents and tools write them (MU5101, ORD-2024-001, SKU12345): shared with the
+# digest and the entity graph (compact.py), so "is this an ID" has one answer in inject.
+ID = re.compile(r"(?<![A-Za-z0-9-])(?:[A-Z]{1,6}-?\d[A-Za-z0-9-]*)(?![A-Za-z0-9-])")
 
 Scorer = Callable[[Message, dict[str, Any]], float]
 
@@ -222,7 +224,7 @@ def select_history(action: ActionSpec, state: State, older: list[Message], vocab
         "vocabulary": vocabulary,
         "source_indexes": {fs.provenance.message_index for n, fs in state.fields.items()
                            if n in shown and fs.present and fs.provenance},
-        "references": {str(v) for v in state.values().values() if isinstance(v, str) and _ID.fullmatch(v)},
+        "references": {str(v) for v in state.values().values() if isinstance(v, str) and ID.fullmatch(v)},
         "action": action.name, "description": action.description,
         "goal": (anchors or {}).get("goal", {}).get("text"), "subtask": (anchors or {}).get("subtask", {}).get("text"),
     }

@@ -19,7 +19,7 @@ from jinja2 import ChoiceLoader, DictLoader, FileSystemLoader, StrictUndefined, 
 from jinja2.sandbox import SandboxedEnvironment
 
 from ..domain import ActionSpec, Domain
-from ..errors import BudgetError, ContextEditorError, UnknownActionError
+from ..errors import Errors
 from ..lang import detect_language
 from ..model import Message, State
 from ..resources import templates_dir
@@ -125,8 +125,7 @@ class Renderer:
 
     def action(self, name: str) -> ActionSpec:
         if name not in self.domain.actions:
-            raise UnknownActionError(f"unknown action {name!r} in domain {self.domain.name!r}",
-                                     fix=f"use one of: {', '.join(sorted(self.domain.actions))}")
+            raise Errors.UNKNOWN_ACTION(action=name, domain=self.domain.name, known=", ".join(sorted(self.domain.actions)))
         return self.domain.actions[name]
 
     def render(self, state: State, action: str, messages: list[Message], budget: int | str | None = None,
@@ -139,11 +138,9 @@ class Renderer:
         plan = self._plan(state, action, messages, budget, language, summary or [], anchors or {}, _template, _alerts)
         kept, (xml, tokens, dropped) = self._fit(plan, state)
         if tokens > plan.limit:
-            raise BudgetError(
-                f"action {action!r}: the required part of the context needs {tokens} tokens, the budget allows {plan.limit}"
-                f" (required and critical fields: {', '.join(plan.protected) or 'none'}; missing: "
-                f"{', '.join(m['name'] for m in plan.missing) or 'none'}; alerts: {len(plan.alerts)})",
-                fix=f"raise --budget to at least {tokens + plan.spec.safety_margin}, or declare fewer required fields for this action")
+            raise Errors.OVER_BUDGET(action=action, tokens=tokens, limit=plan.limit, protected=", ".join(plan.protected) or "none",
+                                     missing=", ".join(m["name"] for m in plan.missing) or "none", alerts=len(plan.alerts),
+                                     needed=tokens + plan.spec.safety_margin)
         fields = self._kept_fields(plan, kept)
         lost = [n for n in fields if self.domain.fields[n].critical and not _shows(xml, self._field(state, n)["text"])]
         if lost:
@@ -156,8 +153,7 @@ class Renderer:
                   summary: list[compact.SummaryLine] | None, anchors: dict[str, dict[str, Any]] | None) -> RenderedContext:
         """The action's template dropped a critical fact: keep the plain default rendering instead."""
         if plan.template.name == DEFAULT_TEMPLATE:
-            raise ContextEditorError(f"{CRITICAL_COMPRESSION_FAILURE}: critical fields {lost} are not in the context",
-                                     code="CE410", fix="check templates/default.xml.j2 renders every field it is given")
+            raise Errors.CRITICAL_LOST(lost=lost)
         alert = {"code": CRITICAL_COMPRESSION_FAILURE, "round": state.round,
                  "message": f"template {plan.template.name} lost critical fields {', '.join(lost)}; default template used"}
         return self.render(state, plan.action, messages, plan.budget, None, summary, anchors,
@@ -281,8 +277,7 @@ class Renderer:
             if actual == claimed:
                 return xml, actual
             claimed = max(claimed, actual)
-        raise ContextEditorError("could not settle the token count of the context", code="CE411",
-                                 fix="report this with the conversation that caused it")
+        raise Errors.TOKENS_UNSETTLED()
 
     def _template(self, spec: ActionSpec) -> Template:
         own = f"{spec.name}.xml.j2"

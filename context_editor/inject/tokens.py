@@ -20,7 +20,7 @@ import tiktoken
 import tiktoken_ext.openai_public as openai_public
 
 from .. import registry
-from ..errors import ContextEditorError
+from ..errors import Errors
 
 DEFAULT_MODEL = "gpt-4o"
 ENCODINGS = {"o200k_base": openai_public.o200k_base, "cl100k_base": openai_public.cl100k_base}
@@ -31,8 +31,7 @@ def _bpe_data_dir() -> Path:
     """bpe-openai's data folder, found without importing the package (its import is heavy)."""
     spec = importlib.util.find_spec("bpe_openai")
     if spec is None or not spec.submodule_search_locations:
-        raise ContextEditorError("the bpe-openai package is not installed", code="CE401",
-                                 fix="pip install -e . (it is a pinned dependency in pyproject.toml)")
+        raise Errors.NO_BPE_PACKAGE()
     return Path(spec.submodule_search_locations[0]) / "data"
 
 
@@ -42,8 +41,7 @@ def _packaged_bpe(url: str, expected_hash: str | None = None) -> dict[bytes, int
     data = gzip.decompress((_bpe_data_dir() / f"{name}.gz").read_bytes())
     actual = hashlib.sha256(data).hexdigest()
     if expected_hash and actual != expected_hash:
-        raise ContextEditorError(f"packaged BPE file {name} has sha256 {actual}, tiktoken expects {expected_hash}",
-                                 fix="reinstall bpe-openai at the version pinned in pyproject.toml", code="CE401")
+        raise Errors.BPE_HASH(name=name, actual=actual, expected=expected_hash)
     ranks = {}
     for line in data.splitlines():
         if line:
@@ -78,8 +76,7 @@ def cl100k_base() -> tiktoken.Encoding:
 def get_encoding(name: str) -> tiktoken.Encoding:
     """The tokenizer registered as `name` (entry-point group `context_editor.tokenizers`)."""
     if name not in registry.tokenizers:
-        raise ContextEditorError(f"unknown encoding {name!r}", fix=f"use one of: {', '.join(registry.tokenizers.names())}",
-                                 code="CE402")
+        raise Errors.UNKNOWN_ENCODING(name=name, known=", ".join(registry.tokenizers.names()))
     encoding: tiktoken.Encoding = registry.tokenizers.get(name)()
     return encoding
 
@@ -92,8 +89,7 @@ def encoding_for_model(model: str | None) -> tiktoken.Encoding:
     try:
         name = tiktoken.encoding_name_for_model(model)
     except KeyError:
-        raise ContextEditorError(f"unknown model {model!r}", code="CE403",
-                                 fix="pass a model tiktoken knows (gpt-4o, gpt-4, …) or an encoding (o200k_base, cl100k_base)") from None
+        raise Errors.UNKNOWN_MODEL(model=model) from None
     return get_encoding(name)
 
 

@@ -12,6 +12,6 @@ Adding a language needs no code: see docs/adding-a-language.md.
 from __future__ import annotations
 
 from .detect import detect_language
-from .lexicon import Language, Lexicon, language, languages, lexicon, lexicon_fingerprint
+from .lexicon import Language, Lexicon, language, languages, lexicon, lexicon_fingerprint, reset
 
-__all__ = ["Language", "Lexicon", "detect_language", "language", "languages", "lexicon", "lexicon_fingerprint"]
+__all__ = ["Language", "Lexicon", "detect_language", "language", "languages", "lexicon", "lexicon_fingerprint", "reset"]

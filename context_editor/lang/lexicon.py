@@ -3,7 +3,9 @@
 Finders scan text that mixes languages ("预算500 dollars"), so they read the union of all
 registered lexicons: lists are concatenated (duplicates dropped, first seen first), mappings are
 merged key by key. The merged lexicon is cached; `reset()` drops the cache after a language is
-registered at run time.
+registered at run time. A stored domain version carries the lexicons it ran with; `using(lex)`
+makes `lexicon()` return that one while its messages are processed, so replay reads the words
+that were read then, not today's.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import types
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -19,7 +23,7 @@ from typing import Any, Iterator
 import yaml
 
 from .. import registry
-from ..errors import ContextEditorError
+from ..errors import Errors
 from ..resources import rules_dir
 
 LEXICON_FILE = "lexicon.yaml"
@@ -57,8 +61,7 @@ def _as_language(code: str, obj: Any) -> Language:
         return Language(code, Path(obj.__file__).parent)
     if callable(obj):
         return _as_language(code, obj())
-    raise ContextEditorError(f"entry point for language '{code}' is not a Language", code="CE011",
-                             fix="point it at a context_editor.lang.Language, or at a package holding lexicon.yaml")
+    raise Errors.NOT_A_LANGUAGE(code=code)
 
 
 def language(code: str) -> Language:
@@ -77,16 +80,16 @@ def _read(path: Path) -> dict[str, Any]:
         data = yaml.safe_load(path.read_text("utf-8"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise ContextEditorError(f"invalid lexicon: {exc}", file=str(path), line=mark.line + 1 if mark else None,
-                                 code="CE112", fix="fix the YAML syntax of the lexicon") from None
+        raise Errors.LEXICON_SYNTAX(detail=exc, file=str(path), line=mark.line + 1 if mark else None) from None
     if not isinstance(data, dict):
-        raise ContextEditorError("a lexicon must be a YAML mapping", file=str(path), line=1, code="CE112",
-                                 fix="write keys such as `currency:`, `yes:`, `negation:` (see rules/en/lexicon.yaml)")
+        raise Errors.LEXICON_NOT_MAPPING(file=str(path), line=1)
     bad = _not_words(data)
     if bad:
-        raise ContextEditorError(f"lexicon entry {bad} is not a word (YAML reads bare yes/no/on/off as booleans)",
-                                 file=str(path), code="CE112", fix="quote it: 'no'")
-    return data
+        raise Errors.LEXICON_NOT_A_WORD(entry=bad, file=str(path))
+    # As JSON sees it (keys are strings: `months: {1: …}`), so the copy stored with a domain
+    # document hashes the same after its round trip through a store.
+    normalised: dict[str, Any] = json.loads(json.dumps(data, ensure_ascii=False))
+    return normalised
 
 
 def _not_words(node: Any, path: str = "") -> str | None:
@@ -139,16 +142,41 @@ class Lexicon:
         return iter(self.per_language.items())
 
 
+def merged(per_language: dict[str, dict[str, Any]]) -> Lexicon:
+    """The lexicon of these per-language parts, merged common first, then by language code."""
+    out: dict[str, Any] = {}
+    order = [COMMON, *sorted(code for code in per_language if code != COMMON)]
+    for code in order:
+        if code in per_language:
+            _merge(out, per_language[code])
+    return Lexicon(out, {code: per_language[code] for code in order if code in per_language})
+
+
 @lru_cache(maxsize=1)
-def lexicon() -> Lexicon:
-    """The union of `rules/common/lexicon.yaml` and every registered language's lexicon."""
+def _installed() -> Lexicon:
     per_language = {COMMON: _read(rules_dir() / COMMON / LEXICON_FILE)}
     for lang in languages():
         per_language[lang.code] = _read(lang.lexicon_path)
-    merged: dict[str, Any] = {}
-    for data in per_language.values():
-        _merge(merged, data)
-    return Lexicon(merged, per_language)
+    return merged(per_language)
+
+
+_IN_USE: ContextVar[Lexicon | None] = ContextVar("context_editor_lexicon", default=None)
+
+
+def lexicon() -> Lexicon:
+    """The union of `rules/common/lexicon.yaml` and every registered language's lexicon, or the
+    one a stored domain version carries while `using` it."""
+    return _IN_USE.get() or _installed()
+
+
+@contextmanager
+def using(lex: Lexicon | None) -> Iterator[None]:
+    """Make `lexicon()` return `lex` in this context (None: the installed one)."""
+    token = _IN_USE.set(lex)
+    try:
+        yield
+    finally:
+        _IN_USE.reset(token)
 
 
 def lexicon_fingerprint() -> str:
@@ -159,4 +187,4 @@ def lexicon_fingerprint() -> str:
 
 def reset() -> None:
     """Forget the cached lexicon (after registering a language in a running process)."""
-    lexicon.cache_clear()
+    _installed.cache_clear()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from .. import registry
-from ..errors import StoreError
+from ..errors import Errors
 from .base import SessionInfo, Store
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
@@ -30,7 +30,7 @@ def open_store(url: str | None = None, create: bool = True) -> Store:
     url = url or os.environ.get("CONTEXT_EDITOR_STORE") or DEFAULT_STORE
     scheme = scheme_of(url)
     if scheme not in registry.stores:
-        raise StoreError(f"unknown store URL scheme in {url!r} (registered: {', '.join(registry.stores.names())})",
+        raise Errors.STORE(problem=f"unknown store URL scheme in {url!r} (registered: {', '.join(registry.stores.names())})",
                          fix="use memory://, sqlite:///path.db, a file path, or postgresql://user@host/db, or install "
                              "the package that registers this scheme (entry-point group context_editor.stores)")
     store: Store = registry.stores.get(scheme)(url, create=create)

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import StoreError
+from ..errors import Errors
 from ..model import Edit, Message, canonical_json
 
 
@@ -71,14 +71,14 @@ def check_batch(message: Message, edits: list[Edit], n_messages: int, n_edits: i
     """
     where = f"session {message.session!r}"
     if message.index != n_messages:
-        raise StoreError(f"{where}: expected message index {n_messages}, got {message.index}", fix=RETRY_FIX)
+        raise Errors.STORE(problem=f"{where}: expected message index {n_messages}, got {message.index}", fix=RETRY_FIX)
     prev, seq = last_hash, n_edits
     for e in edits:
         if e.session != message.session or e.message_index != message.index:
-            raise StoreError(f"{where}: edit {e.seq} belongs to {e.session!r} message {e.message_index}",
+            raise Errors.STORE(problem=f"{where}: edit {e.seq} belongs to {e.session!r} message {e.message_index}",
                              fix="commit each message with its own edits")
         if e.seq != seq or e.prev_hash != prev:
-            raise StoreError(f"{where}: edit seq {e.seq} does not continue the chain at seq {seq}", fix=RETRY_FIX)
+            raise Errors.STORE(problem=f"{where}: edit seq {e.seq} does not continue the chain at seq {seq}", fix=RETRY_FIX)
         prev, seq = e.hash, seq + 1
 
 
@@ -98,6 +98,13 @@ class Store(ABC):
     @abstractmethod
     def session(self, session: str) -> SessionInfo | None:
         """What is known about a session, or None if it has no message yet."""
+
+    def require_session(self, session: str) -> SessionInfo:
+        """What is known about a session; the one "no session" error (Errors.NO_SESSION) if it has none."""
+        info = self.session(session)
+        if info is None:
+            raise Errors.NO_SESSION(session=session, store=self.url, known=", ".join(self.sessions()[:10]) or "none yet")
+        return info
 
     @abstractmethod
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:

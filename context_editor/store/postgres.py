@@ -16,7 +16,7 @@ from typing import Any
 
 import psycopg
 
-from ..errors import StoreError
+from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
 from .base import RETRY_FIX, SCHEMA, SessionInfo, Store, check_batch, edit_from_row, edit_row
 
@@ -29,10 +29,10 @@ def _database_errors(action: str) -> Iterator[None]:
     try:
         yield
     except psycopg.errors.IntegrityError as exc:
-        raise StoreError(f"{action}: rejected by the database: {exc.diag.message_primary or exc}",
+        raise Errors.STORE(problem=f"{action}: rejected by the database: {exc.diag.message_primary or exc}",
                          fix=RETRY_FIX) from exc
     except psycopg.Error as exc:
-        raise StoreError(f"{action}: PostgreSQL error: {exc}",
+        raise Errors.STORE(problem=f"{action}: PostgreSQL error: {exc}",
                          fix="check that the server is running and the store URL "
                              "(postgresql://user[:password]@host[:port]/database) is right") from exc
 
@@ -54,7 +54,7 @@ class PostgresStore(Store):
             try:
                 conn = psycopg.connect(self.url, autocommit=True)
             except psycopg.Error as exc:
-                raise StoreError(f"cannot connect to PostgreSQL: {exc}",
+                raise Errors.STORE(problem=f"cannot connect to PostgreSQL: {exc}",
                                  fix="start the server, check host, port, user and password in the URL, "
                                      "and create the database (createdb NAME) if it does not exist") from exc
             self._local.conn = conn

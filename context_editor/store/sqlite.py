@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreError
+from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
 from .base import RETRY_FIX, SCHEMA, SessionInfo, Store, check_batch, edit_from_row, edit_row
 
@@ -26,8 +26,7 @@ class SQLiteStore(Store):
         self.path = str(path)
         self.url = f"sqlite:///{self.path}"
         if not create and not (self.path == ":memory:" or Path(self.path).is_file()):
-            raise StoreError(f"no store at {self.path}", code="CE504",
-                             fix="check --store (or $CONTEXT_EDITOR_STORE); `context-editor ingest` creates a store")
+            raise Errors.NO_STORE(path=self.path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
@@ -36,9 +35,9 @@ class SQLiteStore(Store):
             version = c.execute("PRAGMA user_version").fetchone()[0]
             has_tables = c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'messages'").fetchone()[0]
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path} is not a SQLite database ({exc})", fix="pass another --store path") from exc
+            raise Errors.STORE(problem=f"{self.path} is not a SQLite database ({exc})", fix="pass another --store path") from exc
         if has_tables and version != SCHEMA_VERSION and version not in UPGRADABLE:
-            raise StoreError(f"{self.path} was written by an older context-editor (schema {version}, this is {SCHEMA_VERSION})",
+            raise Errors.STORE(problem=f"{self.path} was written by an older context-editor (schema {version}, this is {SCHEMA_VERSION})",
                              fix="export its sessions with the version that wrote it, or use a new --store file")
         c.executescript(SCHEMA)
         c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -52,7 +51,7 @@ class SQLiteStore(Store):
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA busy_timeout=30000")
             except sqlite3.Error as exc:
-                raise StoreError(f"cannot open SQLite database {self.path}: {exc}",
+                raise Errors.STORE(problem=f"cannot open SQLite database {self.path}: {exc}",
                                  fix="check the path and its permissions, or pass another --store") from exc
             self._local.conn = conn
         return conn
@@ -90,7 +89,7 @@ class SQLiteStore(Store):
             c.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
             c.execute("ROLLBACK")
-            raise StoreError(f"session {message.session!r}: {exc}", fix=RETRY_FIX) from exc
+            raise Errors.STORE(problem=f"session {message.session!r}: {exc}", fix=RETRY_FIX) from exc
         except BaseException:
             if c.in_transaction:
                 c.execute("ROLLBACK")

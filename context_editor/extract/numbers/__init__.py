@@ -75,6 +75,7 @@ from .finders import (
     find_money,
     find_people_counts,
     find_percents,
+    joins_range,
 )
 from .grammar import (
     CN_CLOCK_MINUTE,
@@ -86,7 +87,7 @@ from .grammar import (
     normalize_width,
     parse_number,
 )
-from .lexicon import words_pattern
+from .lexicon import alt, words_pattern
 
 __all__ = [
     "NumberMatch",
@@ -101,8 +102,10 @@ __all__ = [
     "find_durations",
     "duration_in",
     "find_people_counts",
+    "joins_range",
     "normalize_width",
     "leftmost_longest",
+    "alt",
     "words_pattern",
     "SMALL_NUMERAL",
     "NOT_A_DAY",

@@ -64,7 +64,8 @@ class _Patterns:
     non_money_unit: re.Pattern[str]  # a unit after a number that makes it something other than money
     money_left: re.Pattern[str]
     money_right: re.Pattern[str]
-    range_join: re.Pattern[str]
+    range_join: re.Pattern[str]  # between two amounts, with the currency markers either side may carry
+    bare_range: re.Pattern[str]  # between two plain numbers
     between: re.Pattern[str]
     unit_of: dict[str, str]  # duration word -> unit
     duration_after: re.Pattern[str]
@@ -97,6 +98,7 @@ def _money_patterns(v: Vocabulary) -> dict[str, re.Pattern[str]]:
             rf"\s*(?P<cur>{suffix_cur})?\s*(?P<join>{words_pattern(v.range)})\s*(?P<cur2>{prefix_cur})?\s*",
             FLAGS,
         ),
+        "bare_range": re.compile(rf"\s*{words_pattern(v.range)}\s*", FLAGS),
         "between": re.compile(rf"(?<![a-z])between\s*(?:{prefix_cur})?\s*$", FLAGS),
     }
 
@@ -226,6 +228,11 @@ def _range_money(
         _money(text, left.start, a_end, a.value, currency, a_bound),
         _money(text, b_start, right.end, b.value, currency, b_bound),
     )
+
+
+def joins_range(text: str, a: NumberMatch, b: NumberMatch) -> bool:
+    """Only a range word (``到``, ``-``, ``to``…) stands between the numbers ``a`` and ``b``."""
+    return _patterns().bare_range.fullmatch(normalize_width(text), a.end, b.start) is not None
 
 
 def find_money(text: str) -> list[MoneyMatch]:
