@@ -241,6 +241,16 @@ def _miss_line(m: Miss) -> str:
     return text + (f"\n    why: {m.why}" if m.why else "")
 
 
+def _total(counts: dict[str, Counts]) -> Counts:
+    return Counts(sum(c.tp for c in counts.values()), sum(c.fp for c in counts.values()), sum(c.fn for c in counts.values()))
+
+
+def _language_summary(suite: SuiteResult, lang: str) -> str:
+    t = _total(suite.counts(lang))
+    n = sum(r.case.lang == lang for r in suite.results)
+    return f"{lang} precision {_fmt(t.precision)} recall {_fmt(t.recall)} ({n} conversations)"
+
+
 def report(suite: SuiteResult) -> str:
     """Per-field precision/recall, then every failed case with each miss and its why."""
     lines = []
@@ -251,8 +261,11 @@ def report(suite: SuiteResult) -> str:
     for n in used:
         c = counts[n]
         lines.append(f"{n:<{width}}  {c.tp:>4} {c.fp:>4} {c.fn:>4}  {_fmt(c.precision):>9}  {_fmt(c.recall):>6}")
-    total = Counts(sum(c.tp for c in counts.values()), sum(c.fp for c in counts.values()), sum(c.fn for c in counts.values()))
+    total = _total(counts)
     lines.append(f"{'all':<{width}}  {total.tp:>4} {total.fp:>4} {total.fn:>4}  {_fmt(total.precision):>9}  {_fmt(total.recall):>6}")
+    langs = sorted({r.case.lang for r in suite.results if r.case.lang})
+    if len(langs) > 1:
+        lines.append("by language: " + "; ".join(_language_summary(suite, lang) for lang in langs))
     for r in suite.results:
         if r.passed and not r.misses:
             continue

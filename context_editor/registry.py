@@ -74,10 +74,13 @@ stores: Registry[Any] = Registry("context_editor.stores", "store URL scheme")
 pass the contract suite in `tests/test_store_contract.py`. Built-ins: `store/urls.py`."""
 
 extractors: Registry[Any] = Registry("context_editor.extractors", "extractor")
-"""Prefix -> a callable `(text: str) -> list[(start, end, text, label)]`.
+"""Name -> a callable `(text: str) -> list[(start, end, text, label)]`, deterministic, with
+spans that index the text exactly (`text[start:end]`); an optional `confidence` attribute
+(default 0.8) goes into provenance.
 
-A field's `extract: [ner.GPE]` asks the extractor registered as `ner` for spans labelled `GPE`;
-spans index the text exactly (`text[start:end]`). The built-in `ner` is spaCy's NER."""
+A field's `extract: [caps.WORD]` takes the spans labelled `WORD` from the extractor registered as
+`caps` (provenance `caps:WORD`). The built-in `ner` is spaCy's NER (`extract: [ner.GPE]`, English
+text only, provenance `ner:<model>:<label>`)."""
 
 scorers: Registry[Any] = Registry("context_editor.scorers", "scorer")
 """Name -> a callable `(message: Message, ctx: dict) -> float` on the articles' 1-5 scale

@@ -60,6 +60,7 @@ def test_the_test_command_reports_precision_recall_and_known_misses(capsys, tmp_
     out = capsys.readouterr().out
     assert "precision  recall" in out and "passed, 0 failed" in out
     assert "known miss" in out and "why:" in out  # a known miss is shown with its story
+    assert "by language: en precision" in out and "; zh precision" in out
     assert 'failures="0"' in junit.read_text("utf-8")
     suite = run_suite(LOADED["travel"], load_cases(GOLDEN / "travel"))
     assert report(suite).splitlines()[-1] == out.strip().splitlines()[-1]

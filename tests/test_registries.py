@@ -1,5 +1,6 @@
 """Extension points: a package installed next to context-editor adds a store reachable from the
-CLI by its URL scheme, with no change to context-editor (entry points, as a pip install writes them)."""
+CLI by its URL scheme, or an extractor a domain names in `extract:`, with no change to
+context-editor (entry points, as a pip install writes them)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE
-from context_editor import registry
+from context_editor import ContextEditor, registry
+from context_editor.domain import lint_domain
 from context_editor.errors import ContextEditorError, StoreError
 from context_editor.store import open_store
 
@@ -80,3 +82,61 @@ def test_third_party_store_from_the_cli(lite_site: Path, tmp_path: Path):
     assert '"budget_max"' in state.stdout
     verify = cli("audit", "verify")
     assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+EXTRACTOR_PACKAGE = '''
+"""A third-party extractor: words written in capitals (NYC, SFO) labelled WORD."""
+import re
+
+confidence = 0.6
+
+
+def spans(text):
+    return [(m.start(), m.end(), m.group(), "WORD") for m in re.finditer(r"\\b[A-Z]{2,}\\b", text)]
+
+
+spans.confidence = confidence
+'''
+
+CAPS_DOMAIN = """domain: caps
+version: 1
+languages: [en]
+fields:
+  office:
+    type: text
+    extract: [caps.WORD]
+actions:
+  ship: {fields: [office]}
+"""
+
+
+@pytest.fixture
+def caps_extractor(tmp_path: Path):
+    site = tmp_path / "site"
+    site.mkdir()
+    install_package(site, "ce_caps", EXTRACTOR_PACKAGE, "[context_editor.extractors]\ncaps = ce_caps:spans\n")
+    sys.path.insert(0, str(site))
+    try:
+        yield site
+    finally:
+        sys.path.remove(str(site))
+        sys.modules.pop("ce_caps", None)
+        registry.extractors.unregister("caps")
+
+
+def test_third_party_extractor_named_in_a_domain(caps_extractor, tmp_path: Path):
+    domain = tmp_path / "caps.yaml"
+    domain.write_text(CAPS_DOMAIN, "utf-8")
+    assert lint_domain(domain)[1] == []
+    editor = ContextEditor(str(domain), "memory://")
+    editor.add("s", {"role": "user", "content": "please ship it to the NYC office", "timestamp": "2024-05-01T10:00:00+00:00"})
+    assert editor.state("s").get("office") == "NYC"
+    provenance = editor.why("s", "office")["provenance"]
+    assert provenance["extractor"] == "caps:WORD" and provenance["confidence"] == 0.6 and provenance["text"] == "NYC"
+
+
+def test_without_the_extractor_its_refs_are_unknown(tmp_path: Path):
+    domain = tmp_path / "caps.yaml"
+    domain.write_text(CAPS_DOMAIN, "utf-8")
+    problems = lint_domain(domain)[1]
+    assert [p.code for p in problems] == ["CE106"] and "caps.WORD" in problems[0].message

@@ -22,7 +22,7 @@ from ..errors import DomainProblem, Entry, Errors
 from ..expressions import TemplateSyntaxError, compile_expression, expression_names
 from ..resources import templates_dir
 from .local import Resolution, field_refs
-from .rulepacks import NER_LABELS, ner_label, select_rules
+from .rulepacks import NER_LABELS, extractor_ref, ner_label, select_rules
 from .yamlines import LinedYaml
 
 _FIELD_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -110,6 +110,8 @@ def extract_refs(c: Lint) -> Iterator[DomainProblem]:
                     yield c.problem(f"unknown entity label in '{ref}'", path,
                                     f"use one of: {', '.join('ner.' + x for x in NER_LABELS)}", Errors.UNKNOWN_EXTRACTOR)
                 continue
+            if extractor_ref(ref) is not None:
+                continue  # a registered extractor's label: the extractor decides what it finds
             if not select_rules(c.res.library, ref):
                 family = ref.split(".")[0]
                 close = sorted({rid.rsplit(".", 1)[0] for rid in c.res.library if rid.split(".")[0] == family})
@@ -244,17 +246,22 @@ def unreachable_fields(c: Lint) -> Iterator[DomainProblem]:
 
 
 def duplicate_synonyms(c: Lint) -> Iterator[DomainProblem]:
-    """The same phrase under two values of one enum: the first one silently wins."""
+    """The same phrase under two values of one enum (its `values` and its gazetteer's rows
+    together): the first one silently wins."""
     for name, f in c.fields.items():
-        for where, values in ((f"fields/{name}/values", _map(_map(f).get("values"))),
-                              (f"fields/{name}/items/values", _map(_map(_map(f).get("items")).get("values")))):
+        for base, holder in ((f"fields/{name}", _map(f)), (f"fields/{name}/items", _map(_map(f).get("items")))):
+            gazetteer = holder.get("gazetteer")
+            rows = c.res.gazetteers.get(gazetteer, {}) if isinstance(gazetteer, str) else {}
+            entries = [(f"{base}/values/{k}", k, v) for k, v in _map(holder.get("values")).items()]
+            entries += [(f"{base}/gazetteer", k, v) for k, v in rows.items()]
             owner: dict[str, str] = {}
-            for canonical, synonyms in values.items():
+            for where, canonical, synonyms in entries:
                 for phrase in [str(canonical), *(str(s) for s in _list(synonyms))]:
                     key = phrase.lower().lstrip("!")
-                    if key in owner and owner[key] != canonical and not phrase.startswith("!"):
-                        yield c.problem(f"'{phrase}' is a synonym of both '{owner[key]}' and '{canonical}' in field '{name}'",
-                                        f"{where}/{canonical}", f"keep it under one value; as it is, '{owner[key]}' always wins",
+                    if key in owner and owner[key] != str(canonical) and not phrase.startswith("!"):
+                        yield c.problem(f"'{phrase}' is a synonym of both '{owner[key]}' and '{canonical}' in field '{name}'"
+                                        + (f" (gazetteer {gazetteer})" if where.endswith("/gazetteer") else ""),
+                                        where, f"keep it under one value; as it is, '{owner[key]}' always wins",
                                         Errors.DUPLICATE_SYNONYM, "warning")
                     owner.setdefault(key, str(canonical))
 

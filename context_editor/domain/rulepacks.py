@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .. import registry
 from ..errors import DomainError, DomainProblem, Errors
 from ..lang import Language, Lexicon, languages, lexicon
 from ..lang.lexicon import COMMON, LEXICON_FILE
@@ -184,6 +185,14 @@ def rule_from_document(rid: str, d: dict[str, Any]) -> Rule:
     compiled = re.compile(d["pattern"], d["flags"])
     groups = tuple(sorted(g for g in compiled.groupindex if g.startswith("value"))) or (0,)
     return Rule(rid, d["language"], compiled, d["parse"], d["confidence"], d["source"], groups)
+
+
+def extractor_ref(ref: str) -> tuple[str, str] | None:
+    """'caps.WORD' -> ('caps', 'WORD') when `caps` is a registered extractor other than the NER
+    layer (entry-point group context_editor.extractors); None for any other ref. A registered
+    extractor's name shadows a rule family of the same name."""
+    name, dot, label = ref.partition(".")
+    return (name, label) if dot and label and name != NER_PREFIX[:-1] and name in registry.extractors else None
 
 
 def ner_label(ref: str) -> str | None:

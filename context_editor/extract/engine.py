@@ -4,6 +4,8 @@ Four sources of candidates, each tagged with an extractor id for provenance:
 - `rule:<id>`: regex rules from the packs a field's `extract` selects;
 - `enum:<field>`: the synonyms an enum (or list-of-enum) field declares;
 - `ner:<model>:<label>`: entities, for fields that opt in;
+- `<extractor>:<label>`: spans of a registered third-party extractor (`extract: [caps.WORD]`,
+  entry-point group `context_editor.extractors`);
 - `tool:json`: keys of a JSON tool result.
 Negation, proposals and confirmations are decided here (they are properties of the text); what
 they mean for state is Transform's business. A role a field does not accept yields nothing for
@@ -20,6 +22,7 @@ from typing import Any
 
 from .. import registry
 from ..domain import Domain, FieldSpec
+from ..domain.rulepacks import extractor_ref
 from ..lang import detect_language
 from ..model import Candidate, Message, Provenance
 from .confirm import confirmation, question_spans
@@ -29,6 +32,7 @@ from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, ner_label
 from .tools import key_index, parse_json, walk
 from .values import default_parser, parse_value
 
+PLUGIN_CONFIDENCE = 0.8  # a registered extractor's, unless it has a `confidence` attribute
 MAX_SCAN_CHARS = 20_000  # prose beyond this is kept in the log but not scanned (bounded cost)
 
 
@@ -53,6 +57,15 @@ class Extractor:
         return out
 
     @cached_property
+    def plugin_fields(self) -> dict[str, dict[str, set[str]]]:
+        """Field -> {registered extractor -> the labels it takes from it} (fields that opted in)."""
+        out: dict[str, dict[str, set[str]]] = {}
+        for name, spec in self.domain.fields.items():
+            for found in filter(None, map(extractor_ref, spec.extract)):
+                out.setdefault(name, {}).setdefault(found[0], set()).add(found[1])
+        return out
+
+    @cached_property
     def tool_keys(self) -> dict[str, FieldSpec]:
         return key_index(self.domain)
 
@@ -71,6 +84,7 @@ class Extractor:
         questions = question_spans(text) if msg.role == "assistant" else []
         out: list[Candidate] = []
         ents: list[Any] | None = None  # one model pass per message, only if a field asks for it
+        spans: dict[str, list[Any]] = {}  # one pass of each registered extractor a field asks for
         english = detect_language(text) == "en" if self.ner_fields else False
         for name, spec in self.domain.fields.items():
             proposing = msg.role == "assistant" and msg.role not in spec.sources and "user" in spec.sources
@@ -82,6 +96,8 @@ class Extractor:
             if name in self.ner_fields and english:
                 ents = registry.extractors.get("ner")(text) if ents is None else ents
                 found.extend(self._from_ner(msg, text, spec, ents))
+            if name in self.plugin_fields:
+                found.extend(self._from_plugins(msg, text, spec, spans))
             if proposing:
                 found = [replace(c, kind="proposal") for c in found
                          if any(s <= c.provenance.span[0] < e for s, e in questions)]
@@ -96,6 +112,18 @@ class Extractor:
         return [Candidate(spec.name, " ".join(t.split()),
                           self._prov(msg, s, e, t, f"ner:{MODEL_ID}:{label}", NER_CONFIDENCE), negated=is_negated(text, s, e))
                 for s, e, t, label in ents if label in labels]
+
+    def _from_plugins(self, msg: Message, text: str, spec: FieldSpec, spans: dict[str, list[Any]]) -> list[Candidate]:
+        out = []
+        for name, labels in sorted(self.plugin_fields[spec.name].items()):
+            extractor = registry.extractors.get(name)
+            if name not in spans:
+                spans[name] = list(extractor(text))
+            confidence = float(getattr(extractor, "confidence", PLUGIN_CONFIDENCE))
+            out += [Candidate(spec.name, " ".join(t.split()), self._prov(msg, s, e, t, f"{name}:{label}", confidence),
+                              negated=is_negated(text, s, e))
+                    for s, e, t, label in spans[name] if label in labels]
+        return out
 
     def _from_rules(self, msg: Message, text: str, spec: FieldSpec, now: datetime) -> list[Candidate]:
         out = []
