@@ -79,6 +79,14 @@ def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = Non
             raise Errors.BAD_CONVERSATION(problem=f"{where}: `tool_calls` must be a list", file=file, line=line,
                                     fix="use the OpenAI format: a list of {id, type, function: {name, arguments}}")
         msg["tool_calls"] = raw["tool_calls"]
+    meta = raw.get("metadata")
+    asks = raw.get("asks", meta.get("asks") if isinstance(meta, dict) else None)
+    if asks is not None:
+        if not isinstance(asks, list) or not all(isinstance(a, str) for a in asks):
+            raise Errors.BAD_CONVERSATION(problem=f"{where}: `asks` must be a list of field names", file=file, line=line,
+                                          fix='write it like {"role": "assistant", "content": "...", "asks": ["budget_max"]}')
+        if asks:
+            msg["asks"] = asks
     return msg
 
 

@@ -30,7 +30,10 @@ Op = Literal["set", "clear", "expire", "reject", "transition", "alert", "resolve
 # returns to a value the field held before, `machine` is a state-machine effect, `tool` a tool
 # result, `expiry` a TTL; `proposal` is an assistant's suggestion for a user-owned field (logged
 # as rejected) and `confirmation` the user's "yes" that turns it into a value.
-Source = Literal["initial", "correction", "reversion", "machine", "tool", "expiry", "proposal", "confirmation"]
+# `answer` is a value read from the user's reply to the assistant's question about that field;
+# `carry` a value carried over from another domain of the same conversation (see group.py).
+Source = Literal["initial", "correction", "reversion", "machine", "tool", "expiry", "proposal", "confirmation",
+                 "answer", "carry"]
 
 GENESIS_HASH = "0" * 64
 
@@ -73,10 +76,15 @@ class Message:
     tool_calls: tuple[dict[str, Any], ...] = ()
     prev_hash: str = GENESIS_HASH  # raw messages form their own hash chain, so they are tamper-evident too
     hash: str = ""
+    asks: tuple[str, ...] = ()  # app metadata of an assistant message: the fields it asks for
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["tool_calls"] = list(self.tool_calls)
+        if self.asks:
+            d["asks"] = list(self.asks)
+        else:
+            del d["asks"]  # absent when empty, so messages stored before it existed hash the same
         return d
 
     def body(self) -> dict[str, Any]:
@@ -94,7 +102,7 @@ class Message:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Message:
-        return cls(**{**d, "tool_calls": tuple(d.get("tool_calls") or ())})
+        return cls(**{**d, "tool_calls": tuple(d.get("tool_calls") or ()), "asks": tuple(d.get("asks") or ())})
 
     def time(self) -> datetime | None:
         return datetime.fromisoformat(self.timestamp) if self.timestamp else None
@@ -134,7 +142,12 @@ class Candidate:
     value: Any  # normalised, JSON-compatible
     provenance: Provenance
     negated: bool = False  # "不要红色": the value is excluded, not chosen
-    kind: str = "value"  # "value"; "proposal" (assistant suggests); "confirmation" (user says yes, no field)
+    # "value"; "answer" (a value in reply to the assistant's question about its field); "proposal"
+    # (the assistant offers it); replies to an offer, which name no field: "confirmation" (yes),
+    # "decline" (no), "pick" (value: the n-th option, -1 the last)
+    kind: str = "value"
+    asked_round: int | None = None  # for an answer: the round of the question
+    option: int | None = None  # for a proposal from a list of options: its number (1-based)
 
 
 @dataclass(frozen=True, slots=True)

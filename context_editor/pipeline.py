@@ -18,19 +18,19 @@ from .conversation import normalise_message
 from .domain import Domain, domain_from_source, load_domain
 from .echo import CONTEXT_LOOP_DETECTED, mask_echoes
 from .errors import Errors
-from .extract import Extractor
+from .extract import Extractor, Prior
 from .lang.lexicon import using
 from .inject import RenderedContext, Renderer
 from .inject.budget import Window
 from .memory import SummaryZone
 from .memory.summary import KIND as SUMMARY_KIND
-
-LLM_KIND = "llm"  # model answers by prompt hash (derived data, for replay without the endpoint)
-USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
-from .model import Edit, Message, State
+from .model import Candidate, Edit, Message, State
 from .store import SessionInfo, Store, open_store
 from .transform import PhaseMachine, edit, expiry_edits, field_edits
 from .validate import FieldValidator, violations
+
+LLM_KIND = "llm"  # model answers by prompt hash (derived data, for replay without the endpoint)
+USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
 
 
 def stored_domain(store: Store, info: SessionInfo, allow_plugins: bool = False) -> Domain:
@@ -92,6 +92,7 @@ class ContextEditor:
         self.default_budget, self.price_per_mtok = budget, price_per_mtok
         self._states: dict[str, State] = {}
         self._zones: dict[str, SummaryZone] = {}
+        self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
         self.store.put_domain(self.domain.version_hash, self.domain.name, self.domain.source)
 
     # ------------------------------------------------------------------ ingest
@@ -118,7 +119,7 @@ class ContextEditor:
             self._states.pop(session, None)  # the cached fold may be ahead of the store: rebuild on next use
             self._bound.pop(session, None)
             raise
-        self._remember(session, msg)
+        self._summarize(session, msg)
         return edits
 
     def set_task_goal(self, session: str, goal: str, now: datetime | str | None = None) -> None:
@@ -131,7 +132,7 @@ class ContextEditor:
         self.add(session, {"role": "system", "name": "subtask", "content": subtask}, now=now)
 
     # ------------------------------------------------------------------ memory (derived data)
-    def _remember(self, session: str, msg: Message) -> None:
+    def _summarize(self, session: str, msg: Message) -> None:
         """Fold a committed message into the session's summary zone and store what changed."""
         zone = self._zone(session)
         for key, body in zone.bodies(zone.add(msg)).items():
@@ -181,7 +182,7 @@ class ContextEditor:
             ts = clock if isinstance(clock, str) else clock.isoformat()
         return Message(session=session, index=index, round=rnd, role=raw["role"], content=raw["content"], timestamp=ts,
                        id=raw.get("id"), name=raw.get("name"), tool_call_id=raw.get("tool_call_id"),
-                       tool_calls=tuple(raw.get("tool_calls") or ())).sealed(state.last_message_hash)
+                       tool_calls=tuple(raw.get("tool_calls") or ()), asks=tuple(raw.get("asks") or ())).sealed(state.last_message_hash)
 
     def _edits_for(self, state: State, msg: Message, upgrade_from: str | None = None) -> list[Edit]:
         """All edits `msg` causes, sealed, folded into `state` as they are made."""
@@ -206,7 +207,9 @@ class ContextEditor:
         if loop:
             commit(edit(msg, self.domain, "alert", None, None, "a rendered context was found inside this message; "
                         "it was not used as a source", "machine", reason=CONTEXT_LOOP_DETECTED, stage="extract"))
-        candidates = self.extractor.extract(msg if scanned is msg.content else replace(msg, content=scanned), now)
+        scan = msg if scanned is msg.content else replace(msg, content=scanned)
+        candidates = self.extractor.extract(scan, now, self._priors.get(msg.session) if msg.role == "user" else None)
+        self._remember(scan, candidates)
         proposed = field_edits(state, self.domain, msg, candidates)
         accepted = self._validate(state, msg, proposed, commit)
         for e in accepted:
@@ -215,6 +218,19 @@ class ContextEditor:
             for e in self.machine.step(state, msg, accepted):
                 commit(e)
         return out
+
+    def _remember(self, msg: Message, candidates: list[Candidate]) -> None:
+        """Keep what an assistant message asks for and offers, for the reply that follows; a user
+        message uses it up. Derived from the messages alone, so a reload recomputes it (`_live`)."""
+        if msg.role == "user":
+            self._priors.pop(msg.session, None)
+        elif msg.role in ("assistant", "tool"):
+            before = self._priors.get(msg.session)
+            asks = self.extractor.asks(msg) if msg.role == "assistant" else ()
+            offered = tuple(dict.fromkeys(c.field for c in candidates if c.kind == "proposal"))
+            if before is not None and before.round == msg.round:
+                asks, offered = tuple(dict.fromkeys([*before.asks, *asks])), tuple(dict.fromkeys([*before.offered, *offered]))
+            self._priors[msg.session] = Prior(msg.round, asks, offered)
 
     def _validate(self, state: State, msg: Message, proposed: list[Edit], commit: Callable[[Edit], None]) -> list[Edit]:
         """Split proposed edits into accepted ones and rejections (committed with their alerts)."""
@@ -249,6 +265,11 @@ class ContextEditor:
             tail = self.store.messages(session, since_round=state.round)
             if tail:
                 state.round, state.message_index, state.last_message_hash = tail[-1].round, tail[-1].index, tail[-1].hash
+            self._priors.pop(session, None)
+            for m in tail:  # what the assistant left open since the last user message
+                if m.role != "system":
+                    when = m.time() or datetime.now(timezone.utc)
+                    self._remember(m, self.extractor.extract(m, when) if m.role != "user" else [])
             self._states[session] = state
         return state
 

@@ -13,12 +13,22 @@ notebooks); it wins over an entry point of the same name.
 
 from __future__ import annotations
 
+import sys
+from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Generic, TypeVar
 
 from .errors import Errors
 
 T = TypeVar("T")
+
+
+@lru_cache(maxsize=32)
+def _scan(group: str, path: tuple[str, ...]) -> dict[str, EntryPoint]:
+    """The group's entry points as installed on `path` (sys.path). Scanning every distribution's
+    metadata costs ~10 ms, so it is done once per group and sys.path: a package put on sys.path
+    at run time (a test, a notebook) is seen, and hot paths (open_store, lint) pay nothing."""
+    return {ep.name: ep for ep in entry_points(group=group)}
 
 
 class Registry(Generic[T]):
@@ -31,7 +41,7 @@ class Registry(Generic[T]):
         self._local: dict[str, T] = {}
 
     def _entry_points(self) -> dict[str, EntryPoint]:
-        return {ep.name: ep for ep in entry_points(group=self.group)}
+        return _scan(self.group, tuple(sys.path))
 
     def names(self) -> list[str]:
         """Every registered name, sorted."""

@@ -122,7 +122,9 @@ def test_confirmed_proposal_points_at_the_assistant_span():
     editor = run("ecommerce", ["我想买件羽绒服", "A: 这款有黑色和白色，要黑色的吗？", "好的"])
     why = editor.why("s", "color")
     assert why["value"] == "black"
-    proposed, confirmed = why["history"]
+    *offered, confirmed = why["history"]  # every colour offered is logged (a pick could take either)
+    assert [h["value"] for h in offered] == ["white", "black"]
+    proposed = offered[-1]
     assert (proposed["status"], proposed["reason"]) == ("rejected", PROPOSED)
     assert (confirmed["status"], confirmed["source"], confirmed["reason"]) == ("accepted", "confirmation", CONFIRMED)
     p = why["provenance"]

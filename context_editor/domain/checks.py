@@ -86,6 +86,12 @@ def field_shapes(c: Lint) -> Iterator[DomainProblem]:
         if ftype == "enum" and not f.get("values") and not f.get("gazetteer"):
             yield c.problem(f"enum field '{name}' has no `values`", base,
                             "list its canonical values with their synonyms under `values:`, or name a `gazetteer:` file")
+        if ftype == "bool" and {str(k).lower() for k in (f.get("values") or {})} - {"true", "false"}:
+            yield c.problem(f"bool field '{name}' has values other than true and false", f"{base}/values",
+                            "list the synonyms of yes under `true:` and of no under `false:`")
+        if f.get("prefer") and ftype not in ("date", "datetime"):
+            yield c.problem(f"`prefer` applies to date and datetime fields, not '{ftype}'", f"{base}/prefer",
+                            "remove `prefer` or change the type")
         if ftype == "list" and not f.get("items"):
             yield c.problem(f"list field '{name}' has no `items`", base,
                             "say what the list holds, e.g. `items: {type: enum, values: {...}}`")

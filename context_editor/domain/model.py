@@ -57,6 +57,7 @@ class FieldSpec:
     tool_keys: tuple[str, ...] = ()
     scopes: tuple[str, ...] = ()  # empty: visible to every action
     description: str = ""
+    prefer: str = "future"  # a date without a year points forward (a booking) or back (an incident)
 
     @property
     def is_list(self) -> bool:
@@ -133,6 +134,9 @@ class Domain:
     tools: dict[str, ToolSpec]
     path: str
     source: dict[str, Any]  # the loaded document, stored with the log so replay uses this exact version
+    # Dialogue mechanics, each on unless switched off: `answers` (a reply is read as the answer to
+    # the field the assistant asked for), `offers` (assistant offers, accepted, declined or picked).
+    dialogue: dict[str, Any] = field(default_factory=dict)
     rule_library: dict[str, Rule] = field(repr=False, compare=False, default_factory=dict)
 
     @cached_property
@@ -220,7 +224,7 @@ def _build(d: dict[str, Any], path: Path) -> Domain:
             policy=f.get("policy", "accumulate" if f["type"] == "list" else "latest"),
             mentions=f.get("mentions", "affirmed"), ask=dict(f.get("ask") or {}),
             extract=tuple(field_refs(f, name)), tool_keys=tuple(f.get("tool_keys") or (name,)),
-            scopes=tuple(f.get("scopes") or ()), description=f.get("description", ""),
+            scopes=tuple(f.get("scopes") or ()), description=f.get("description", ""), prefer=f.get("prefer", "future"),
         )
     machine = None
     if d.get("machine"):
@@ -254,7 +258,8 @@ def _build(d: dict[str, Any], path: Path) -> Domain:
     return Domain(
         name=d["domain"], version=str(d["version"]), version_hash=version_hash,
         languages=tuple(d.get("languages") or ("zh", "en")), default_currency=d.get("default_currency", "CNY"),
-        fields=fields, machine=machine, rules=rules, actions=actions, tools=tools, path=str(path), source=d, rule_library=library)
+        fields=fields, machine=machine, rules=rules, actions=actions, tools=tools, path=str(path), source=d,
+        dialogue=dict(d.get("dialogue") or {}), rule_library=library)
 
 
 PLUGIN_CODE = "_plugin_code"  # plugin sources kept in the stored document: replay runs the same code

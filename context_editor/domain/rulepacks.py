@@ -25,7 +25,7 @@ from ..resources import rules_dir
 from .yamlines import load_lined_yaml
 
 MACROS_FILE = "macros.yaml"
-PARSERS = ("money", "number", "int", "percent", "date", "duration", "count", "enum", "text", "upper")
+PARSERS = ("money", "number", "int", "percent", "date", "time", "duration", "count", "enum", "text", "upper")
 # `extract` entries that name an entity label of the NER layer instead of a rule.
 NER_PREFIX = "ner."
 NER_LABELS = ("PERSON", "GPE", "LOC", "ORG", "PRODUCT", "FAC", "NORP", "EVENT", "WORK_OF_ART")

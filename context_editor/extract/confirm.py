@@ -1,43 +1,140 @@
-"""Proposals and confirmations: how an assistant's suggestion becomes the user's value.
+"""Dialogue acts read off the text: offers, acceptance, declines, picks, and asked-for fields.
 
-Assistant text never sets a user-owned field, but a question from the assistant ("要黑色的吗？",
-"Shall I book MU5101?") proposes the values it mentions, and a user reply that opens with a
-plain yes ("好的", "对", "可以", "yes", "sure", "ok"; the `yes_words` of the lexicons) confirms them. Both are decided on the
-text alone, deterministically: a proposal is a mention inside a sentence that ends with a
-question mark; a confirmation is a yes-word at the very start of the reply, standing alone
-(followed by punctuation, a space or the end, after at most a particle such as 啊/吧), so
-"要红色" or "okay-ish" confirm nothing, nor does a trailing-off "嗯……" / "ok..." (hesitation).
+Assistant text never sets a user-owned field, but it *offers* values: the values it names in a
+question ("要黑色的吗？", "Shall I book MU5101?") or in a sentence with an offer cue ("How about
+Sino?", "Confirming: a table for 2 at 11:30.", "为您推荐故宫"). A user reply then accepts the offer
+("yes", "sounds good", "就这个", "可以" opening the reply and standing alone, so "要红色" or
+"okay-ish" accept nothing, nor does a trailing-off "嗯……"), declines it ("no", "不用了"), picks
+one of several ("the second one", "第二个") or ignores it. An assistant question also *asks*
+for fields: the one whose name, ask text and kind of value ("what time" -> a time) it matches
+best; "Anything else?" asks for none. All cue words are data (rules/<lang>/dialogue.yaml).
 """
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
-from ..lang import Lexicon, lexicon
-
-
-
-@lru_cache(maxsize=2)
-def _yes(lex: Lexicon) -> re.Pattern[str]:
-    """A yes-word of any registered language (`yes_words` in the lexicons), standing alone."""
-    words = "|".join(re.escape(w) for w in sorted(lex.words("yes_words"), key=len, reverse=True))
-    particles = "".join(re.escape(p) for p in lex.words("yes_particles"))
-    return re.compile(
-        rf"\s*(?P<cue>{words})(?=[{particles}]?(?:$|(?!\.\.)[\s，。！!,.;；~～]))" if particles
-        else rf"\s*(?P<cue>{words})(?=(?:$|(?!\.\.)[\s，。！!,.;；~～]))",
-        re.IGNORECASE)
-
+from ..domain import FieldSpec
+from .cues import load_cues
 
 _QUESTION = re.compile(r"[^。！!？?\n]*[？?]")
+_SENTENCE = re.compile(r"[^。！!？?\n]*(?:[。！!？?\n]|$)")
+_CLAUSE_JOIN = re.compile(r"\s+(?:and|or)\s+|[,，、;；]|和|以及|还有|或者", re.IGNORECASE)
+_LATIN_WORD = re.compile(r"[a-z0-9]+")
+_CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
+ASK_TEXT_BONUS = 3.0  # the question is the field's own ask text (or contains it)
+KIND_BONUS = 1.5  # the question asks for the kind of value the field holds ("what time" -> a time)
+WEAK_KIND_BONUS = 0.5  # a yes/no question shape says little about which bool it is
+MIN_ASK_SCORE = 1.0
 
 
 def confirmation(text: str) -> tuple[int, int] | None:
     """Span of the yes-word a reply opens with, or None when it does not open with one."""
-    m = _yes(lexicon()).match(text)
-    return m.span("cue") if m else None
+    cues = load_cues()
+    return cues.opens_with(cues.accept, text)
+
+
+def decline(text: str) -> tuple[int, int] | None:
+    """Span of the no-word a reply opens with, or None."""
+    cues = load_cues()
+    return cues.opens_with(cues.decline, text)
+
+
+def pick(text: str) -> tuple[int, int, int] | None:
+    """(n, start, end) when the reply picks the n-th offered option ("the second one"; -1: the last)."""
+    return load_cues().ordinal(text)
 
 
 def question_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of every sentence that ends with a question mark."""
     return [m.span() for m in _QUESTION.finditer(text)]
+
+
+def offer_spans(text: str) -> list[tuple[int, int]]:
+    """Sentences that offer what they name: questions, and sentences with an offer cue."""
+    cues = load_cues()
+    out = []
+    for m in _SENTENCE.finditer(text):
+        s, e = m.span()
+        if e > s and (text[e - 1] in "?？" or (cues.offer is not None and cues.offer.search(text, s, e))):
+            out.append((s, e))
+    return out
+
+
+def topic_words(text: str) -> set[str]:
+    """Latin words (a plural's final s dropped) and CJK bigrams, without question stopwords."""
+    stop = load_cues().stopwords
+    out = {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+           for w in _LATIN_WORD.findall(text.lower()) if w not in stop}
+    for run in _CJK_RUN.findall(text):
+        for i in range(max(len(run) - 1, 1)):
+            gram = run[i:i + 2]
+            if gram not in stop:
+                out.add(gram)
+    return out - stop
+
+
+def field_kinds(spec: FieldSpec) -> set[str]:
+    """The kinds of value a question asks for when it is about this field (the more, the closer)."""
+    if spec.type in ("time", "date", "money", "bool"):
+        return {spec.type}
+    if spec.type == "datetime":
+        return {"date", "time"}
+    if spec.type == "duration":
+        return {"duration", "number"}
+    if spec.type in ("int", "float", "percent"):
+        return {"number"}
+    if any(ref.startswith(("slot.place", "ner.GPE", "ner.LOC", "place")) for ref in spec.extract):
+        return {"place"}
+    return set()
+
+
+class AskMatcher:
+    """Which of a domain's user-owned fields an assistant question asks for."""
+
+    def __init__(self, fields: dict[str, FieldSpec]):
+        self.fields = {n: f for n, f in fields.items() if "user" in f.sources}
+        self.words = {n: topic_words(n.replace("_", " ") + " " + " ".join(f.ask.values())) for n, f in self.fields.items()}
+        self.asks = {n: [_squash(a) for a in f.ask.values() if a] for n, f in self.fields.items()}
+        self.kinds = {n: field_kinds(f) for n, f in self.fields.items()}
+
+    def asked(self, text: str) -> list[tuple[str, tuple[int, int]]]:
+        """(field, span of the clause that asks for it), in text order, each field once."""
+        cues = load_cues()
+        out: dict[str, tuple[int, int]] = {}
+        for qs, qe in question_spans(text):
+            question = text[qs:qe]
+            if cues.closing is not None and cues.closing.search(question):
+                continue  # "Anything else?": about no field, so its "no" is no value
+            squashed = _squash(question)
+            start = qs
+            for part in _CLAUSE_JOIN.split(question):
+                clause_start = text.find(part, start) if part else start
+                start = max(start, clause_start + len(part))
+                name = self._best(part, squashed)
+                if name and name not in out:
+                    out[name] = (clause_start, clause_start + len(part))
+        return sorted(out.items(), key=lambda kv: kv[1])
+
+    def _best(self, clause: str, question: str) -> str | None:
+        words = topic_words(clause)
+        kinds = load_cues().question_kinds(clause)
+        scores = {}
+        for name in self.fields:
+            score = float(len(words & self.words[name]))
+            for kind in self.kinds[name] & kinds:
+                score += WEAK_KIND_BONUS if kind == "bool" else KIND_BONUS
+            if question and any(a and (a in question or question in a) for a in self.asks[name]):
+                score += ASK_TEXT_BONUS
+            if score >= MIN_ASK_SCORE:
+                scores[name] = score
+        if not scores:
+            return None
+        top = max(scores.values())
+        best = [n for n, s in scores.items() if s == top]
+        return best[0] if len(best) == 1 else None  # a tie names no field: don't guess
+
+
+def _squash(text: str) -> str:
+    """Lower case without spaces or punctuation, to compare a question with an ask text."""
+    return re.sub(r"[\W_]+", "", text.lower())

@@ -71,7 +71,7 @@ from .numbers import (
     words_pattern,
 )
 
-__all__ = ["DateMatch", "find_dates"]
+__all__ = ["DateMatch", "PREFER", "TimeMatch", "find_dates", "find_times"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +189,11 @@ def _joined(w: _DateWords) -> str:
 _ORDINAL = r"(?:st|nd|rd|th)?"
 _ISOLATED = r"(?<![0-9a-z/.-])"  # not glued to a code, a longer number or a path
 
-_Resolver = Callable[[re.Match[str], dt.date], "dt.date | None"]
+# A resolver reads one match against today; `prefer` says which way a date that names no year
+# (or no month, or no week) points: "future" (a booking: May 20 said in June is next year's) or
+# "past" (a claim's incident date: May 20 said in June is this year's).
+_Resolver = Callable[[re.Match[str], dt.date, str], "dt.date | None"]
+PREFER = ("future", "past")
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,11 +254,13 @@ def _day_in_month(year: int, month: int, day: int | None) -> dt.date | None:
     return _safe_date(year, month, day if day is not None else calendar.monthrange(year, month)[1])
 
 
-def _next_month_day(today: dt.date, month: int, day: int | None) -> dt.date | None:
-    """This year's ``month``/``day``, or the first later year where it is valid and not past."""
-    for year in range(today.year, today.year + 5):
+def _next_month_day(today: dt.date, month: int, day: int | None, prefer: str = "future") -> dt.date | None:
+    """This year's ``month``/``day``, or the first later year where it is valid and not past
+    (with ``prefer="past"``: the first earlier year where it is valid and not ahead)."""
+    step = -1 if prefer == "past" else 1
+    for year in range(today.year, today.year + 5 * step, step):
         found = _day_in_month(year, month, day)
-        if found and found >= today:
+        if found and (found <= today if step < 0 else found >= today):
             return found
     return None
 
@@ -265,16 +271,18 @@ def _int(s: str | None) -> int | None:
 
 
 @_rule(lambda w: rf"(?<![然以之]){words_pattern(w.day)}")  # not the 后天 of 然后天气 ("then the weather")
-def _relative_day(m: re.Match[str], today: dt.date) -> dt.date:
+def _relative_day(m: re.Match[str], today: dt.date, prefer: str) -> dt.date:
     return today + dt.timedelta(days=_words().day[_key(m[0])][0])
 
 
 @_rule(r"(?P<shift>下下|下|这|本|上)?个?(?:周|星期|礼拜)(?P<wd>[一二三四五六日天末])", ("周", "星期", "礼拜"))
 @_rule(lambda w: rf"(?<![a-z])(?:(?P<shift>{words_pattern(k for k in w.week_shift if k.isascii() or k not in _ZH_WEEK_SHIFT)})\s+)?"
        rf"(?P<wd>{_weekday_names(w)})")
-def _weekday(m: re.Match[str], today: dt.date) -> dt.date:
+def _weekday(m: re.Match[str], today: dt.date, prefer: str) -> dt.date:
     weekday = _words().weekday[_key(m["wd"].rstrip("."))]
     shift = _words().week_shift[_key(m["shift"])] if m["shift"] else None
+    if shift is None and prefer == "past":  # "on Friday" of an incident: the Friday just gone (or today)
+        return today - dt.timedelta(days=(today.weekday() - weekday) % 7)
     if shift is None:
         return today + dt.timedelta(days=(weekday - today.weekday()) % 7)
     return today + dt.timedelta(days=7 * shift + weekday - today.weekday())
@@ -286,7 +294,7 @@ def _weekday(m: re.Match[str], today: dt.date) -> dt.date:
     rf"(?:(?P<day>{_NUM})(?:日|号(?!{NOT_A_DAY}))?(?![0-9])|(?P<end>底|末))",
     ("月",),
 )
-def _chinese_calendar_day(m: re.Match[str], today: dt.date) -> dt.date | None:
+def _chinese_calendar_day(m: re.Match[str], today: dt.date, prefer: str) -> dt.date | None:
     day = _int(m["day"])
     if m["month"] is None:  # 下个月3号, 月底: relative to the current month
         year, month = _shift_month(today.year, today.month, _MONTH_SHIFT[m["mshift"]] if m["mshift"] else 0)
@@ -297,16 +305,17 @@ def _chinese_calendar_day(m: re.Match[str], today: dt.date) -> dt.date | None:
     if m["year"] or m["yshift"]:
         in_year = _int(m["year"]) if m["year"] else today.year + _YEAR_SHIFT[m["yshift"]]
         return _day_in_month(in_year, month_of_year, day) if in_year else None
-    return _next_month_day(today, month_of_year, day)
+    return _next_month_day(today, month_of_year, day, prefer)
 
 
 @_rule(rf"(?<![0-9月])(?P<day>{_NUM})号(?!{NOT_A_DAY})", ("号",))
-def _day_of_month(m: re.Match[str], today: dt.date) -> dt.date | None:
+def _day_of_month(m: re.Match[str], today: dt.date, prefer: str) -> dt.date | None:
     day = _int(m["day"])
-    for k in range(12 if day else 0):
+    step = -1 if prefer == "past" else 1
+    for k in range(0, (12 if day else 0) * step, step):
         year, month = _shift_month(today.year, today.month, k)
         found = _day_in_month(year, month, day)
-        if found and found >= today:
+        if found and (found <= today if step < 0 else found >= today):
             return found
     return None
 
@@ -315,7 +324,7 @@ def _day_of_month(m: re.Match[str], today: dt.date) -> dt.date | None:
     rf"{_ISOLATED}(?P<year>[0-9]{{4}})(?P<sep>[-/.])(?P<month>[0-9]{{1,2}})(?P=sep)(?P<day>[0-9]{{1,2}})"
     r"(?![0-9a-z]|[-/.][0-9])"
 )
-def _iso_day(m: re.Match[str], today: dt.date) -> dt.date | None:
+def _iso_day(m: re.Match[str], today: dt.date, prefer: str) -> dt.date | None:
     return _safe_date(int(m["year"]), int(m["month"]), int(m["day"]))
 
 
@@ -324,10 +333,10 @@ def _iso_day(m: re.Match[str], today: dt.date) -> dt.date | None:
     r"(?![0-9a-z]|[/.][0-9])",
     ("/",),
 )
-def _us_numeric_day(m: re.Match[str], today: dt.date) -> dt.date | None:
+def _us_numeric_day(m: re.Match[str], today: dt.date, prefer: str) -> dt.date | None:
     month, day = int(m["month"]), int(m["day"])
     if m["year"] is None:
-        return _next_month_day(today, month, day)
+        return _next_month_day(today, month, day, prefer)
     year = int(m["year"])
     return _safe_date(year + 2000 if year < 100 else year, month, day)
 
@@ -340,11 +349,11 @@ def _us_numeric_day(m: re.Match[str], today: dt.date) -> dt.date | None:
     lambda w: rf"(?<![0-9a-z])(?P<day>[0-9]{{1,2}}){_ORDINAL}\s+{_joined(w)}(?P<mon>{_month_names(w)})(?![a-z])"
     rf"(?:,?\s*{_joined(w)}(?P<year>[0-9]{{4}})(?![0-9]))?"
 )
-def _named_month_day(m: re.Match[str], today: dt.date) -> dt.date | None:
+def _named_month_day(m: re.Match[str], today: dt.date, prefer: str) -> dt.date | None:
     month, day = _words().month[m["mon"].rstrip(".").lower()], int(m["day"])
     if m["year"]:
         return _safe_date(int(m["year"]), month, day)
-    return _next_month_day(today, month, day)
+    return _next_month_day(today, month, day, prefer)
 
 
 @_rule(rf"(?P<n>{_NUM}|[0-9]{{3}})个?(?P<unit>天|周|星期|礼拜)(?:以后|之后|后)", ("后",))
@@ -353,7 +362,7 @@ def _named_month_day(m: re.Match[str], today: dt.date) -> dt.date | None:
     rf"(?<![a-z])(?P<n>{_EN_COUNT})\s+(?P<unit>days?|weeks?)\s+(?:from\s+(?:now|today)|later)(?![a-z])",
     ("day", "week"),
 )
-def _offset_day(m: re.Match[str], today: dt.date) -> dt.date | None:
+def _offset_day(m: re.Match[str], today: dt.date, prefer: str) -> dt.date | None:
     n = 1 if m["n"].lower() in ("a", "an") else _int(m["n"])
     return None if n is None else today + dt.timedelta(days=n * _OFFSET_UNIT_DAYS[m["unit"].lower()])
 
@@ -365,6 +374,7 @@ def _key(word: str) -> str:
 
 # --------------------------------------------------------------------------- clock times
 
+_EN_HOUR_WORDS = words_pattern(("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"))
 _EN_PERIOD_AFTER = rf"(?:\s+(?:in\s+the\s+)?(?P<after>{_EN_PERIODS}))?"
 _CLOCK_RULES = [
     # 下午3点半, 九点一刻, 9点30分, 两点钟, 10时
@@ -399,10 +409,29 @@ _CLOCK_RULES = [
         ("at",),
     ),
     _Rule(re.compile(r"(?<![a-z])(?P<word>noon|midnight)(?![a-z])", _FLAGS), ("noon", "midnight")),
+    # half past seven, quarter to 8, 20 past 6 (the hour is the one named after past/to)
+    _Rule(
+        re.compile(
+            rf"(?<![a-z0-9])(?P<rel>half|quarter|[0-9]{{1,2}}|{_EN_HOUR_WORDS}|twenty|twenty-five)\s+(?:minutes\s+)?"
+            rf"(?P<dir>past|after|to)\s+(?P<hour>[0-9]{{1,2}}|{_EN_HOUR_WORDS})(?![a-z0-9:])"
+            rf"(?:\s*(?P<ampm>[ap]\.?m\.?)(?![a-z]))?{_EN_PERIOD_AFTER}",
+            _FLAGS,
+        ),
+        ("past", "after", " to "),
+    ),
+    # seven pm, seven thirty pm, eight in the evening
+    _Rule(
+        re.compile(
+            rf"(?<![a-z0-9])(?P<hour>{_EN_HOUR_WORDS})(?:\s+(?P<wmin>fifteen|thirty|forty-five|forty five))?"
+            rf"(?:\s*(?P<ampm>[ap]\.?m\.?)(?![a-z])|\s+(?:in\s+the\s+)?(?P<after>{_EN_PERIODS}))",
+            _FLAGS,
+        ),
+    ),
 ]
 _WORD_CLOCK = {"noon": (12, 0), "midnight": (0, 0)}
+_WORD_MINUTE = {"fifteen": 15, "thirty": 30, "forty-five": 45, "forty five": 45}
 _MINUTE_WORDS = {"半": 30, "一刻": 15, "三刻": 45}
-_HOUR_MARKS = ("mark", "colon", "ampm", "oclock", "at")  # one must be present: a bare "9" is no time
+_HOUR_MARKS = ("mark", "colon", "ampm", "oclock", "at", "dir", "after")  # one must be present: a bare "9" is no time
 
 
 def _period(word: str | None) -> str | None:
@@ -422,6 +451,13 @@ def _clock(m: re.Match[str]) -> _Clock | None:
         hour, minute = _WORD_CLOCK[g["word"].lower()]
         return _Clock(m.start(), m.end(), hour, minute, None, True)
     read_hour, read_minute = _int(g["hour"]), _minute(g.get("min"))
+    if g.get("wmin"):
+        read_minute = _WORD_MINUTE.get(_key(g["wmin"]), 0)
+    if g.get("dir") and read_hour is not None:  # half past 7 -> 7:30, quarter to 8 -> 7:45
+        rel = {"half": 30, "quarter": 15}.get(g["rel"].lower()) or _int(g["rel"].replace("twenty-five", "25"))
+        if rel is None or not 0 < rel < 60:
+            return None
+        read_hour, read_minute = (read_hour, rel) if g["dir"].lower() != "to" else ((read_hour - 1) % 12 or 12, 60 - rel)
     if not any(g.get(k) for k in _HOUR_MARKS) or read_hour is None or read_minute is None:
         return None
     hour, minute = read_hour, read_minute
@@ -454,12 +490,12 @@ _GLUE_AFTER_DAY = re.compile(
 _GLUE_BEFORE_DAY = re.compile(r"\s*[,，]?\s*(?:on\s+)?", _FLAGS)
 
 
-def _days(norm: str, lowered: str, today: dt.date) -> list[_Day]:
+def _days(norm: str, lowered: str, today: dt.date, prefer: str) -> list[_Day]:
     found = []
     for rule, resolve in _day_rules(_words()):
         for m in rule.finditer(lowered, norm):
             try:
-                day = resolve(m, today)
+                day = resolve(m, today, prefer)
             except OverflowError:  # beyond 9999-12-31 or before year 1
                 continue
             if day is not None:
@@ -501,9 +537,9 @@ def _match(text: str, start: int, end: int, value: dt.date | dt.datetime, day_sa
     return DateMatch(start, end, text[start:end], value, grain, day_said)
 
 
-def _assemble(text: str, norm: str, now: dt.datetime) -> Iterable[DateMatch]:
+def _assemble(text: str, norm: str, now: dt.datetime, prefer: str) -> Iterable[DateMatch]:
     lowered = norm.lower()
-    days, clocks = _days(norm, lowered, now.date()), _clocks(norm, lowered)
+    days, clocks = _days(norm, lowered, now.date(), prefer), _clocks(norm, lowered)
     used: set[int] = set()
     for day in days:
         paired = _pair(norm, day, clocks, used)
@@ -517,12 +553,48 @@ def _assemble(text: str, norm: str, now: dt.datetime) -> Iterable[DateMatch]:
         if i in used or not clock.strong:
             continue
         when = _at(now.date(), clock, None, now.tzinfo)
-        if when is not None and when < minute_now:
+        if when is not None and prefer == "past" and when > minute_now:
+            when = _at(now.date(), clock, None, now.tzinfo, days=-1)
+        elif when is not None and prefer != "past" and when < minute_now:
             when = _at(now.date(), clock, None, now.tzinfo, days=1)
         if when is not None:
             yield _match(text, clock.start, clock.end, when, day_said=False)
 
 
-def find_dates(text: str, now: dt.datetime) -> list[DateMatch]:
-    """Dates and date-times in ``text``, left to right, non-overlapping, resolved against ``now``."""
-    return leftmost_longest(_assemble(text, normalize_width(text), now))
+def find_dates(text: str, now: dt.datetime, prefer: str = "future") -> list[DateMatch]:
+    """Dates and date-times in ``text``, left to right, non-overlapping, resolved against ``now``;
+    ``prefer`` ("future" or "past") decides which way a date without a year, month or week points."""
+    return leftmost_longest(_assemble(text, normalize_width(text), now, prefer))
+
+
+@dataclass(frozen=True, slots=True)
+class TimeMatch:
+    """A time of day, normalised to ``HH:MM`` (24-hour), with its exact span."""
+
+    start: int
+    end: int
+    text: str
+    value: str
+
+
+def find_times(text: str, answer: bool = False) -> list[TimeMatch]:
+    """Clock times in ``text`` ("7:30pm", "half past seven", "19:30", "晚上七点半", "早上9点"), left to right.
+
+    A weak reading ("at 8", "两点": also "two points") counts only when ``answer`` is true, i.e.
+    the text answers a question about a time; then a bare hour ("8", "eight") is a time too."""
+    norm = normalize_width(text)
+    lowered = norm.lower()
+    clocks = [c for c in _clocks(norm, lowered) if c.strong or answer]
+    if answer and not clocks:
+        bare = _BARE_HOUR.fullmatch(norm)
+        hour = _int(bare["hour"]) if bare else None
+        if bare is not None and hour is not None and 0 <= hour <= 23:
+            clocks = [_Clock(bare.start("hour"), bare.end("hour"), hour, 0, None, False)]
+    out = []
+    for c in clocks:
+        hour = _hour24(c.hour, c.period) % 24
+        out.append(TimeMatch(c.start, c.end, text[c.start:c.end], f"{hour:02d}:{c.minute:02d}"))
+    return out
+
+
+_BARE_HOUR = re.compile(rf"\s*(?:at\s+|around\s+|about\s+)?(?P<hour>[0-9]{{1,2}}|{_EN_HOUR_WORDS})\s*[.!。！]?\s*", _FLAGS)

@@ -7,15 +7,21 @@ Four sources of candidates, each tagged with an extractor id for provenance:
 - `<extractor>:<label>`: spans of a registered third-party extractor (`extract: [caps.WORD]`,
   entry-point group `context_editor.extractors`);
 - `tool:json`: keys of a JSON tool result.
-Negation, proposals and confirmations are decided here (they are properties of the text); what
-they mean for state is Transform's business. A role a field does not accept yields nothing for
-it, except the assistant's questions about user-owned fields: those are `proposal` candidates
-that a user's plain yes in the next round turns into values (see confirm.py).
+Negation, offers and the replies to them are decided here (they are properties of the text);
+what they mean for state is Transform's business. A role a field does not accept yields nothing
+for it, except the assistant's offers of user-owned fields: those are `proposal` candidates that
+a user's yes (or pick, "the second one") in the next round turns into values (see confirm.py). A
+tool result that lists several records offers them as numbered options.
+
+The reply to an assistant message is read in the light of it (`Prior`): the fields the
+assistant asked for are parsed from the reply by their type first ("Friday", "4", "no", "一年半"
+mean something only as answers), unless the reply clearly says something else.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import re
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -25,7 +31,8 @@ from ..domain import Domain, FieldSpec
 from ..domain.rulepacks import extractor_ref
 from ..lang import detect_language
 from ..model import Candidate, Message, Provenance
-from .confirm import confirmation, question_spans
+from .confirm import AskMatcher, confirmation, decline, offer_spans, pick
+from .cues import load_cues
 from .enums import EnumMatcher
 from .negation import is_negated
 from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, ner_label
@@ -34,6 +41,18 @@ from .values import default_parser, parse_value
 
 PLUGIN_CONFIDENCE = 0.8  # a registered extractor's, unless it has a `confidence` attribute
 MAX_SCAN_CHARS = 20_000  # prose beyond this is kept in the log but not scanned (bounded cost)
+MAX_FREE_ANSWER_CHARS = 60  # a free-text answer is a short reply, not a paragraph
+MAX_OPTIONS = 20  # options read from one tool result
+_TYPED_ANSWERS = ("time", "date", "datetime", "int", "float", "money", "duration", "percent")
+
+
+@dataclass(frozen=True)
+class Prior:
+    """What the assistant's last message left open for the user's reply."""
+
+    round: int  # the round of the question
+    asks: tuple[str, ...] = ()  # fields it asked for, in text order
+    offered: tuple[str, ...] = ()  # fields it offered values for
 
 
 class Extractor:
@@ -41,6 +60,24 @@ class Extractor:
 
     def __init__(self, domain: Domain):
         self.domain = domain
+
+    @cached_property
+    def ask_matcher(self) -> AskMatcher:
+        return AskMatcher(self.domain.fields)
+
+    @property
+    def answers_on(self) -> bool:
+        return bool(self.domain.dialogue.get("answers", True))
+
+    @property
+    def offers_on(self) -> bool:
+        return bool(self.domain.dialogue.get("offers", True))
+
+    def asks(self, msg: Message) -> tuple[str, ...]:
+        """The fields an assistant message asks for: named by the app (`asks` metadata) or by its questions."""
+        named = [a for a in msg.asks if a in self.domain.fields]
+        found = [name for name, _ in self.ask_matcher.asked(msg.content[:MAX_SCAN_CHARS])] if self.answers_on else []
+        return tuple(dict.fromkeys([*named, *found]))
 
     @cached_property
     def enum_matchers(self) -> dict[str, EnumMatcher]:
@@ -74,14 +111,15 @@ class Extractor:
                           extractor=extractor, confidence=confidence, domain_version=self.domain.version_hash,
                           message_id=msg.id)
 
-    def extract(self, msg: Message, now: datetime) -> list[Candidate]:
-        """All candidates in `msg`, in field order then text order (deterministic)."""
+    def extract(self, msg: Message, now: datetime, prior: Prior | None = None) -> list[Candidate]:
+        """All candidates in `msg`, in field order then text order (deterministic); a user
+        message is read as the reply to `prior`, the assistant message before it."""
         if msg.role == "tool":
             data = parse_json(msg.content)
             if data is not None:
                 return self._from_tool(msg, data, now)
         text = msg.content[:MAX_SCAN_CHARS]
-        questions = question_spans(text) if msg.role == "assistant" else []
+        questions = offer_spans(text) if msg.role == "assistant" and self.offers_on else []
         out: list[Candidate] = []
         ents: list[Any] | None = None  # one model pass per message, only if a field asks for it
         spans: dict[str, list[Any]] = {}  # one pass of each registered extractor a field asks for
@@ -102,10 +140,73 @@ class Extractor:
                 found = [replace(c, kind="proposal") for c in found
                          if any(s <= c.provenance.span[0] < e for s, e in questions)]
             out.extend(found)
-        yes = confirmation(text) if msg.role == "user" else None
+        if msg.role != "user":
+            return out
+        if prior is not None and (prior.asks or prior.offered):
+            out = self._answers(msg, text, prior, out, now)
+        return out + self._reply_acts(msg, text, prior)
+
+    def _reply_acts(self, msg: Message, text: str, prior: Prior | None) -> list[Candidate]:
+        """Acceptance, decline and picks: about the previous round's offer, so they name no field."""
+        out = []
+        yes = confirmation(text)
         if yes:
             out.append(Candidate("", True, self._prov(msg, *yes, text[yes[0]:yes[1]], "confirm:yes", 1.0), kind="confirmation"))
+        if not self.offers_on:
+            return out
+        no = decline(text) if not yes else None
+        if no:
+            out.append(Candidate("", False, self._prov(msg, *no, text[no[0]:no[1]], "confirm:no", 1.0), kind="decline"))
+        chosen = pick(text)
+        if chosen:
+            n, s, e = chosen
+            out.append(Candidate("", n, self._prov(msg, s, e, text[s:e], "confirm:pick", 1.0), kind="pick"))
         return out
+
+    def _answers(self, msg: Message, text: str, prior: Prior, found: list[Candidate], now: datetime) -> list[Candidate]:
+        """`found`, with values for the asked fields marked as answers, and the reply parsed by
+        each asked field's type where nothing else claimed it."""
+        asked = set(prior.asks) if self.answers_on else set()
+        out = [replace(c, kind="answer", asked_round=prior.round) if c.field in asked and c.kind == "value" else c
+               for c in found]
+        claimed = [c.provenance.span for c in out if c.kind in ("value", "answer")]
+        others = any(c.kind == "value" for c in out)
+        for name in dict.fromkeys([*(prior.asks if self.answers_on else ()), *prior.offered]):
+            spec = self.domain.fields.get(name)
+            if spec is None or "user" not in spec.sources or any(c.field == name and c.kind in ("value", "answer") for c in out):
+                continue
+            is_answer = name in asked
+            if not is_answer and spec.type not in _TYPED_ANSWERS:
+                continue  # an offered field is re-read only for weak typed forms ("yes, but at 11")
+            got = self._answer_value(spec, text, now, free=is_answer and not others)
+            if got is None:
+                continue
+            value, s, e, how = got
+            if any(s < ce and cs < e and not (s <= cs and ce <= e and e - s > ce - cs) for cs, ce in claimed):
+                continue  # that span already says something else (and no more): don't force it into this field
+            prov = self._prov(msg, s, e, text[s:e], f"answer:{how}", 0.85)
+            out.append(Candidate(name, value, prov, negated=is_negated(text, s, e),
+                                 kind="answer" if is_answer else "value", asked_round=prior.round if is_answer else None))
+            claimed.append((s, e))
+        return out
+
+    def _answer_value(self, spec: FieldSpec, text: str, now: datetime, free: bool) -> tuple[Any, int, int, str] | None:
+        """(value, start, end, parser) of `text` read as an answer for `spec`, or None."""
+        if spec.type == "bool":
+            said = confirmation(text) or decline(text)
+            return (said == confirmation(text), said[0], said[1], "bool") if said else None
+        parser = default_parser(spec)
+        if parser != "text":
+            parsed = parse_value(parser, text, spec, now, self.domain.default_currency, answer=True)
+            return (parsed.value, parsed.start, parsed.end, parser) if parsed else None
+        if not free or spec.synonyms or spec.is_list or "?" in text or "？" in text or confirmation(text) or decline(text):
+            return None
+        clause = re.match(r"[^。！!？?；;\n]*", text)
+        end = clause.end() if clause else len(text)
+        s, e = load_cues().strip_fillers(text[:end])
+        if e <= s or e - s > MAX_FREE_ANSWER_CHARS or len(text[s:e].split()) > 6:
+            return None
+        return " ".join(text[s:e].split()), s, e, "text"
 
     def _from_ner(self, msg: Message, text: str, spec: FieldSpec, ents: list[Any]) -> list[Candidate]:
         labels = self.ner_fields[spec.name]
@@ -149,11 +250,23 @@ class Extractor:
         return out
 
     def _from_enum(self, msg: Message, text: str, spec: FieldSpec) -> list[Candidate]:
-        return [Candidate(spec.name, canonical, self._prov(msg, s, e, raw, f"enum:{spec.name}", 0.9),
-                          negated=is_negated(text, s, e))
+        return [Candidate(spec.name, canonical.lower() == "true" if spec.type == "bool" else canonical,
+                          self._prov(msg, s, e, raw, f"enum:{spec.name}", 0.9), negated=is_negated(text, s, e))
                 for s, e, raw, canonical in self.enum_matchers[spec.name].finditer(text)]
 
     def _from_tool(self, msg: Message, data: Any, now: datetime) -> list[Candidate]:
+        """Values of a tool result; a list of several records is a list of options the user picks
+        from ("the second one"), offered as numbered proposals rather than set."""
+        options = _options(data) if self.offers_on else None
+        if options is None:
+            return self._tool_values(msg, data, now)
+        rest = {k: v for k, v in data.items() if v is not options} if isinstance(data, dict) else None
+        out = self._tool_values(msg, rest, now) if rest else []
+        for n, item in enumerate(options[:MAX_OPTIONS], start=1):
+            out.extend(replace(c, kind="proposal", option=n) for c in self._tool_values(msg, item, now))
+        return out
+
+    def _tool_values(self, msg: Message, data: Any, now: datetime) -> list[Candidate]:
         out = []
         for key, value in walk(data):
             spec = self.tool_keys.get(key.lower())
@@ -185,3 +298,18 @@ class Extractor:
             return str(value) if spec.type == "text" else value
         parsed = parse_value(default_parser(spec), str(value), spec, now, self.domain.default_currency)
         return parsed.value if parsed else None
+
+
+def _records(value: Any) -> list[Any] | None:
+    """`value` when it is a list of several records (JSON objects), else None."""
+    if isinstance(value, list) and len(value) >= 2 and all(isinstance(x, dict) for x in value):
+        return value
+    return None
+
+
+def _options(data: Any) -> list[Any] | None:
+    """The records of a tool result that lists several of them (top level, or one key's list)."""
+    if isinstance(data, dict):
+        lists = [r for v in data.values() if (r := _records(v)) is not None]
+        return lists[0] if len(lists) == 1 else None
+    return _records(data)

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Sequence
 
 from ..domain import FieldSpec
-from .dates import find_dates
+from .dates import find_dates, find_times
 from .numbers import (duration_in, find_durations, find_money, find_numbers, find_people_counts, find_percents,
                       joins_range, parse_number)
 
@@ -75,18 +75,25 @@ def _duration(text: str, unit: str, now: datetime, nearest: str) -> Parsed | Non
     return Parsed(int(v) if float(v).is_integer() else v, m.start, m.end)
 
 
-def _date(text: str, now: datetime, grain: str, nearest: str) -> Parsed | None:
+def _date(text: str, now: datetime, grain: str, nearest: str, prefer: str = "future") -> Parsed | None:
     """A date (or date-time); a clock time alone ("下午2点起飞") names no day, so no date."""
-    m = _pick([d for d in find_dates(text, now) if d.day_said or grain == "datetime"], nearest)
+    m = _pick([d for d in find_dates(text, now, prefer) if d.day_said or grain == "datetime"], nearest)
     if m is None:
         return None
     v = m.value.date() if grain == "date" and isinstance(m.value, datetime) else m.value
     return Parsed(v.isoformat(), m.start, m.end)
 
 
+def _time(text: str, nearest: str, answer: bool) -> Parsed | None:
+    """A time of day as HH:MM; a weak one ("at 8", "8") only when the text answers a question about it."""
+    m = _pick(find_times(text, answer), nearest)
+    return Parsed(m.value, m.start, m.end) if m else None
+
+
 def parse_value(parser: str, text: str, spec: FieldSpec, now: datetime, default_currency: str,
-                nearest: str = "first") -> Parsed | None:
-    """Parse `text` with `parser` for field `spec`; None when it does not hold such a value."""
+                nearest: str = "first", answer: bool = False) -> Parsed | None:
+    """Parse `text` with `parser` for field `spec`; None when it does not hold such a value.
+    `answer`: the text answers the assistant's question about this field, so weaker forms count."""
     if parser == "money":
         return _money(text, default_currency, nearest)
     if parser in ("number", "float", "int"):
@@ -105,7 +112,9 @@ def parse_value(parser: str, text: str, spec: FieldSpec, now: datetime, default_
     if parser == "duration":
         return _duration(text, spec.unit or "day", now, nearest)
     if parser in ("date", "datetime"):
-        return _date(text, now, parser, nearest)
+        return _date(text, now, parser, nearest, spec.prefer)
+    if parser == "time":
+        return _time(text, nearest, answer)
     if parser == "upper":
         return _whole(text, text.strip().upper()) if text.strip() else None
     value = " ".join(text.split())  # text: whitespace-normalised, as written
@@ -115,4 +124,4 @@ def parse_value(parser: str, text: str, spec: FieldSpec, now: datetime, default_
 def default_parser(spec: FieldSpec) -> str:
     """The parser a field's type implies when its rule does not name one."""
     return {"money": "money", "int": "int", "float": "number", "percent": "percent", "duration": "duration",
-            "date": "date", "datetime": "datetime"}.get(spec.type, "text")
+            "date": "date", "datetime": "datetime", "time": "time"}.get(spec.type, "text")

@@ -7,12 +7,16 @@ in a list of wanted things a negated mention of an item it holds takes it out: "
 an accepted change is derived from history, so "改成红色" after black is a `correction` and
 "还是黑色吧" after that is a `reversion` without any rule having to say so.
 
-Proposals and confirmations: a value the assistant proposes for a user-owned field is logged
-as a `reject` edit with reason PROPOSED_BY_ASSISTANT (visible in `why`, never in state). When
-the user's next message (the next round) opens with a plain yes, each field proposed in the
-round before that the reply does not itself mention is set to the last proposed value, with
-source `confirmation` and the assistant's span as provenance. Both live in the edit log, so a
-replay or a reopened session reaches the same state.
+Offers and replies: each value the assistant offers for a user-owned field is logged as a
+`reject` edit with reason PROPOSED_BY_ASSISTANT (an option of a tool result's list:
+OFFERED_OPTION_<n>), visible in `why`, never in state. The user's next message (the next round)
+then accepts the offer (each offered field the reply does not itself mention is set to the last
+value offered, source `confirmation`, the assistant's span as provenance), picks the n-th option
+or listed value ("the second one", reason PICKED_OPTION_<n>), declines it (each offered value is
+logged again as rejected, reason DECLINED_BY_USER) or ignores it (the offer lapses). All of it
+lives in the edit log, so a replay or a reopened session reaches the same state. A value read
+as the answer to the assistant's question about its field has source `answer` and names the
+round of the question in its reason (ANSWER_TO_ROUND_<n>).
 
 TTL expiry happens here too: it is a change of state caused by time, recorded as an edit.
 """
@@ -24,12 +28,16 @@ from itertools import takewhile
 from typing import Any, Iterable
 
 from ..domain import Domain, FieldSpec
-from ..model import Candidate, Edit, FieldState, Message, Op, Provenance, Source, State
+from ..model import Candidate, Edit, FieldState, HistoryEntry, Message, Op, Provenance, Source, State, canonical_json
 
 POLICY_LOCKED = "POLICY_FIRST_LOCKED"
 POLICY_LOWER_CONFIDENCE = "POLICY_LOWER_CONFIDENCE"
 PROPOSED = "PROPOSED_BY_ASSISTANT"
+OPTION = "OFFERED_OPTION_"  # + the option's number
 CONFIRMED = "CONFIRMED_BY_USER"
+DECLINED = "DECLINED_BY_USER"
+PICKED = "PICKED_OPTION_"  # + the number picked
+ANSWERED = "ANSWER_TO_ROUND_"  # + the round of the question
 
 
 def edit(msg: Message, domain: Domain, op: Op, field: str | None, before: Any, after: Any, source: Source,
@@ -95,7 +103,11 @@ def _set(msg: Message, domain: Domain, name: str, fs: FieldState | None, value: 
     """A `set` edit, its source classified from history (or `confirmation`)."""
     current = fs.value if fs else None
     if c.kind == "confirmation":
-        return edit(msg, domain, "set", name, current, value, "confirmation", reason=CONFIRMED, provenance=c.provenance)
+        reason = f"{PICKED}{c.option}" if c.option is not None else CONFIRMED
+        return edit(msg, domain, "set", name, current, value, "confirmation", reason=reason, provenance=c.provenance)
+    if c.kind == "answer":
+        return edit(msg, domain, "set", name, current, value, "answer", reason=f"{ANSWERED}{c.asked_round}",
+                    provenance=c.provenance)
     return edit(msg, domain, "set", name, current, value, _classify(msg, fs, value), provenance=c.provenance)
 
 
@@ -134,31 +146,55 @@ def _value_edit(msg: Message, domain: Domain, spec: FieldSpec, fs: FieldState | 
 
 
 def _proposal_edits(state: State, domain: Domain, msg: Message, proposals: dict[str, list[Candidate]]) -> list[Edit]:
-    """The assistant's proposals, logged as rejections until the user confirms them."""
+    """The assistant's offers, logged as rejections until the user accepts one: each value offered,
+    in the order of its last mention (a yes takes the last, nearest the question; "the second
+    one" the second), or each option of a tool result in its order."""
     out = []
     for name, cands in proposals.items():
-        chosen = _chosen(cands)
         current = state.get(name)
-        if chosen.value == current or domain.fields[name].is_list and chosen.value in (current or []):
-            continue
-        out.append(edit(msg, domain, "reject", name, current, chosen.value, "proposal", reason=PROPOSED,
-                        provenance=chosen.provenance))
+        spec = domain.fields[name]
+        last = {canonical_json(c.value): c for c in sorted(cands, key=lambda c: c.provenance.span[0])}
+        offered = [c for c in cands if c.option is not None] or sorted(last.values(), key=lambda c: c.provenance.span[0])
+        for c in sorted(offered, key=lambda c: (c.option or 0, c.provenance.span[0])):
+            if c.option is None and (c.value == current or spec.is_list and c.value in (current or [])):
+                continue
+            reason = f"{OPTION}{c.option}" if c.option is not None else PROPOSED
+            out.append(edit(msg, domain, "reject", name, current, c.value, "proposal", reason=reason, provenance=c.provenance))
     return out
 
 
-def _confirmed(state: State, domain: Domain, msg: Message, mentioned: set[str]) -> dict[str, Candidate]:
-    """Field -> the proposal of the previous round that a plain yes now confirms."""
-    out = {}
-    for name, fs in state.fields.items():
-        if name in mentioned or "user" not in domain.fields[name].sources:
-            continue
-        # Only the newest entries can be last round's proposal: stop at the first older one, so a
-        # "yes" costs O(1) however long the field's history is.
-        recent = takewhile(lambda h: h.round >= msg.round - 1, reversed(fs.history))
-        last = next((h for h in recent if h.reason == PROPOSED and h.round == msg.round - 1), None)
-        if last is not None and last.provenance is not None:
-            out[name] = Candidate(name, last.value, last.provenance, kind="confirmation")
-    return out
+def _offered(fs: FieldState, rnd: int) -> list[HistoryEntry]:
+    """The field's offers of round `rnd` (the previous one), oldest first. Only the newest entries
+    can be of that round: the scan stops at the first older one, so a reply costs O(1) however
+    long the field's history is."""
+    recent = takewhile(lambda h: h.round >= rnd, reversed(fs.history))
+    return [h for h in recent if h.round == rnd and h.source == "proposal" and h.reason and h.provenance is not None
+            and (h.reason == PROPOSED or h.reason.startswith(OPTION))][::-1]
+
+
+def _replies(state: State, domain: Domain, msg: Message, mentioned: set[str], act: Candidate) -> dict[str, Candidate]:
+    """Field -> what the reply `act` (yes, no or a pick) does with the previous round's offer of it."""
+    offers = {name: found for name, fs in state.fields.items()
+              if name not in mentioned and name in domain.fields and (found := _offered(fs, msg.round - 1))}
+    if act.kind == "pick":
+        listed = any(len(v) > 1 for v in offers.values())
+        out = {}
+        for name, found in offers.items():
+            options = {int(h.reason[len(OPTION):]): h for h in found if h.reason and h.reason.startswith(OPTION)}
+            n = act.value
+            if options:
+                chosen = options.get(max(options) if n == -1 else n)
+            elif len(found) > 1:
+                chosen = found[n if n == -1 else n - 1] if -1 <= n <= len(found) and n != 0 else None
+            else:  # a single value goes with whichever option was picked ("Sino or Rosie's, both at 7pm")
+                chosen = found[0] if listed else None
+            if chosen is not None and chosen.provenance is not None:
+                out[name] = Candidate(name, chosen.value, chosen.provenance, kind="confirmation", option=n)
+        return out
+    # A yes takes the value named last, nearest the question ("有黑色和白色，要黑色的吗？"); a no declines it.
+    return {name: Candidate(name, last.value, last.provenance, kind=act.kind)
+            for name, found in offers.items()
+            if "user" in domain.fields[name].sources and (last := found[-1]).provenance is not None}
 
 
 def field_edits(state: State, domain: Domain, msg: Message, candidates: Iterable[Candidate]) -> list[Edit]:
@@ -167,10 +203,10 @@ def field_edits(state: State, domain: Domain, msg: Message, candidates: Iterable
     removals: dict[str, list[Candidate]] = {}
     proposals: dict[str, list[Candidate]] = {}
     mentioned: set[str] = set()
-    confirms = False
+    acts: list[Candidate] = []
     for c in candidates:
-        if c.kind == "confirmation":
-            confirms = True
+        if c.kind in ("confirmation", "decline", "pick"):
+            acts.append(c)
             continue
         spec = domain.fields[c.field]
         mentioned.add(c.field)
@@ -181,10 +217,15 @@ def field_edits(state: State, domain: Domain, msg: Message, candidates: Iterable
             removals.setdefault(c.field, []).append(c)
         elif msg.role in spec.sources and _wanted(spec, c):
             values.setdefault(c.field, []).append(c)
-    if confirms:
-        for name, c in _confirmed(state, domain, msg, mentioned).items():
-            values[name] = [c]
     out = _proposal_edits(state, domain, msg, proposals)
+    # A pick says more than a yes ("yes, the second one"); a no turns the offer down.
+    act = next((a for a in acts if a.kind == "pick"), None) or next(iter(acts), None)
+    for name, c in (_replies(state, domain, msg, mentioned, act) if act else {}).items():
+        if c.kind == "decline":
+            out.append(edit(msg, domain, "reject", name, state.get(name), c.value, "proposal", reason=DECLINED,
+                            provenance=c.provenance))
+        else:
+            values[name] = [c]
     for name in [*values, *(n for n in removals if n not in values)]:
         spec = domain.fields[name]
         fs = state.fields.get(name)

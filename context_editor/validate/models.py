@@ -55,6 +55,8 @@ def field_type(spec: FieldSpec) -> Any:
         return date
     if spec.type == "datetime":
         return datetime
+    if spec.type == "time":
+        return Annotated[str, Field(pattern=r"^(?:[01][0-9]|2[0-3]):[0-5][0-9]$")]
     if spec.type == "list":
         return Annotated[list.__class_getitem__(_item_type(spec.items)), Field(**_lengths(c))]
     pattern: dict[str, Any] = {"pattern": spec.pattern} if spec.pattern else {}

@@ -1,0 +1,117 @@
+"""Dialogue cues: the `dialogue:` word lists of the lexicons (`rules/<lang>/lexicon.yaml`), compiled once.
+
+They say how a reply accepts, declines or picks from an offer ("sounds good", "不用了", "the
+second one"), which assistant sentences offer something ("How about …", "为您推荐 …"), which
+questions ask about no field ("Anything else?") and what kind of value a question asks for
+("what time" -> a time). All of it is data: a language brings its own in its lexicon, which the
+domain version hash covers. An acceptance opens with one of the lexicons' `yes_words` or
+`dialogue/accept` phrases, followed by at most one of the `yes_particles`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..lang import Lexicon, lexicon
+
+# After a cue: at most a particle, then punctuation, a space or the end ("好啊", "yes,"), never more
+# letters ("okay-ish") or a trailing-off "ok..." / "嗯……" (hesitation is no answer).
+_STANDS_ALONE = r"(?=[{particles}]?(?:$|(?!\.\.|……)[\s，。！!,.;；~～…]))"
+
+
+def _alternation(words: list[str]) -> str:
+    out = []
+    for w in sorted(set(words), key=len, reverse=True):
+        body = re.escape(w).replace(r"\ ", r"\s+")
+        out.append((r"(?<![A-Za-z])" + body) if w[:1].isascii() and w[:1].isalpha() else body)
+    return "|".join(out)
+
+
+def _opening(words: list[str], particles: list[str]) -> re.Pattern[str] | None:
+    """A cue that opens the text and stands alone."""
+    if not words:
+        return None
+    after = _STANDS_ALONE.format(particles="".join(re.escape(p) for p in particles) or "\\s")
+    return re.compile(r"\s*(?P<cue>" + _alternation(words) + r")" + after, re.IGNORECASE)
+
+
+def _anywhere(words: list[str]) -> re.Pattern[str] | None:
+    if not words:
+        return None
+    return re.compile(r"(?:" + _alternation(words) + r")(?![A-Za-z])", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Cues:
+    """Compiled cues of all languages together (a reply may mix them: "OK，就这个")."""
+
+    accept: re.Pattern[str] | None
+    decline: re.Pattern[str] | None
+    ordinals: tuple[tuple[re.Pattern[str], int], ...]
+    closing: re.Pattern[str] | None
+    offer: re.Pattern[str] | None
+    kinds: tuple[tuple[str, re.Pattern[str]], ...]
+    stopwords: frozenset[str]
+    lead: re.Pattern[str] | None  # a filler opening an answer ("in", "I'd like", "我想")
+    trail: re.Pattern[str] | None  # a filler closing it ("please", "吧")
+
+    def opens_with(self, pattern: re.Pattern[str] | None, text: str) -> tuple[int, int] | None:
+        m = pattern.match(text) if pattern else None
+        return m.span("cue") if m else None
+
+    def ordinal(self, text: str) -> tuple[int, int, int] | None:
+        """(n, start, end) of the first ordinal pick in `text` (n = -1: the last one)."""
+        best = None
+        for pattern, n in self.ordinals:
+            m = pattern.search(text)
+            if m and (best is None or m.start() < best[1]):
+                best = (n, m.start(), m.end())
+        return best
+
+    def question_kinds(self, text: str) -> set[str]:
+        return {kind for kind, pattern in self.kinds if pattern.search(text)}
+
+    def strip_fillers(self, text: str) -> tuple[int, int]:
+        """The span of `text` left once leading and trailing fillers and punctuation are cut."""
+        start, end = 0, len(text)
+        while start < end:
+            m = _EDGE.match(text, start, end) or (self.lead.match(text, start, end) if self.lead else None)
+            if not m or m.end() == start:
+                break
+            start = m.end()
+        while start < end:
+            m = _EDGE_END.search(text, start, end) or (self.trail.search(text, start, end) if self.trail else None)
+            if not m or m.start() == end:
+                break
+            end = m.start()
+        return start, end
+
+
+_EDGE = re.compile(r"[\s,，.。!！?？;；~～、:：]+")
+_EDGE_END = re.compile(r"[\s,，.。!！?？;；~～、:：]+$")
+
+
+def load_cues() -> Cues:
+    """The cues of every registered language (the lexicon is cached, and so is this)."""
+    return _compile(lexicon())
+
+
+@lru_cache(maxsize=2)
+def _compile(lex: Lexicon) -> Cues:
+    def words(key: str) -> list[str]:
+        return lex.words(f"dialogue/{key}")
+
+    ordinals = {int(n): ws for n, ws in lex.table("dialogue/ordinals").items()}
+    kinds = lex.table("dialogue/question_kinds")
+    fillers = words("fillers")
+    particles = lex.words("yes_particles")
+    return Cues(
+        accept=_opening(lex.words("yes_words") + words("accept"), particles), decline=_opening(words("decline"), particles),
+        ordinals=tuple((p, n) for n, ws in sorted(ordinals.items()) if (p := _anywhere(ws)) is not None),
+        closing=_anywhere(words("closing")), offer=_anywhere(words("offer")),
+        kinds=tuple((k, p) for k, ws in sorted(kinds.items()) if (p := _anywhere(ws)) is not None),
+        stopwords=frozenset(w.lower() for w in words("stopwords")),
+        lead=re.compile(r"(?:" + _alternation(fillers) + r")(?![A-Za-z])", re.IGNORECASE) if fillers else None,
+        trail=re.compile(r"(?<![A-Za-z])(?:" + _alternation(fillers) + r")$", re.IGNORECASE) if fillers else None)

@@ -1,0 +1,238 @@
+"""Dialogue mechanics, as golden conversations in English and Chinese: answers to the assistant's
+questions, offers accepted / declined / picked from, and the types answers need (time, bool,
+datetime, dates that point to the past). Each trap of issue 10 is one test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from context_editor import ContextEditor
+from context_editor.extract.dates import find_dates, find_times
+from datetime import datetime
+
+DINNER = Path(__file__).resolve().parent / "domains" / "dinner.yaml"
+TS = "2024-06-15T10:00:00+00:00"  # a Saturday in June
+
+
+def talk(*turns: str, editor: ContextEditor | None = None, session: str = "s") -> tuple[ContextEditor, dict]:
+    """Run a conversation: "A: " opens an assistant message, "T: " a tool result, else the user."""
+    editor = editor or ContextEditor(DINNER, store="memory://")
+    for t in turns:
+        role, text = ("assistant", t[3:]) if t.startswith("A: ") else ("tool", t[3:]) if t.startswith("T: ") else ("user", t)
+        editor.add(session, {"role": role, "content": text, "timestamp": TS})
+    return editor, editor.state(session).values()
+
+
+# ---------------------------------------------------------------- types
+
+
+@pytest.mark.parametrize("text, answer, expected", [
+    ("7:30pm", False, "19:30"), ("half past seven", False, "07:30"), ("19:30", False, "19:30"),
+    ("晚上七点半", False, "19:30"), ("早上9点", False, "09:00"), ("quarter to 8 in the evening", False, "19:45"),
+    ("seven pm", False, "19:00"), ("at 8", True, "08:00"), ("8", True, "08:00"), ("下午3点一刻", False, "15:15"),
+])
+def test_time_is_normalised_to_hh_mm(text, answer, expected):
+    found = find_times(text, answer=answer)
+    assert [t.value for t in found] == [expected]
+    assert text[found[0].start:found[0].end] == found[0].text
+
+
+@pytest.mark.parametrize("text", ["at 8", "8", "两点", "I have 2 kids", "room 7"])
+def test_a_weak_time_is_no_time_unless_it_answers_a_time_question(text):
+    assert find_times(text) == []
+
+
+@pytest.mark.parametrize("text, future, past", [
+    ("May 20", "2025-05-20", "2024-05-20"), ("5月20日", "2025-05-20", "2024-05-20"),
+    ("June 20", "2024-06-20", "2023-06-20"), ("20号", "2024-06-20", "2024-05-20"),
+    ("on Friday", "2024-06-21", "2024-06-14"), ("周五", "2024-06-21", "2024-06-14"),
+    ("2024-07-01", "2024-07-01", "2024-07-01"),  # an explicit year never moves
+])
+def test_prefer_past_points_a_yearless_date_back(text, future, past):
+    now = datetime(2024, 6, 15, 10)
+    assert [str(d.value) for d in find_dates(text, now)] == [future]
+    assert [str(d.value) for d in find_dates(text, now, "past")] == [past]
+
+
+def test_incident_date_said_in_june_is_this_years():
+    _, got = talk("The food made me sick", "A: On which day did the problem happen?", "May 20")
+    assert got["incident_date"] == "2024-05-20"
+    _, got = talk("菜有问题", "A: 问题是哪天发生的？", "5月20号")
+    assert got["incident_date"] == "2024-05-20"
+
+
+@pytest.mark.parametrize("lang, turns, expected", [
+    ("en", ["Book me a car", "A: When should the car pick you up?", "tomorrow at 7:30pm"], "2024-06-16T19:30:00+00:00"),
+    ("zh", ["帮我叫车", "A: 车几点来接您？", "明天早上9点"], "2024-06-16T09:00:00+00:00"),
+])
+def test_datetime_takes_a_date_and_a_time_said_together(lang, turns, expected):
+    _, got = talk(*turns)
+    assert got["pickup"] == expected
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (["Table for two", "A: Would you like outdoor seating?", "yes please"], True),
+    (["Table for two", "A: Would you like outdoor seating?", "No, thanks."], False),
+    (["两位", "A: 需要户外座位吗？", "好的"], True),
+    (["两位", "A: 需要户外座位吗？", "不用了"], False),
+    (["Table for two, outside if possible"], True),  # a synonym, no question needed
+    (["两位，坐 inside"], False),
+])
+def test_bool_from_a_yes_or_no_to_its_own_question_or_a_synonym(turns, expected):
+    _, got = talk(*turns)
+    assert got["outdoor"] is expected
+
+
+# ---------------------------------------------------------------- requested fields
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (["I want to book dinner", "A: What time should I book the table for?", "half past seven",
+      "A: How many people will be dining?", "4", "A: How much would you like to spend per person?", "about 40 dollars"],
+     {"time": "07:30", "party_size": 4, "budget": {"amount": 40, "currency": "USD"}}),
+    (["订个晚饭", "A: 您想订几点的位子？", "晚上七点半", "A: 一共几位用餐？", "四位", "A: 哪天用餐？", "下周五"],
+     {"time": "19:30", "party_size": 4, "day": "2024-06-21"}),
+    (["Dinner in town", "A: Which city are you in?", "San Jose, please."], {"city": "San Jose"}),
+    (["订晚饭", "A: 您在哪个城市？", "上海吧"], {"city": "上海"}),
+])
+def test_a_reply_is_read_as_the_answer_to_the_field_asked_for(turns, expected):
+    editor, got = talk(*turns)
+    assert got == expected
+    answered = [f for f in expected if editor.why("s", f)["history"][-1]["source"] == "answer"]
+    assert answered == list(expected)
+
+
+def test_an_answer_names_the_round_of_its_question():
+    editor, _ = talk("hi", "A: What time should I book the table for?", "at 8")
+    last = editor.why("s", "time")["history"][-1]
+    assert (last["value"], last["source"], last["reason"]) == ("08:00", "answer", "ANSWER_TO_ROUND_1")
+    assert editor.why("s", "time")["provenance"]["text"] == "at 8"
+
+
+def test_the_app_can_say_which_field_a_message_asks_for():
+    editor = ContextEditor(DINNER, store="memory://")
+    editor.add("s", {"role": "user", "content": "hi", "timestamp": TS})
+    editor.add("s", {"role": "assistant", "content": "And?", "asks": ["budget"], "timestamp": TS})
+    editor.add("s", {"role": "user", "content": "30", "timestamp": TS})
+    assert editor.state("s").get("budget") == {"amount": 30, "currency": "USD"}
+
+
+@pytest.mark.parametrize("turns", [
+    ["dinner please", "A: What time should I book the table for?", "Do you have parking?"],
+    ["订晚饭", "A: 您想订几点的位子？", "你们有停车位吗？"],
+    ["dinner please", "A: Which city are you in?", "Actually, what's on the menu tonight?"],
+])
+def test_trap_a_question_the_user_ignores_sets_nothing(turns):
+    _, got = talk(*turns)
+    assert got == {}
+
+
+def test_a_reply_that_answers_something_else_is_not_forced_into_the_asked_field():
+    _, got = talk("dinner please", "A: What time should I book the table for?", "We are 4 people")
+    assert got == {"party_size": 4}
+
+
+@pytest.mark.parametrize("turns", [
+    ["Table for two", "A: Is there anything else I can help you with?", "no"],
+    ["两位", "A: 还有什么需要帮您的吗？", "没有了"],
+])
+def test_trap_no_to_anything_else_is_not_a_bool(turns):
+    _, got = talk(*turns)
+    assert "outdoor" not in got
+
+
+def test_an_answer_is_only_read_in_the_next_reply():
+    _, got = talk("hi", "A: How many people will be dining?", "let me check", "A: OK.", "4")
+    assert "party_size" not in got
+
+
+# ---------------------------------------------------------------- offers
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (["dinner please", "A: How about Sino at 7pm?", "Sounds good"], {"restaurant": "Sino", "time": "19:00"}),
+    (["订晚饭", "A: 为您推荐鼎泰丰，晚上7点可以吗？", "就这个"], {"restaurant": "鼎泰丰", "time": "19:00"}),
+    (["订晚饭", "A: 为您推荐鼎泰丰，晚上7点可以吗？", "可以"], {"restaurant": "鼎泰丰", "time": "19:00"}),
+    (["dinner please", "A: Confirming: a table at Sino at 7pm.", "Yes, thanks."], {"restaurant": "Sino", "time": "19:00"}),
+])
+def test_an_accepted_offer_becomes_the_users_value(turns, expected):
+    editor, got = talk(*turns)
+    assert got == expected
+    for f in expected:
+        why = editor.why("s", f)
+        assert why["history"][-1]["source"] == "confirmation" and why["provenance"]["role"] == "assistant"
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (["dinner please", "A: How about Sino at 7pm?", "yes but at 8:30pm"], {"restaurant": "Sino", "time": "20:30"}),
+    (["订晚饭", "A: 为您推荐鼎泰丰，晚上7点可以吗？", "好的，不过改到晚上8点"], {"restaurant": "鼎泰丰", "time": "20:00"}),
+])
+def test_a_partly_accepted_offer_keeps_what_the_user_changed(turns, expected):
+    _, got = talk(*turns)
+    assert got == expected
+
+
+@pytest.mark.parametrize("turns", [
+    ["dinner please", "A: How about Sino at 7pm?", "No, something else"],
+    ["订晚饭", "A: 为您推荐鼎泰丰，晚上7点可以吗？", "不要，换一家"],
+    ["dinner please", "A: How about Sino at 7pm?", "What else is there?"],  # ignored
+])
+def test_a_declined_or_ignored_offer_sets_nothing(turns):
+    editor, got = talk(*turns)
+    assert got == {}
+    assert editor.why("s", "restaurant")["history"][0]["reason"] == "PROPOSED_BY_ASSISTANT"
+
+
+@pytest.mark.parametrize("turns, value", [
+    (["dinner please", "A: How about Sino?", "no", "A: How about Rosie's?", "hmm", "A: Shall I book Sino after all?", "yes"], "Sino"),
+    (["订晚饭", "A: 为您推荐海底捞？", "不要", "A: 鼎泰丰怎么样？", "再看看", "A: 那还是海底捞吧？", "好的"], "海底捞"),
+])
+def test_trap_an_offer_declined_then_accepted_later(turns, value):
+    editor, got = talk(*turns)
+    assert got["restaurant"] == value
+    reasons = [(h["value"], h["reason"]) for h in editor.why("s", "restaurant")["history"]]
+    assert (value, "DECLINED_BY_USER") in reasons and reasons[-1] == (value, "CONFIRMED_BY_USER")
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (["dinner please", "A: I found Sino and Rosie's. Which one?", "the second one"], "Rosie's"),
+    (["订晚饭", "A: 为您找到鼎泰丰和海底捞，您要哪家？", "第二家吧"], "海底捞"),
+    (["dinner please", "A: I found Sino and Rosie's. Which one?", "the first one"], "Sino"),
+])
+def test_trap_the_second_one_after_a_list(turns, expected):
+    _, got = talk(*turns)
+    assert got["restaurant"] == expected
+
+
+@pytest.mark.parametrize("reply, expected", [("the second one", ("Blue Bottle", "20:30")), ("第一个", ("Sino", "19:00")),
+                                             ("the last one", ("Blue Bottle", "20:30"))])
+def test_the_app_offers_options_as_a_tool_result_list(reply, expected):
+    options = {"results": [{"restaurant": "Sino", "time": "19:00"}, {"restaurant": "Blue Bottle", "time": "20:30"}]}
+    editor, got = talk("dinner please", "T: " + json.dumps(options), "A: Two places have a table.", reply)
+    assert (got["restaurant"], got["time"]) == expected
+    assert editor.why("s", "restaurant")["provenance"]["role"] == "tool"
+
+
+def test_offers_of_a_tool_list_are_not_values_until_picked():
+    options = [{"restaurant": "Sino"}, {"restaurant": "Blue Bottle"}]
+    _, got = talk("dinner please", "T: " + json.dumps(options))
+    assert got == {}
+
+
+def test_a_reopened_session_still_knows_what_was_asked(tmp_path):
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    talk("hi", "A: What time should I book the table for?", editor=ContextEditor(DINNER, store=db))
+    _, got = talk("half past seven", editor=ContextEditor(DINNER, store=db))
+    assert got == {"time": "07:30"}
+
+
+def test_mechanisms_can_be_switched_off_in_the_domain(tmp_path):
+    text = DINNER.read_text("utf-8") + "dialogue: {answers: false, offers: false}\n"
+    off = tmp_path / "off.yaml"
+    off.write_text(text, "utf-8")
+    _, got = talk("hi", "A: How many people will be dining?", "4", "A: How about Sino?", "yes",
+                  editor=ContextEditor(off, store="memory://"))
+    assert got == {}
