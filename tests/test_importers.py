@@ -74,7 +74,7 @@ def test_sgd_service_becomes_a_linted_editable_domain(restaurants):
     assert f["date"]["type"] == "date" and f["date"]["extract"] == ["slot.date.any"]
     assert f["city"]["ask"] == {"en": "What is the city where the restaurant is located?"}
     assert f["phone_number"]["sources"] == ["tool"] and "extract" not in f["phone_number"]  # a result, not an input
-    assert f["restaurant_name"]["sources"] == ["user", "assistant", "tool"]  # offered by search, required to reserve
+    assert "sources" not in f["restaurant_name"]  # offered by search, but the user accepts it (no assistant source)
     assert "sources" not in f["price_range"]  # what the user wants is theirs alone
     assert doc["machine"]["states"] == ["idle", "find_restaurants", "reserve_restaurant"]
     assert doc["actions"]["reserve_restaurant"]["required"] == ["restaurant_name", "time", "city"]
@@ -89,13 +89,17 @@ def test_imported_sgd_domain_extracts_by_slot_type(restaurants):
         {"role": "user", "content": "Please find restaurants in San Jose. Something cheap, with outdoor seating, on the 3rd of March."},
     ], now=NOW)
     assert state.get("number_of_seats") == 2  # the assistant's "4 people" only proposes
-    assert state.get("restaurant_name") == "Sino"  # the service offers restaurants: its offer counts
+    assert state.get("restaurant_name") is None  # offered, but the reply does not accept it
     assert state.get("time") == "11:30"  # a time of day, normalised by the time parser
     assert state.get("city") == "San Jose"
     assert state.get("price_range") == "cheap" and state.get("has_seating_outdoors") == "True"
     assert state.get("date") == "2019-03-03"
     assert state.phase == "find_restaurants"  # the latest intent said
     assert "<field name=\"city\"" in editor.render("s", "track").xml
+    state = editor.ingest("s", [{"role": "assistant", "content": "I found 3. How about Sino in San Jose?"},
+                                {"role": "user", "content": "Sure, that works."}], now=NOW)
+    assert state.get("restaurant_name") == "Sino"  # accepted: the user's value, source confirmation
+    assert editor.why("s", "restaurant_name")["history"][-1]["source"] == "confirmation"
 
 
 @pytest.mark.skipif(not SGD_SCHEMA.exists(), reason=f"SGD data not found at {SGD_SCHEMA}")

@@ -43,6 +43,18 @@ def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, 
     return domain, utterances
 
 
+MECHANISMS = ("answers", "offers")
+
+
+def switch_off(ds: Dataset, mechanisms: list[str]) -> None:
+    """Write `dialogue: {<mechanism>: false}` into every imported domain (an ablation run)."""
+    if not mechanisms:
+        return
+    line = "dialogue: {" + ", ".join(f"{m}: false" for m in sorted(set(mechanisms))) + "}\n"
+    for path in ds.domain_files.values():
+        path.write_text(path.read_text("utf-8") + line, "utf-8")
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     out = Path(args.out)
     started = time.monotonic()
@@ -50,13 +62,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         ds = load_sgd(args.data, out / "domains", args.limit)
     else:
         ds = load_crosswoz(args.data, args.database, out / "domains", args.limit)
+    switch_off(ds, args.without or [])
     harness = Harness(ds)
     harness.run(f"bench {ds.name}")
     domain, utterances = _scaling_input(ds, harness)
     harness.close()
     scaling = scaling_run(ds.domain_files[domain], utterances, args.scaling_rounds, ds.now)
     config = {"data": str(args.data), "limit": args.limit, "domains_dir": str(out / "domains"), "clock": ds.now.isoformat(),
-              "dialogue_domains": dict(Counter(len(d.domains) for d in ds.dialogues))}
+              "dialogue_domains": dict(Counter(len(d.domains) for d in ds.dialogues)),
+              "without": sorted(args.without or [])}
     results = summarise(harness, scaling, time.monotonic() - started, config)
     for path in write_outputs(results, harness, scaling, out):
         print(path)
@@ -101,6 +115,8 @@ def register_bench(subparsers: Subparsers) -> None:
     for k in kinds.choices.values():
         k.add_argument("--limit", type=int, metavar="N", help="only the first N dialogues")
         k.add_argument("--out", required=True, metavar="DIR", help="directory for results.json, report.md, the plot and domains/")
+        k.add_argument("--without", action="append", choices=MECHANISMS, metavar="MECHANISM",
+                       help=f"switch a dialogue mechanism off in the imported domains, to measure its share ({', '.join(MECHANISMS)})")
         k.add_argument("--scaling-rounds", type=int, default=SCALING_ROUNDS, metavar="N",
                        help=f"user rounds fed to one session in the scaling run (default {SCALING_ROUNDS})")
         k.set_defaults(func=cmd_bench)

@@ -14,9 +14,11 @@ The mapping, chosen so that a person can read and improve the result:
 - slots that no intent accepts as input are results the service returns: they may only be set
   by tool results;
 - slots the service *offers* — returned by a search intent and required by a transactional one
-  (the restaurant, the event, the pickup date) — may also be set by the assistant: the user
-  chooses them by accepting an offer ("How about Sino?" "Sure."), not by saying them. Every
-  other input is the user's alone, so an assistant's suggestion never overwrites it;
+  (the restaurant, the event, the pickup date) — are the user's like every other input: the user
+  often chooses them by accepting an offer ("How about Sino?" "Sure."), and the editor's offer
+  mechanism (extract/confirm.py) turns that acceptance into the value; the assistant never sets
+  them itself;
+- time slots are `time` fields (normalised to HH:MM);
 - each slot's description becomes its `ask` text;
 - intents become an `intent` enum (the intent name in words as synonym), machine states entered
   when the intent is said, and one action per intent whose required fields are the intent's
@@ -103,7 +105,7 @@ def _free_text(slot: dict[str, Any], others: list[str]) -> SlotPlan:
     if "date" in name:
         return SlotPlan("date", [_date_rule(name, others)])
     if "time" in name and "number of" not in desc:
-        return SlotPlan("text", ["slot.time"])
+        return SlotPlan("time", ["slot.time"])
     if re.search(r"amount|price|fare|rent|balance|cost", name):
         return SlotPlan("money", ["slot.money"])
     if re.search(r"number_of|stay_length|count", name) or desc.startswith("number of"):
@@ -139,8 +141,6 @@ def service_domain(service: dict[str, Any]) -> dict[str, Any]:
     slots = service["slots"]
     names = [s["name"] for s in slots]
     inputs = {n for it in service["intents"] for n in [*it["required_slots"], *it["optional_slots"]]}
-    offered = ({n for it in service["intents"] if not it["is_transactional"] for n in it["result_slots"]}
-               & {n for it in service["intents"] if it["is_transactional"] for n in it["required_slots"]})
     fields: dict[str, dict[str, Any]] = {}
     for slot in slots:
         plan = _categorical(slot) if slot["is_categorical"] else _free_text(slot, names)
@@ -149,8 +149,6 @@ def service_domain(service: dict[str, Any]) -> dict[str, Any]:
             f["values"] = plan.values
         if plan.constraints:
             f["constraints"] = plan.constraints
-        if slot["name"] in offered:
-            f["sources"] = ["user", "assistant", "tool"]
         if slot["name"] in inputs:
             f["ask"] = {"en": _ask(slot["description"])}
             if plan.extract:
