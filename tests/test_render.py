@@ -248,3 +248,44 @@ def test_a_tool_result_in_history_and_recent_turns_is_shown_once():
     editor.add("s", {"role": "tool", "name": "lookup", "content": result, "timestamp": TS.format(9)})
     xml = editor.render("s", "handle_complaint", budget=3000).xml
     assert xml.count("&#34;shipped&#34;") + xml.count('"shipped"') == 1
+
+
+def test_the_guard_reads_field_elements_not_substrings(tmp_path, monkeypatch):
+    """A template that drops `flight_exclusions: layover` while a recent turn says "no layovers":
+    the word is still in the XML, the field element is not, so the default template takes over."""
+    from context_editor.inject import render as render_module
+
+    default = (render_module.TEMPLATES_DIR / "default.xml.j2").read_text("utf-8")
+    dropping = default.replace("{%- for f in fields %}", '{%- for f in fields if f.name != "flight_exclusions" %}')
+    assert dropping != default
+    tdir = tmp_path / "templates"
+    tdir.mkdir()
+    (tdir / "default.xml.j2").write_text(default, "utf-8")
+    (tdir / "book_flight.xml.j2").write_text(dropping, "utf-8")
+    monkeypatch.setattr(render_module, "TEMPLATES_DIR", tdir)
+    editor = ContextEditor("travel", "memory://")
+    editor.renderer = render_module.Renderer(editor.domain, templates_dir=tdir)
+    say(editor, "s", ("user", "Fly me to Tokyo on 2024-06-10, no layovers please"))
+    assert editor.state("s").get("flight_exclusions") == ["layover"]
+    dropped = render_module.Renderer(editor.domain, templates_dir=tdir).env.get_template("book_flight.xml.j2")
+    assert "layover" in dropped.render(**{"action": "book_flight", "domain": "travel", "round": 1, "tokens": 0,
+                                          "budget": 600, "phase": None, "fields": [], "missing": [], "alerts": [],
+                                          "system": None, "goal": None, "subtask": None, "summary": [], "lost": "",
+                                          "dropped": "", "entities": [], "digest": [], "history": [],
+                                          "turns": [{"round": 1, "role": "user", "name": None,
+                                                     "content": "no layovers please"}]})
+    root = parse(editor.render("s", "book_flight"))
+    assert [a.get("code") for a in root.find("alerts")] == ["CRITICAL_COMPRESSION_FAILURE"]
+    assert root.find("state/field[@name='flight_exclusions']").text == "layover"
+
+
+def test_lost_fields_needs_the_element_with_its_value():
+    from context_editor.inject.render import lost_fields
+
+    xml = ('<context><state><field name="budget_max">2000 CNY</field></state>'
+           '<missing><field name="color">Which colour?</field></missing>'
+           '<recent_turns><turn>no layovers, red is fine</turn></recent_turns></context>')
+    assert lost_fields(xml, {"budget_max": "2000 CNY"}) == []
+    assert lost_fields(xml, {"budget_max": "3000 CNY", "flight_exclusions": "layover", "color": "red"}) == [
+        "budget_max", "flight_exclusions", "color"]
+    assert lost_fields("<context><state>", {"budget_max": "2000 CNY"}) == ["budget_max"]

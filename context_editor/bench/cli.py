@@ -13,10 +13,14 @@ report.md and a plot into OUT. Progress goes to stderr, the list of files writte
 from __future__ import annotations
 
 import argparse
+import os
+import platform
+import subprocess
 import time
 from collections import Counter
+from datetime import date
 from pathlib import Path
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from ..importers import import_crosswoz, import_sgd
 from .crosswoz import load_crosswoz
@@ -34,6 +38,23 @@ def cmd_import(args: argparse.Namespace) -> int:
     for path in importer(args.source, args.out):
         print(path)
     return 0
+
+
+def run_environment() -> dict[str, Any]:
+    """Where and when a run happened, so its report says it (pinned or not, which machine)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True, timeout=10,
+                                cwd=Path(__file__).parent).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"date": date.today().isoformat(), "cpu_affinity": sorted(os.sched_getaffinity(0)), "commit": commit,
+            "machine": f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, {platform.system()}"}
 
 
 def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, str]]]:
@@ -68,9 +89,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     domain, utterances = _scaling_input(ds, harness)
     harness.close()
     scaling = scaling_run(ds.domain_files[domain], utterances, args.scaling_rounds, ds.now)
-    config = {"data": str(args.data), "limit": args.limit, "domains_dir": str(out / "domains"), "clock": ds.now.isoformat(),
-              "dialogue_domains": dict(Counter(len(d.domains) for d in ds.dialogues)),
-              "without": sorted(args.without or [])}
+    config = {"data": str(args.data), "split": ds.split, "limit": args.limit, "domains_dir": str(out / "domains"),
+              "clock": ds.now.isoformat(), "dialogue_domains": dict(Counter(len(d.domains) for d in ds.dialogues)),
+              "without": sorted(args.without or []), **run_environment()}
     results = summarise(harness, scaling, time.monotonic() - started, config)
     for path in write_outputs(results, harness, scaling, out):
         print(path)

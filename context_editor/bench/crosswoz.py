@@ -60,4 +60,5 @@ def load_crosswoz(data_file: str | Path, database_dir: str | Path | None, domain
     scored = {spec.name: frozenset(gold_slots(spec.zh).values()) for spec in DOMAINS}
     ids = list(data)[:limit]
     dialogues = [_dialogue(did, data[did]) for did in ids]
-    return Dataset("crosswoz", {p.stem: p for p in paths}, scored, dialogues, CLOCK, frames_from_predictions=True)
+    return Dataset("crosswoz", {p.stem: p for p in paths}, scored, dialogues, CLOCK,
+                   split=data_path.name.split(".")[0], frames_from_predictions=True)

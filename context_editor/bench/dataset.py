@@ -37,6 +37,7 @@ class Dataset:
     scored_fields: dict[str, frozenset[str]]  # domain -> fields compared with gold (no intents, no tool-only fields)
     dialogues: list[Dialogue]
     now: datetime  # the clock of the dialogues ("today" in SGD is 2019-03-01)
+    split: str  # the published split read ("dev", "val"), for reports that say what was measured
     # CrossWOZ gold lists every domain each turn; a domain counts as a frame when gold or the
     # editor has something in it. SGD names the frames of each turn itself.
     frames_from_predictions: bool = False

@@ -7,11 +7,12 @@ Per slot a score in [0, 1]:
   for one ratio is not worth it, and for the short strings of slot values the two agree to
   within a point;
 - `set`: the same items, in any order (CrossWOZ's space-separated multi-value slots).
-An editor field offers two strings: its normalised value and the text it was extracted from
-(its provenance), because gold SGD values are surface strings ("the 11th") while the editor
-stores a resolved value ("2019-03-11"). A frame's joint goal accuracy is the product of its slot
-scores over gold and predicted slots (a missing or extra slot scores 0), as in DSTC8; precision
-and recall count the same scores as soft true positives.
+A slot is scored on the editor's value as rendered ("2019-03-11", "2000 CNY"); gold brings the
+canonical forms the dialogue's own annotations give a surface value, so "the 11th" can match a
+resolved date. A frame's joint goal accuracy is the product of its slot scores over gold and
+predicted slots (a missing or extra slot scores 0), as in DSTC8; precision and recall count the
+same scores as soft true positives. A second joint figure also credits a match with the text the
+value was extracted from (its provenance); it is reported separately, never as the score.
 """
 
 from __future__ import annotations
@@ -58,11 +59,12 @@ class Predicted:
     items: tuple[str, ...] = ()
 
 
-def slot_score(gold: Gold, pred: Predicted) -> float:
+def slot_score(gold: Gold, pred: Predicted, credit_text: bool = False) -> float:
+    """The value against gold; with `credit_text`, the better of value and source text."""
     if gold.kind == "set":
         items = {norm(x) for x in pred.items} if pred.items else {norm(pred.value)}
         return float(any(items == {norm(x) for x in g.split()} for g in gold.variants))
-    offered = [pred.value] + ([pred.text] if pred.text else [])
+    offered = [pred.value] + ([pred.text] if credit_text and pred.text else [])
     if gold.kind == "fuzzy":
         return max(token_sort_ratio(g, p) for g in gold.variants for p in offered)
     return float(any(norm(g) == norm(p) for g in gold.variants for p in offered))
@@ -74,6 +76,7 @@ class DomainScore:
 
     frames: int = 0
     joint: float = 0.0
+    joint_text_credited: float = 0.0  # the same, when a match with the source text also counts
     tp: float = 0.0
     predicted: int = 0
     gold: int = 0
@@ -81,19 +84,21 @@ class DomainScore:
 
     def add(self, gold: dict[str, Gold], pred: dict[str, Predicted]) -> float:
         """Score one frame; returns its joint score."""
-        joint = 1.0
+        joint = credited = 1.0
         for name in gold.keys() | pred.keys():
             g, p = gold.get(name), pred.get(name)
             score = slot_score(g, p) if g and p else 0.0
             if g and p:
                 self.tp += score
             joint *= score
+            credited *= slot_score(g, p, credit_text=True) if g and p else 0.0
             kind = "missed" if p is None else "extra" if g is None else "wrong" if score < 1 else None
             if kind:
                 key = f"{name}:{kind}"
                 self.errors[key] = self.errors.get(key, 0) + 1
         self.frames += 1
         self.joint += joint
+        self.joint_text_credited += credited
         self.predicted += len(pred)
         self.gold += len(gold)
         return joint
@@ -101,6 +106,7 @@ class DomainScore:
     def merge(self, other: DomainScore) -> None:
         self.frames += other.frames
         self.joint += other.joint
+        self.joint_text_credited += other.joint_text_credited
         self.tp += other.tp
         self.predicted += other.predicted
         self.gold += other.gold
@@ -111,7 +117,9 @@ class DomainScore:
         p = self.tp / self.predicted if self.predicted else 0.0
         r = self.tp / self.gold if self.gold else 0.0
         f1 = 2 * p * r / (p + r) if p + r else 0.0
-        return {"frames": self.frames, "joint_goal_accuracy": _r(self.joint / self.frames if self.frames else 0.0),
+        per_frame = 1 / self.frames if self.frames else 0.0
+        return {"frames": self.frames, "joint_goal_accuracy": _r(self.joint * per_frame),
+                "joint_goal_accuracy_text_credited": _r(self.joint_text_credited * per_frame),
                 "slot_precision": _r(p), "slot_recall": _r(r), "slot_f1": _r(f1),
                 "gold_slots": self.gold, "predicted_slots": self.predicted}
 

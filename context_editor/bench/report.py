@@ -45,6 +45,8 @@ def summarise(harness: Harness, scaling: ScalingResult, seconds: float, config: 
         "turns": len(rows),
         "frames": overall["frames"],
         "joint_goal_accuracy": overall["joint_goal_accuracy"],
+        # not the score: what JGA would be if a match with the value's source text also counted
+        "joint_goal_accuracy_text_credited": overall["joint_goal_accuracy_text_credited"],
         "turn_joint_goal_accuracy": round(sum(harness.turn_joint) / len(harness.turn_joint), 4) if harness.turn_joint else 0.0,
         "slot_precision": overall["slot_precision"],
         "slot_recall": overall["slot_recall"],
@@ -87,6 +89,8 @@ def markdown(results: dict[str, Any]) -> str:
             ("dialogues / scored user turns / frames", f"{r['dialogues']} / {r['turns']} / {r['frames']}"),
             ("joint goal accuracy (per frame)", f"{r['joint_goal_accuracy']:.3f}"),
             ("joint goal accuracy (per turn, all domains)", f"{r['turn_joint_goal_accuracy']:.3f}"),
+            ("not the score: JGA if a match with the source text also counted",
+             f"{r['joint_goal_accuracy_text_credited']:.3f}"),
             ("slot precision / recall / F1", f"{r['slot_precision']:.3f} / {r['slot_recall']:.3f} / {r['slot_f1']:.3f}"),
             ("ingest ms p50 / p99", f"{r['ingest_ms_p50']:.2f} / {r['ingest_ms_p99']:.2f}"),
             ("render ms p50", f"{r['render_ms_p50']:.2f}"),

@@ -88,4 +88,4 @@ def load_sgd(data_dir: str | Path, domains_out: str | Path, limit: int | None = 
     categorical = {s["service_name"]: {x["name"]: x["is_categorical"] for x in s["slots"]} for s in services}
     scored = {snake(s["service_name"]): frozenset(x["name"] for x in s["slots"]) for s in services}
     dialogues = list(itertools.islice(_dialogues(files, categorical), limit))
-    return Dataset("sgd", {p.stem: p for p in paths}, scored, dialogues, TODAY)
+    return Dataset("sgd", {p.stem: p for p in paths}, scored, dialogues, TODAY, split=root.name)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 from markupsafe import Markup, escape
 from jinja2 import ChoiceLoader, DictLoader, FileSystemLoader, StrictUndefined, Template, TemplateNotFound
@@ -64,6 +65,18 @@ class RenderedContext:
         """Context tokens / tokens of the raw window it stands for (the first post-compaction check;
         the second, survival of every critical field, is enforced when rendering)."""
         return self.tokens / self.source_tokens if self.source_tokens else 1.0
+
+
+def lost_fields(xml: str, expected: dict[str, str]) -> list[str]:
+    """The protected fields (name -> rendered value) the context has no `<field name=…>` element
+    for, holding that value. A substring test is not enough: "no layovers" in a recent turn must
+    not pass for a dropped `flight_exclusions: layover`. A context that is not XML loses them all."""
+    try:
+        root = ElementTree.fromstring(xml)
+    except ElementTree.ParseError:
+        return list(expected)
+    shown = {(el.get("name"), (el.text or "").strip()) for el in root.iter("field")}
+    return [n for n, text in expected.items() if (n, xml_safe(text).strip()) not in shown]
 
 
 def _finalize(value: Any) -> Any:
@@ -142,7 +155,7 @@ class Renderer:
                                      missing=", ".join(m["name"] for m in plan.missing) or "none", alerts=len(plan.alerts),
                                      needed=tokens + plan.spec.safety_margin)
         fields = self._kept_fields(plan, kept)
-        lost = [n for n in fields if self.domain.fields[n].critical and not _shows(xml, self._field(state, n)["text"])]
+        lost = lost_fields(xml, {n: self._field(state, n)["text"] for n in plan.protected})
         if lost:
             return self._fallback(plan, state, messages, lost, summary, anchors)
         visible = [m for m in messages if m.role != "system"]
@@ -155,7 +168,7 @@ class Renderer:
         if plan.template.name == DEFAULT_TEMPLATE:
             raise Errors.CRITICAL_LOST(lost=lost)
         alert = {"code": CRITICAL_COMPRESSION_FAILURE, "round": state.round,
-                 "message": f"template {plan.template.name} lost critical fields {', '.join(lost)}; default template used"}
+                 "message": f"template {plan.template.name} lost protected fields {', '.join(lost)}; default template used"}
         return self.render(state, plan.action, messages, plan.budget, None, summary, anchors,
                            _template=DEFAULT_TEMPLATE, _alerts=[alert])
 
@@ -301,12 +314,6 @@ class Renderer:
             if m.role == "user":
                 return detect_language(m.content)
         return self.domain.languages[0]
-
-
-def _shows(xml: str, text: str) -> bool:
-    """The text is in the XML as a text node (quotes as they are) or attribute-escaped (quotes as
-    entities, as a template using plain {{ }} writes it)."""
-    return text_node(text) in xml or str(escape(xml_safe(text))) in xml
 
 
 def _latest_user_unit(units: list[list[Message]]) -> list[Message] | None:
