@@ -445,6 +445,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
+    if hasattr(args, "argv"):  # commands that record how they were run (a model card's rebuild command)
+        args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if getattr(args, "session", None):
             args.session = session_key(args.session, getattr(args, "tenant", None), getattr(args, "user", None))

@@ -132,6 +132,18 @@ class TestCaseError(ContextEditorError):
     code = "CE800"
 
 
+class NerModelError(ContextEditorError):
+    """A trained NER model a domain names is missing or not a model."""
+
+    code = "CE601"
+
+
+class TrainingDataError(ContextEditorError):
+    """The input of `context-editor train ner` is missing, malformed or inconsistent."""
+
+    code = "CE900"
+
+
 E = TypeVar("E", bound=ContextEditorError)
 
 
@@ -166,7 +178,8 @@ def _e(code: str, message: str, fix: str) -> Entry[ContextEditorError]:
 class Errors:
     """The catalog of every error a user can meet. Codes by hundreds: 0xx the basics (CLI input,
     session keys, extras, registries, lexicons), 1xx domain files and rule packs, 2xx
-    conversations, 3xx actions and fields, 4xx rendering and tokens, 5xx stores, 7xx importers.
+    conversations, 3xx actions and fields, 4xx rendering and tokens, 5xx stores, 6xx NER models,
+    7xx importers, 8xx domain test cases, 9xx training data.
     Entries whose message is `{problem}` cover a family of checks that each say what they found."""
 
     BAD_NOW = _e("CE001", "--now {value!r} is not ISO 8601", "write it like 2024-05-01T10:00:00+08:00")
@@ -267,6 +280,8 @@ class Errors:
 
     BAD_DATASET = Entry("CE700", "{problem}", "{fix}", DatasetError)
     BAD_TEST_CASE = Entry("CE800", "{problem}", "{fix}", TestCaseError)
+    NER_MODEL = Entry("CE601", "{problem}", "{fix}", NerModelError)
+    TRAINING_DATA = Entry("CE900", "{problem}", "{fix}", TrainingDataError)
     IMPORTER_BUG = _e("CE701", "the importer wrote a domain that does not lint:\n{detail}",
                       "this is a bug in context_editor/importers; please report it with the input schema")
 
