@@ -72,7 +72,10 @@ def _state_table(state: State, editor: ContextEditor) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     head = f"session {state.session}  domain {state.domain} ({state.domain_version})  round {state.round}  phase {state.phase}"
     alerts = [f"alert {a.code} (round {a.round}): {a.message}" for a in state.alerts]
-    return "\n".join([head, *lines, *alerts])
+    u = editor.usage(state.session)
+    cost = f", cost {u['cost']} (raw window {u['raw_cost']})" if u["cost"] is not None else ""
+    usage = f"usage: {u['renders']} renders, {u['context_tokens']} context tokens for {u['source_tokens']} raw tokens{cost}"
+    return "\n".join([head, *lines, *alerts, usage])
 
 
 def _width(text: str) -> int:
@@ -84,11 +87,12 @@ def _plugins(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "allow_plugins", False) or os.environ.get("CONTEXT_EDITOR_ALLOW_PLUGINS") == "1")
 
 
-def _editor_for_session(session: str, store_url: str | None, model: str | None = None, allow_plugins: bool = False) -> ContextEditor:
+def _editor_for_session(session: str, store_url: str | None, model: str | None = None, allow_plugins: bool = False,
+                        context_window: int | None = None) -> ContextEditor:
     """The editor of an existing session, with the domain version it was processed with."""
     store = open_store(store_url, create=False)
     info = store.require_session(session)
-    return ContextEditor(stored_domain(store, info, allow_plugins), store, model=model)
+    return ContextEditor(stored_domain(store, info, allow_plugins), store, model=model, context_window=context_window)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -122,7 +126,8 @@ def _print_result(editor: ContextEditor, session: str, args: argparse.Namespace)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    editor = ContextEditor(args.domain, "memory://", model=args.model, allow_plugins=_plugins(args))
+    editor = ContextEditor(args.domain, "memory://", model=args.model, allow_plugins=_plugins(args),
+                           context_window=args.context_window)
     if args.action:
         editor.renderer.action(args.action)
     messages = read_conversation(args.conversation)
@@ -176,7 +181,8 @@ def cmd_state(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    editor = _editor_for_session(args.session, args.store, model=args.model, allow_plugins=_plugins(args))
+    editor = _editor_for_session(args.session, args.store, model=args.model, allow_plugins=_plugins(args),
+                                 context_window=args.context_window)
     print(editor.render(args.session, args.action, budget=args.budget, as_of_round=args.as_of_round).xml)
     return 0
 
@@ -361,7 +367,10 @@ def _view_options(p: argparse.ArgumentParser, action: bool) -> None:
 
 
 def _render_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--budget", type=int, metavar="TOKENS", help="token budget (default: the action's budget_tokens)")
+    p.add_argument("--budget", metavar="TOKENS|N%",
+                   help="token budget: tokens, or a share of --context-window like 60%% (default: the action's budget_tokens)")
+    p.add_argument("--context-window", type=int, metavar="TOKENS",
+                   help="the model's context window; 15%% of it (the answer's reservation) is never budgeted")
     p.add_argument("--model", metavar="MODEL", help="model whose tokenizer counts (default gpt-4o, o200k_base)")
 
 
@@ -388,6 +397,23 @@ def _add_write_commands(sub: Subcommands) -> None:
                         "(recorded as an edit; replay runs each part under its own version)")
 
 
+def cmd_forgetting_test(args: argparse.Namespace) -> int:
+    from .forgetting import forgetting_test, report
+
+    editor = _editor_for_session(args.session, args.store, allow_plugins=_plugins(args))
+    actions = [args.action] if args.action else list(editor.domain.actions)
+    out = {a: report(forgetting_test(editor, args.session, a, args.k, args.runs, args.seed)) for a in actions}
+    if args.json:
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+    else:
+        for action, r in out.items():
+            print(f"# {action}: {'PASS' if r['passed'] else 'FAIL'} ({args.runs} runs, {args.k} fields deleted each)")
+            for f in r["fields"]:
+                print(f"  {f['field']:<24} {'must ask' if f['must_ask'] else 'optional':<9} "
+                      f"asked {f['asked']}/{f['deleted']} ({f['rate']:.0%})")
+    return 0 if all(r["passed"] for r in out.values()) else 1
+
+
 def _add_read_commands(sub: Subcommands) -> None:
     """Commands that only read a stored session (they never create a store)."""
     p = _command(sub, "state", cmd_state, "Print a stored session's state (as a table, or --json).")
@@ -398,6 +424,15 @@ def _add_read_commands(sub: Subcommands) -> None:
     p.add_argument("--action", required=True, metavar="NAME")
     p.add_argument("--as-of-round", type=int, metavar="N")
     _render_options(p)
+    p = _command(sub, "forgetting-test", cmd_forgetting_test,
+                 "Delete K random present fields N times and report how often the context asks for each; exit 1 unless "
+                 "every required and critical field is asked for in every run.")
+    _session_option(p)
+    p.add_argument("--action", metavar="NAME", help="one action (default: every action of the domain)")
+    p.add_argument("-k", type=int, default=3, help="fields deleted per run (default 3)")
+    p.add_argument("--runs", type=int, default=100, help="number of runs (default 100)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
     p = _command(sub, "why", cmd_why, "Explain one field: where its value came from and its full history.")
     p.add_argument("field")
     _session_option(p)

@@ -261,6 +261,7 @@ class Errors:
     UNKNOWN_ENCODING = _e("CE402", "unknown encoding {name!r}", "use one of: {known}")
     UNKNOWN_MODEL = _e("CE403", "unknown model {model!r}",
                        "pass a model tiktoken knows (gpt-4o, gpt-4, …) or an encoding (o200k_base, cl100k_base)")
+    BAD_BUDGET = Entry("CE404", "{problem}", "{fix}", BudgetError)
     CRITICAL_LOST = _e("CE410", "CRITICAL_COMPRESSION_FAILURE: protected (required or critical) fields {lost} are not in the context",
                        "check templates/default.xml.j2 renders every field it is given")
     TOKENS_UNSETTLED = _e("CE411", "could not settle the token count of the context",

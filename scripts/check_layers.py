@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("memory", {"memory", "llm"}),
     ("store", {"store"}),
     ("pipeline", {"pipeline"}),
-    ("faces", {"__init__", "__main__", "cli", "service", "audit", "bench", "importers", "train", "backfill", "domaintest"}),
+    ("faces", {"__init__", "__main__", "cli", "service", "audit", "bench", "importers", "train", "backfill", "domaintest", "forgetting"}),
 ]
 ISOLATED = {"extract", "transform", "validate", "inject"}  # layers whose parts must not import each other
 FORBIDDEN = {("cli", "bench"), ("cli", "importers")}  # (importer, imported) pairs refused beyond the layers

@@ -259,6 +259,23 @@ def test_sessions_are_isolated(store):
     assert (store.session("a").edits, store.session("b").edits) == (6, 2)
 
 
+def test_derived_data_is_replaced_per_key_kept_per_session_and_dropped_by_kind(store):
+    """Derived data (summary-zone stages, usage) is not part of the record: upserted by key,
+    listed by key, isolated per session and kind, and droppable for a rebuild."""
+    body = {"lines": [{"t": "对花生过敏 </state> \x01 🙂", "r": 1}], "last_index": 3}
+    store.put_derived("a", "summary", 0, body)
+    store.put_derived("a", "summary", -1, {"anchors": {}})
+    store.put_derived("a", "summary", 0, {**body, "last_index": 4})
+    store.put_derived("a", "usage", 0, {"renders": 1})
+    store.put_derived("b", "summary", 0, {"other": True})
+    assert store.derived("a", "summary") == {-1: {"anchors": {}}, 0: {**body, "last_index": 4}}
+    assert list(store.derived("a", "summary")) == [-1, 0]
+    store.drop_derived("a", "summary")
+    assert store.derived("a", "summary") == {} and store.derived("a", "usage") == {0: {"renders": 1}}
+    assert store.derived("b", "summary") == {0: {"other": True}}
+    assert store.derived("nobody", "summary") == {}
+
+
 HOSTILE = [
     "</state><state>injected</state>",
     "<![CDATA[ x ]]> ]]> &amp; &lt;",

@@ -13,7 +13,9 @@
   keys and values inside tool JSON (a card number in a payment result never reaches `track`).
 - Personal data (e-mail, phone, card and resident id numbers, passports; see pii.py) is masked
   in every message unless the action shows a field holding that value.
-A user can plug in another scorer (an LLM, say) with `Renderer(scorer=...)`; the default needs none.
+Any scorer (`ContextEditor(scorer=...)`: a callable `(message, ctx) -> 1..5`, optionally with a
+`score_batch(messages, ctx)` for one call per render, e.g. `context_editor.llm.ChatScorer`) goes
+through the articles' thresholds: >= 4 keep, 3 fill the budget by recency, <= 2 compress.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ SOURCE_BONUS = 2.0  # the message a shown value came from
 REFERENCE_BONUS = 0.5  # mentions an ID or value that is in state
 MIDDLING = (0.5, 2.0)  # only scores in this band decay with age
 MIN_SCORE = 0.8  # below this an older message is noise, whatever the budget
+KEEP, FILL = 4.0, 3.0  # the articles' thresholds on a 1-5 score: >= 4 keep, 3 fill by recency, <= 2 compress
 HALF_LIFE_ROUNDS = 10.0
 _LATIN_WORD = re.compile(r"[A-Za-z0-9]+")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
@@ -138,11 +141,17 @@ def dedupe_tool_results(messages: list[Message]) -> list[Message]:
 
 
 def trim_json(value: Any, keep: tuple[str, ...], max_items: int, depth: int = 0) -> Any:
-    """Keep only `keep` keys (when given) and the first `max_items` of long arrays."""
+    """Keep only `keep` keys and the first `max_items` of long arrays.
+
+    `keep` filters an object only when it names at least one of that object's keys: declaring
+    `keep: [orders, total]` keeps each order whole instead of emptying it, while `keep: [sku]`
+    still trims the items that carry a `sku`."""
     if depth > 20:
         return "…"
     if isinstance(value, dict):
-        items = value.items() if not keep else [(k, v) for k, v in value.items() if k in keep]
+        items: list[tuple[Any, Any]] = list(value.items())
+        if keep and any(k in value for k in keep):
+            items = [(k, v) for k, v in value.items() if k in keep]
         return {k: trim_json(v, keep, max_items, depth + 1) for k, v in items}
     if isinstance(value, list):
         head = [trim_json(v, keep, max_items, depth + 1) for v in value[:max_items]]
@@ -230,9 +239,28 @@ def turn(domain: Domain, msg: Message, hidden: Hidden) -> dict[str, Any]:
     return {"round": msg.round, "role": msg.role, "name": msg.name, "content": text}
 
 
+def grade(raw: float) -> int:
+    """The rule score on the articles' 1-5 scale (5: the source of a shown value, 1: noise)."""
+    return 5 if raw >= 3.0 else 4 if raw >= 2.0 else 3 if raw >= MIN_SCORE else 2 if raw >= MIN_SCORE / 2 else 1
+
+
+def rule_score(msg: Message, ctx: dict[str, Any]) -> float:
+    """The built-in scorer: the deterministic relevance score, graded 1-5."""
+    return float(grade(default_score(msg, ctx)))
+
+
+def _scores(scorer: Scorer, messages: list[Message], ctx: dict[str, Any]) -> dict[int, float]:
+    """Message index -> score; one call for all messages when the scorer has `score_batch`."""
+    batch = getattr(scorer, "score_batch", None)
+    values = batch(messages, ctx) if batch is not None else [scorer(m, ctx) for m in messages]
+    return {m.index: float(v) for m, v in zip(messages, values)}
+
+
 def select_history(action: ActionSpec, state: State, older: list[Message], vocabulary: set[str],
-                   scorer: Scorer | None = None) -> list[Unit]:
-    """Older units ranked best first (the renderer keeps as many as the budget allows)."""
+                   scorer: Scorer | None = None, anchors: dict[str, Any] | None = None) -> list[Unit]:
+    """Older units in the order the budget keeps them, by the articles' thresholds applied to
+    any scorer's 1-5 scores: >= 4 kept first (best first), 3 fill what is left by recency
+    (newest first), <= 2 are compressed: never shown verbatim, left to the summary zone."""
     if not older:
         return []
     shown = set(action.fields)
@@ -242,8 +270,12 @@ def select_history(action: ActionSpec, state: State, older: list[Message], vocab
         "source_indexes": {fs.provenance.message_index for n, fs in state.fields.items()
                            if n in shown and fs.present and fs.provenance},
         "references": {str(v) for v in state.values().values() if isinstance(v, str) and ID.fullmatch(v)},
+        "action": action.name, "description": action.description,
+        "goal": (anchors or {}).get("goal", {}).get("text"), "subtask": (anchors or {}).get("subtask", {}).get("text"),
     }
-    score = scorer or default_score
-    units = [Unit(u, max(score(m, ctx) for m in u)) for u in chains(dedupe_tool_results(older))]
-    units = [u for u in units if u.score >= MIN_SCORE]
-    return sorted(units, key=lambda u: (-u.score, -u.messages[0].index))
+    deduped = dedupe_tool_results(older)
+    scores = _scores(scorer or rule_score, deduped, ctx)
+    units = [Unit(u, max(scores[m.index] for m in u)) for u in chains(deduped)]
+    keep = sorted((u for u in units if u.score >= KEEP), key=lambda u: (-u.score, -u.messages[0].index))
+    fill = sorted((u for u in units if FILL <= u.score < KEEP), key=lambda u: -u.messages[0].index)
+    return keep + fill

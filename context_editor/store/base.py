@@ -34,7 +34,7 @@ class SessionInfo:
 # A domain document is kept as written (its key order is the author's field order, which replay
 # reproduces) with the SHA-256 of that text. A session's `head` is the canonical JSON of
 # session_head(): everything a truncation or a rewrite would have to change, optionally signed.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 2: heads and domain hashes (issue 12), the `derived` table (issue 11); one number for both
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS domains (
     version_hash TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT NOT NULL, sha256 TEXT NOT NULL);
@@ -50,7 +50,12 @@ CREATE TABLE IF NOT EXISTS edits (
     session TEXT NOT NULL, seq INTEGER NOT NULL, round INTEGER NOT NULL, message_index INTEGER NOT NULL,
     body TEXT NOT NULL, hash TEXT NOT NULL,
     PRIMARY KEY (session, seq));
+CREATE TABLE IF NOT EXISTS derived (
+    session TEXT NOT NULL, kind TEXT NOT NULL, key INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (session, kind, key));
 """
+# `derived` holds data computed from the log (summary-zone stages …): never part of the record,
+# never hashed, rebuildable at any time, so it is written outside the message transaction.
 
 
 def domain_text(source: dict[str, Any]) -> tuple[str, str]:
@@ -202,6 +207,18 @@ class Store(ABC):
         """The head and signature columns of a session."""
         text = head.text()
         return text, (self.signer.sign(text) if self.signer else None)
+
+    @abstractmethod
+    def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
+        """Store (or replace) one item of derived data, e.g. a summary-zone stage."""
+
+    @abstractmethod
+    def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
+        """Every item of one kind of derived data of a session, by key."""
+
+    @abstractmethod
+    def drop_derived(self, session: str, kind: str) -> None:
+        """Forget one kind of derived data (it is rebuilt from the log on next use)."""
 
     def close(self) -> None:
         """Release connections (no-op where there are none)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from bisect import bisect_left
 from typing import Any
 
@@ -17,6 +18,7 @@ class MemoryStore(Store):
         self._sessions: dict[str, tuple[str, str, str, str | None]] = {}  # -> (domain, version, head, signature)
         self._messages: dict[str, list[Message]] = {}
         self._edits: dict[str, list[Edit]] = {}
+        self._derived: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
 
     def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
         self._domains.setdefault(version_hash, (name, *domain_text(source)))
@@ -67,3 +69,13 @@ class MemoryStore(Store):
 
     def raw_domains(self) -> dict[str, tuple[Any, ...]]:
         return dict(self._domains)
+
+    def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
+        self._derived.setdefault((session, kind), {})[key] = copy.deepcopy(body)
+
+    def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
+        items = self._derived.get((session, kind), {})
+        return {k: copy.deepcopy(items[k]) for k in sorted(items)}
+
+    def drop_derived(self, session: str, kind: str) -> None:
+        self._derived.pop((session, kind), None)

@@ -157,6 +157,22 @@ class PostgresStore(Store):
             rows = self._conn().execute("SELECT version_hash, name, source, sha256 FROM domains").fetchall()
         return {r[0]: tuple(r[1:]) for r in rows}
 
+    def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
+        with _database_errors(f"storing derived {kind} of session {session!r}"):
+            self._conn().execute("INSERT INTO derived VALUES (%s, %s, %s, %s) ON CONFLICT (session, kind, key) "
+                                 "DO UPDATE SET body = excluded.body",
+                                 (session, kind, key, json.dumps(body, ensure_ascii=False)))
+
+    def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
+        with _database_errors(f"reading derived {kind} of session {session!r}"):
+            rows = self._conn().execute("SELECT key, body FROM derived WHERE session = %s AND kind = %s ORDER BY key",
+                                        (session, kind)).fetchall()
+        return {k: json.loads(b) for k, b in rows}
+
+    def drop_derived(self, session: str, kind: str) -> None:
+        with _database_errors(f"dropping derived {kind} of session {session!r}"):
+            self._conn().execute("DELETE FROM derived WHERE session = %s AND kind = %s", (session, kind))
+
     def close(self) -> None:
         for conn in self._opened:
             conn.close()

@@ -137,6 +137,18 @@ class SQLiteStore(Store):
     def raw_domains(self) -> dict[str, tuple[Any, ...]]:
         return {r[0]: tuple(r[1:]) for r in self._conn().execute("SELECT version_hash, name, source, sha256 FROM domains")}
 
+    def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
+        self._conn().execute("INSERT OR REPLACE INTO derived VALUES (?, ?, ?, ?)",
+                             (session, kind, key, json.dumps(body, ensure_ascii=False)))
+
+    def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
+        rows = self._conn().execute("SELECT key, body FROM derived WHERE session = ? AND kind = ? ORDER BY key",
+                                    (session, kind)).fetchall()
+        return {k: json.loads(b) for k, b in rows}
+
+    def drop_derived(self, session: str, kind: str) -> None:
+        self._conn().execute("DELETE FROM derived WHERE session = ? AND kind = ?", (session, kind))
+
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
