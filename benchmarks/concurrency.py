@@ -70,7 +70,7 @@ def verify(url: str, reports: list[dict]) -> list[str]:
         s, stored = r["session"], len(store.messages(r["session"]))
         if stored != r["messages"]:
             problems.append(f"{s}: child reported {r['messages']} messages, store has {stored}")
-        verdict = audit.verify_session(store, s)
+        verdict = audit.verify(store, s)[0]
         if not verdict.ok:
             problems.append(f"{s}: broken at {verdict.broken_at}: {verdict.reason}")
     store.close()

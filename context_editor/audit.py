@@ -1,11 +1,23 @@
-"""Audit: prove the record is intact (`verify`), reproducible (`replay`) and hand it over (`export`).
+"""Audit: prove the record is intact (`verify`), anchored (`checkpoint`), reproducible (`replay`)
+and hand it over (`export`).
 
-`verify` reads the rows exactly as stored and checks both hash chains: raw messages and edits.
-Each row must hash to its stored hash, link to the previous row's hash, sit at the next dense
-index, and agree with its indexed columns; the session's counters must match, so a deleted last
-row is caught too. `replay` re-runs the stored raw messages through the domain version recorded
-with the session, in memory, and compares the edit log byte for byte; a session upgraded to a
-new domain version is replayed segment by segment, each under the version it ran with.
+`verify` reads every row exactly as stored, for every session id found in any table (a session
+whose `sessions` row was deleted is still checked, and reported). Per session it checks both
+hash chains (each row hashes to its stored hash, links to the previous row, sits at the next
+dense position and agrees with its key columns: session, index, round, seq), that each edit
+points at a stored message of the same round, and the session's head: the canonical record of
+its counts, last message hash, last edit hash and domain version, recomputed from the rows. Each
+domains row must hash to its stored SHA-256 and rebuild to its version id.
+
+Without a key that is all a hash chain can prove: someone who can write the store can rewrite a
+session consistently (recomputed hashes and head) or delete a whole session. With heads signed
+(Ed25519, the key outside the store) and a checkpoint (a signed Merkle tree head over every
+session head, kept outside the store), `verify --pubkey K --checkpoint FILE` also proves that no
+session anchored by the checkpoint was deleted, truncated or rewritten since.
+
+`replay` re-runs the stored raw messages through the domain version recorded with the session,
+in memory, and compares the edit log byte for byte; a session upgraded to a new domain version
+is replayed segment by segment, each under the version it ran with.
 """
 
 from __future__ import annotations
@@ -13,11 +25,24 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from functools import lru_cache
+from pathlib import Path
 from typing import Any, Iterator
 
-from .domain import Domain
+from .domain import Domain, domain_from_source
+from .errors import AuditError, DomainError, Errors
 from .model import GENESIS_HASH, Edit, Message, canonical_json
+from .signing import Signer, check_signature
 from .store import MemoryStore, Store
+from .store.base import Head
+
+NO_KEY_LIMITS = ("heads were not checked against a trusted public key (no --pubkey): a consistent rewrite of a "
+                 "session (every hash and its head recomputed), a truncation with a recomputed head, or the "
+                 "deletion of a whole session cannot be detected. Sign heads (CONTEXT_EDITOR_SIGNING_KEY_FILE) "
+                 "and verify with --pubkey and --checkpoint for those guarantees.")
+NO_CHECKPOINT_LIMITS = ("no --checkpoint: signed heads prove who wrote each head, but not that a session was not "
+                        "deleted or rolled back to an older signed head; verify against a checkpoint for that.")
 
 
 @dataclass
@@ -26,12 +51,32 @@ class Verdict:
     ok: bool
     messages: int = 0
     edits: int = 0
-    broken_at: str | None = None  # "edit 17" or "message 3"
+    broken_at: str | None = None  # "edit 17", "message 3", "head", "domain …", "checkpoint"
     reason: str | None = None
     problems: list[str] = field(default_factory=list)
 
+    def fail(self, where: str, why: str) -> None:
+        if self.ok:
+            self.ok, self.broken_at, self.reason = False, where, why
+        self.problems.append(f"{where}: {why}")
 
-def _check_chain(kind: str, rows: list[tuple[int, str, str]], expected: int) -> tuple[str, str] | None:
+
+@dataclass
+class AuditReport:
+    """What `verify` found: one verdict per session, problems of the store as a whole, and the
+    guarantees this run could not give (no trusted key, no checkpoint)."""
+
+    sessions: list[Verdict]
+    store_problems: list[str] = field(default_factory=list)
+    limits: list[str] = field(default_factory=list)
+    checkpoint: str | None = None  # which checkpoint the sessions were checked against
+
+    @property
+    def ok(self) -> bool:
+        return not self.store_problems and all(v.ok for v in self.sessions)
+
+
+def _check_chain(kind: str, rows: list[tuple[int, str, str]]) -> tuple[str, str] | None:
     """rows: (position column, stored body, stored hash). First problem as (where, why)."""
     prev = GENESIS_HASH
     for pos, (column, body, stored_hash) in enumerate(rows):
@@ -44,41 +89,237 @@ def _check_chain(kind: str, rows: list[tuple[int, str, str]], expected: int) -> 
             doc = json.loads(body)
         except ValueError:
             return where, f"{kind} {pos} is not valid JSON"
-        if canonical_json(doc) != body:
+        if not isinstance(doc, dict) or canonical_json(doc) != body:
             return where, f"{kind} {pos} is not in canonical form (it was rewritten)"
         if doc.get("prev_hash") != prev:
             return where, f"{kind} {pos} does not link to the previous {kind}'s hash"
         prev = stored_hash
-    if len(rows) != expected:
-        return f"{kind} {len(rows)}", f"the session records {expected} {kind}s but {len(rows)} are stored (a trailing row was deleted or added)"
     return None
 
 
-def verify_session(store: Store, session: str) -> Verdict:
-    info = store.require_session(session)
+def _check_columns(session: str, msg_rows: list[tuple[Any, ...]], edit_rows: list[tuple[Any, ...]]) -> tuple[str, str] | None:
+    """Key columns against the hashed bodies; each edit against the message it cites."""
+    rounds = []
+    for idx, rnd, body, _ in msg_rows:
+        doc = json.loads(body)
+        if (doc.get("session"), doc.get("index"), doc.get("round")) != (session, idx, rnd):
+            return f"message {idx}", (f"message {idx}'s columns (session, index, round) disagree with its hashed body "
+                                      "(a column was changed or the row was moved from another session)")
+        rounds.append(rnd)
+    last_index = 0
+    for seq, rnd, mindex, body, _ in edit_rows:
+        doc = json.loads(body)
+        if (doc.get("seq"), doc.get("round"), doc.get("message_index"), doc.get("session")) != (seq, rnd, mindex, session):
+            return f"edit {seq}", (f"edit {seq}'s columns disagree with its hashed body "
+                                   "(a column was changed or the row was moved from another session)")
+        if not 0 <= mindex < len(rounds):
+            return f"edit {seq}", f"edit {seq} refers to message {mindex}, which does not exist"
+        if rounds[mindex] != rnd or mindex < last_index:
+            return f"edit {seq}", f"edit {seq} is out of order with message {mindex} (round or position disagree)"
+        last_index = mindex
+    return None
+
+
+@lru_cache(maxsize=64)
+def _domain_problem(version: str, name: str, text: str, digest: str, allow_plugins: bool) -> tuple[str | None, str | None]:
+    """(why a domains row is not the document it claims to be, or None; a note, or None).
+
+    A document that no longer rebuilds to its version id under this package's rule packs is a
+    note, not a break: the packs may have changed since (its text still matches its SHA-256 and
+    the session heads that name it)."""
+    if hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() != digest:
+        return "its document does not match its SHA-256 (the document was changed)", None
+    try:
+        source = json.loads(text)
+        rebuilt = domain_from_source(source, f"<stored {version}>", allow_plugins)
+    except DomainError as exc:
+        if exc.code == Errors.PLUGINS_REFUSED.code:  # plugin code is not run unless allowed: the hash check above still holds
+            return None, None
+        return f"its document is not a valid domain ({exc.message})", None
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        return f"its document is not a valid domain ({type(exc).__name__})", None
+    if rebuilt.name != name:
+        return f"its name column {name!r} is not the document's domain {rebuilt.name!r}", None
+    if rebuilt.version_hash != version:
+        return None, (f"domain version {version} rebuilds to {rebuilt.version_hash} under this package's rule packs "
+                      "(the packs changed since it was stored; `replay` of its sessions will report the difference)")
+    return None, None
+
+
+def _verify_rows(store: Store, session: str, row: tuple[Any, ...] | None, domains: dict[str, tuple[Any, ...]],
+                 domain_problems: dict[str, str | None], trusted: str | None) -> Verdict:
     msg_rows, edit_rows = store.raw_rows(session)
-    verdict = Verdict(session, True, len(msg_rows), len(edit_rows))
-    problem = (_check_chain("message", msg_rows, info.messages)
-               or _check_chain("edit", [(seq, body, h) for seq, _, _, body, h in edit_rows], info.edits))
-    if problem is None:
-        for seq, rnd, mindex, body, _ in edit_rows:
-            doc = json.loads(body)
-            if (doc["seq"], doc["round"], doc["message_index"], doc["session"]) != (seq, rnd, mindex, session):
-                problem = (f"edit {seq}", f"edit {seq}'s columns disagree with its signed body (a column was changed)")
-                break
-            if not 0 <= mindex < len(msg_rows):
-                problem = (f"edit {seq}", f"edit {seq} refers to message {mindex}, which does not exist")
-                break
+    v = Verdict(session, True, len(msg_rows), len(edit_rows))
+    problem = (_check_chain("message", [(idx, body, h) for idx, _, body, h in msg_rows])
+               or _check_chain("edit", [(seq, body, h) for seq, _, _, body, h in edit_rows])
+               or _check_columns(session, msg_rows, edit_rows))
     if problem:
-        verdict.ok, (verdict.broken_at, verdict.reason) = False, problem
-    return verdict
+        v.fail(*problem)
+    if row is None:
+        v.fail("session", "messages or edits are stored for a session the sessions table does not list "
+                          "(its sessions row was deleted or a row's session column was changed)")
+        return v
+    domain, version, n_msgs, n_edits, head_text, signature = row
+    for kind, recorded, stored in (("message", n_msgs, len(msg_rows)), ("edit", n_edits, len(edit_rows))):
+        if recorded != stored:
+            v.fail(f"{kind} {stored}", f"the session records {recorded} {kind}s but {stored} are stored "
+                                       "(a trailing row was deleted or added)")
+    if not msg_rows:
+        v.fail("session", "the session has no message (a session is created by its first message)")
+    domain_row = domains.get(version)
+    if domain_row is None:
+        v.fail("domain", f"the session's domain version {version} is not in the domains table")
+    elif domain_problems.get(version):
+        v.fail("domain", f"domain version {version}: {domain_problems[version]}")
+    elif domain_row[0] != domain:
+        v.fail("domain", f"the session names domain {domain!r} but version {version} is domain {domain_row[0]!r}")
+    expected = Head(session, domain, version, domain_row[2] if domain_row else None, len(msg_rows),
+                    len(edit_rows), msg_rows[-1][3] if msg_rows else GENESIS_HASH,
+                    edit_rows[-1][4] if edit_rows else GENESIS_HASH).text()
+    if head_text != expected:
+        v.fail("head", "the session head does not match its rows (counts, last hashes or domain were changed)")
+    if why := check_signature(signature, head_text, trusted):
+        v.fail("head", f"the session head cannot be trusted: {why}")
+    return v
+
+
+def verify_store(store: Store, session: str | None = None, pubkey: str | None = None,
+                 checkpoint: str | Path | None = None, allow_plugins: bool = False) -> AuditReport:
+    """Check every stored session (or one), every domain it uses, and optionally its signed heads
+    (`pubkey`, hex) against the last checkpoint of a checkpoint file."""
+    found = store.raw_sessions()
+    if session is not None and session not in found:
+        raise Errors.NO_SESSION(session=session, store=store.url, known=", ".join(sorted(found)[:10]) or "none yet")
+    domains = store.raw_domains()
+    checked = {version: _domain_problem(version, *row, allow_plugins) for version, row in domains.items()}
+    domain_problems = {version: why for version, (why, _) in checked.items()}
+    report = AuditReport([_verify_rows(store, s, found[s], domains, domain_problems, pubkey)
+                          for s in sorted(found) if session in (None, s)])
+    if session is None:
+        report.store_problems += [f"domain version {version}: {why}" for version, why in sorted(domain_problems.items())
+                                  if why]
+    used = {row[1] for row in found.values() if row is not None}
+    for version, (_, note) in sorted(checked.items()):
+        if note and version not in used and session is None:  # no session names it: nothing vouches for it
+            report.store_problems.append(f"domain version {version}: no session uses it and it does not rebuild to its id")
+        elif note:
+            report.limits.append(note)
+    if pubkey is None:
+        report.limits.append(NO_KEY_LIMITS)
+    if checkpoint is None:
+        if pubkey is not None:
+            report.limits.append(NO_CHECKPOINT_LIMITS)
+    else:
+        if pubkey is None:
+            raise Errors.CHECKPOINT(problem="a checkpoint can only be checked against a trusted public key",
+                                  fix="pass --pubkey with the public key of the key that signed the checkpoint")
+        _check_against_checkpoint(store, report, Path(checkpoint), pubkey, session)
+    return report
 
 
 def verify(store: Store, session: str | None = None) -> list[Verdict]:
-    """Verdicts for one session or all sessions of the store."""
-    return [verify_session(store, s) for s in ([session] if session else store.sessions())]
+    """Verdicts for one session or all sessions of the store (without a key: see verify_store)."""
+    return verify_store(store, session).sessions
 
 
+# ----------------------------------------------------------------------------- checkpoints
+def merkle_root(leaves: list[str]) -> str:
+    """RFC 6962 Merkle tree hash over the leaves (distinct prefixes for leaves and nodes)."""
+    def tree(items: list[bytes]) -> bytes:
+        if len(items) == 1:
+            return hashlib.sha256(b"\x00" + items[0]).digest()
+        split = 1 << ((len(items) - 1).bit_length() - 1)
+        return hashlib.sha256(b"\x01" + tree(items[:split]) + tree(items[split:])).digest()
+
+    return tree([leaf.encode("utf-8") for leaf in leaves]).hex() if leaves else hashlib.sha256(b"").hexdigest()
+
+
+def checkpoint(store: Store, signer: Signer, out: str | Path | None = None) -> dict[str, Any]:
+    """Sign a Merkle tree head over every session head; append it to `out` (one JSON line,
+    linked to the previous line) and return it. Refused if the store does not verify now."""
+    report = verify_store(store, pubkey=signer.public_hex)
+    if not report.ok:
+        bad = [f"{v.session}: {v.reason}" for v in report.sessions if not v.ok] + report.store_problems
+        raise Errors.CHECKPOINT(problem=f"the store does not verify, so it cannot be anchored: {bad[0]}",
+                              fix="run `context-editor audit verify` and restore the damaged sessions first")
+    heads = [row[4] for _, row in sorted(store.raw_sessions().items()) if row is not None]
+    prev = GENESIS_HASH
+    path = Path(out) if out else None
+    if path and path.exists():
+        lines = [line for line in path.read_text("utf-8").splitlines() if line.strip()]
+        if lines:
+            prev = hashlib.sha256(lines[-1].encode("utf-8")).hexdigest()
+    body = {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "sessions": len(heads),
+            "root": merkle_root(heads), "heads": heads, "prev": prev}
+    text = canonical_json(body)
+    record = {"checkpoint": body, "signature": json.loads(signer.sign(text))}
+    if path:
+        with path.open("a", encoding="utf-8") as f:  # append-only: earlier checkpoints are never rewritten
+            f.write(canonical_json(record) + "\n")
+    return record
+
+
+def _read_checkpoints(path: Path, pubkey: str) -> dict[str, Any]:
+    """The last checkpoint of a file, after checking every line's signature and link."""
+    try:
+        lines = [line for line in path.read_text("utf-8").splitlines() if line.strip()]
+    except OSError as exc:
+        raise Errors.CHECKPOINT(problem=f"cannot read checkpoint file {path}: {exc.strerror}", fix="pass the file `audit checkpoint --out` wrote") from None
+    if not lines:
+        raise Errors.CHECKPOINT(problem=f"{path} holds no checkpoint", file=str(path), fix="run `context-editor audit checkpoint --out FILE`")
+    prev, body = GENESIS_HASH, None
+    for n, line in enumerate(lines, 1):
+        try:
+            record = json.loads(line)
+            body, signature = record["checkpoint"], record["signature"]
+            text = canonical_json(body)
+            why = check_signature(canonical_json(signature), text, pubkey)
+            heads = body["heads"]
+        except (ValueError, KeyError, TypeError):
+            raise Errors.CHECKPOINT(problem="not a checkpoint record", file=str(path), line=n,
+                                  fix="pass the file `audit checkpoint --out` wrote, unedited") from None
+        if why:
+            raise Errors.CHECKPOINT(problem=f"the checkpoint cannot be trusted: {why}", file=str(path), line=n,
+                                  fix="pass the public key of the key that signed the checkpoints")
+        if body.get("prev") != prev or merkle_root(heads) != body.get("root") or body.get("sessions") != len(heads):
+            raise Errors.CHECKPOINT(problem="the checkpoint file was edited (a link or a tree head does not match)",
+                                  file=str(path), line=n, fix="restore the checkpoint file from its witness")
+        prev = hashlib.sha256(line.encode("utf-8")).hexdigest()
+    assert isinstance(body, dict)
+    return body
+
+
+def _check_against_checkpoint(store: Store, report: AuditReport, path: Path, pubkey: str, only: str | None) -> None:
+    """Every session the checkpoint anchors must still exist and still start with the anchored
+    prefix: its message and edit at the anchored counts carry the anchored hashes. The chains are
+    verified from genesis, so equal hashes there prove that nothing before them changed."""
+    body = _read_checkpoints(path, pubkey)
+    report.checkpoint = f"{path} ({body['at']}, {body['sessions']} sessions, root {body['root'][:16]}…)"
+    verdicts = {v.session: v for v in report.sessions}
+    for head_text in body["heads"]:
+        head = json.loads(head_text)
+        s = head["session"]
+        if only not in (None, s):
+            continue
+        v = verdicts.get(s)
+        if v is None:
+            v = Verdict(s, True)
+            report.sessions.append(v)
+            v.fail("checkpoint", f"the session was deleted after the checkpoint of {body['at']}")
+            continue
+        msg_rows, edit_rows = store.raw_rows(s)
+        n_msgs, n_edits = head["messages"], head["edits"]
+        if len(msg_rows) < n_msgs or len(edit_rows) < n_edits:
+            v.fail("checkpoint", f"the session was truncated after the checkpoint of {body['at']} "
+                                 f"({n_msgs} messages and {n_edits} edits then, {len(msg_rows)} and {len(edit_rows)} now)")
+        elif ((msg_rows[n_msgs - 1][3] if n_msgs else GENESIS_HASH) != head["last_message_hash"]
+              or (edit_rows[n_edits - 1][4] if n_edits else GENESIS_HASH) != head["last_edit_hash"]):
+            v.fail("checkpoint", f"the session was rewritten after the checkpoint of {body['at']} "
+                                 "(its anchored messages or edits hash differently now)")
+    report.sessions.sort(key=lambda v: v.session)
+
+
+# ----------------------------------------------------------------------------- replay and export
 @dataclass
 class ReplayReport:
     session: str

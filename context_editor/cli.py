@@ -22,6 +22,7 @@ from .inject import format_value
 from .model import Message, State, session_key
 from .pipeline import ContextEditor, stored_domain
 from .resources import sample_conversation
+from .signing import Signer, public_key_from
 from .store import DEFAULT_STORE, open_store
 
 SAMPLE = sample_conversation("ecommerce_headphones")
@@ -72,7 +73,10 @@ def _state_table(state: State, editor: ContextEditor) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     head = f"session {state.session}  domain {state.domain} ({state.domain_version})  round {state.round}  phase {state.phase}"
     alerts = [f"alert {a.code} (round {a.round}): {a.message}" for a in state.alerts]
-    return "\n".join([head, *lines, *alerts])
+    u = editor.usage(state.session)
+    cost = f", cost {u['cost']} (raw window {u['raw_cost']})" if u["cost"] is not None else ""
+    usage = f"usage: {u['renders']} renders, {u['context_tokens']} context tokens for {u['source_tokens']} raw tokens{cost}"
+    return "\n".join([head, *lines, *alerts, usage])
 
 
 def _width(text: str) -> int:
@@ -84,11 +88,12 @@ def _plugins(args: argparse.Namespace) -> bool:
     return bool(getattr(args, "allow_plugins", False) or os.environ.get("CONTEXT_EDITOR_ALLOW_PLUGINS") == "1")
 
 
-def _editor_for_session(session: str, store_url: str | None, model: str | None = None, allow_plugins: bool = False) -> ContextEditor:
+def _editor_for_session(session: str, store_url: str | None, model: str | None = None, allow_plugins: bool = False,
+                        context_window: int | None = None) -> ContextEditor:
     """The editor of an existing session, with the domain version it was processed with."""
     store = open_store(store_url, create=False)
     info = store.require_session(session)
-    return ContextEditor(stored_domain(store, info, allow_plugins), store, model=model)
+    return ContextEditor(stored_domain(store, info, allow_plugins), store, model=model, context_window=context_window)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -122,7 +127,8 @@ def _print_result(editor: ContextEditor, session: str, args: argparse.Namespace)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    editor = ContextEditor(args.domain, "memory://", model=args.model, allow_plugins=_plugins(args))
+    editor = ContextEditor(args.domain, "memory://", model=args.model, allow_plugins=_plugins(args),
+                           context_window=args.context_window)
     if args.action:
         editor.renderer.action(args.action)
     messages = read_conversation(args.conversation, args.format)
@@ -132,14 +138,27 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _already_stored(stored: list[Message], incoming: list[dict[str, Any]]) -> int:
-    """How many leading incoming messages are the tail of what is stored (an interrupted run)."""
-    def same(m: Message, d: dict[str, Any]) -> bool:
-        return (m.role, m.content) == (d["role"], d["content"]) and (d.get("timestamp") in (None, m.timestamp))
+    """How many leading incoming messages an earlier, interrupted run of the same file stored.
 
-    for overlap in range(min(len(stored), len(incoming)), 0, -1):
-        if all(same(m, d) for m, d in zip(stored[-overlap:], incoming[:overlap])):
-            return overlap
-    return 0
+    Matched by identity, not position: a message with an `id` matches the stored message with
+    that id; one without matches on role, content, name, tool call id, tool calls and timestamp
+    (a missing timestamp matches any: the run stamped it). The file's first messages must appear
+    in order among the stored ones, with anything another writer appended in between skipped, so
+    re-running after someone else wrote to the session never stores a message twice."""
+    def same(m: Message, d: dict[str, Any]) -> bool:
+        if d.get("id") is not None or m.id is not None:
+            return m.id == d.get("id")
+        return ((m.role, m.content, m.name, m.tool_call_id, list(m.tool_calls))
+                == (d["role"], d["content"], d.get("name"), d.get("tool_call_id"), list(d.get("tool_calls") or []))
+                and d.get("timestamp") in (None, m.timestamp))
+
+    matched, position = 0, 0
+    for d in incoming:
+        position = next((i + 1 for i in range(position, len(stored)) if same(stored[i], d)), -1)
+        if position < 0:
+            break
+        matched += 1
+    return matched
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -163,7 +182,8 @@ def cmd_state(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
-    editor = _editor_for_session(args.session, args.store, model=args.model, allow_plugins=_plugins(args))
+    editor = _editor_for_session(args.session, args.store, model=args.model, allow_plugins=_plugins(args),
+                                 context_window=args.context_window)
     print(editor.render(args.session, args.action, budget=args.budget, as_of_round=args.as_of_round).xml)
     return 0
 
@@ -191,16 +211,56 @@ def cmd_why(args: argparse.Namespace) -> int:
 
 def cmd_audit_verify(args: argparse.Namespace) -> int:
     store = open_store(args.store, create=False)
-    verdicts = audit.verify(store, args.session)
-    broken = [v for v in verdicts if not v.ok]
-    for v in verdicts:
+    pubkey = public_key_from(args.pubkey) if args.pubkey else None
+    report = audit.verify_store(store, args.session, pubkey=pubkey, checkpoint=args.checkpoint,
+                                allow_plugins=_plugins(args))
+    for v in report.sessions:
         if v.ok:
-            print(f"ok      {v.session}: {v.messages} messages, {v.edits} edits, both hash chains intact")
+            print(f"ok      {v.session}: {v.messages} messages, {v.edits} edits, both hash chains and the head intact")
         else:
             print(f"BROKEN  {v.session}: first broken at {v.broken_at}: {v.reason}")
-    if not verdicts:
+            for problem in v.problems[1:]:
+                print(f"        also {problem}")
+    for problem in report.store_problems:
+        print(f"BROKEN  {problem}")
+    if not report.sessions:
         print(f"no sessions in {store.url}")
-    return 1 if broken else 0
+    if pubkey:
+        print(f"heads signed by the trusted key {pubkey[:16]}…"
+              + (f"; checked against checkpoint {report.checkpoint}" if report.checkpoint else ""))
+    for limit in report.limits:
+        print(f"note: {limit}")
+    return 0 if report.ok else 1
+
+
+def _signer(args: argparse.Namespace) -> Signer:
+    signer = Signer.from_file(args.key) if args.key else Signer.from_env()
+    if signer is None:
+        raise Errors.SIGNING_KEY(problem="no signing key")
+    return signer
+
+
+def cmd_audit_checkpoint(args: argparse.Namespace) -> int:
+    record = audit.checkpoint(open_store(args.store, create=False), _signer(args), args.out)
+    body = record["checkpoint"]
+    if args.out:
+        print(f"checkpoint of {body['sessions']} sessions, root {body['root']}, appended to {args.out}")
+    else:
+        print(json.dumps(record, ensure_ascii=False))
+    return 0
+
+
+def cmd_audit_keygen(args: argparse.Namespace) -> int:
+    signer = Signer.generate()
+    try:
+        fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never overwrite a key
+    except OSError as exc:
+        raise Errors.CHECKPOINT(problem=f"cannot create {args.out}: {exc.strerror}",
+                                fix="choose a path that does not exist yet (a key is never overwritten)") from None
+    with os.fdopen(fd, "w") as f:
+        f.write(signer.private_hex() + "\n")
+    print(f"private key written to {args.out} (keep it outside the store); public key: {signer.public_hex}")
+    return 0
 
 
 def cmd_audit_export(args: argparse.Namespace) -> int:
@@ -226,7 +286,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    path, problems = lint_domain(args.domain)
+    path, problems = lint_domain(args.domain, timing=args.timing)
     for p in problems:
         print(p.format(str(path)))
     errors = sum(p.is_error for p in problems)
@@ -308,7 +368,10 @@ def _view_options(p: argparse.ArgumentParser, action: bool) -> None:
 
 
 def _render_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--budget", type=int, metavar="TOKENS", help="token budget (default: the action's budget_tokens)")
+    p.add_argument("--budget", metavar="TOKENS|N%",
+                   help="token budget: tokens, or a share of --context-window like 60%% (default: the action's budget_tokens)")
+    p.add_argument("--context-window", type=int, metavar="TOKENS",
+                   help="the model's context window; 15%% of it (the answer's reservation) is never budgeted")
     p.add_argument("--model", metavar="MODEL", help="model whose tokenizer counts (default gpt-4o, o200k_base)")
 
 
@@ -344,6 +407,23 @@ def _add_write_commands(sub: Subcommands) -> None:
                         "(recorded as an edit; replay runs each part under its own version)")
 
 
+def cmd_forgetting_test(args: argparse.Namespace) -> int:
+    from .forgetting import forgetting_test, report
+
+    editor = _editor_for_session(args.session, args.store, allow_plugins=_plugins(args))
+    actions = [args.action] if args.action else list(editor.domain.actions)
+    out = {a: report(forgetting_test(editor, args.session, a, args.k, args.runs, args.seed)) for a in actions}
+    if args.json:
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+    else:
+        for action, r in out.items():
+            print(f"# {action}: {'PASS' if r['passed'] else 'FAIL'} ({args.runs} runs, {args.k} fields deleted each)")
+            for f in r["fields"]:
+                print(f"  {f['field']:<24} {'must ask' if f['must_ask'] else 'optional':<9} "
+                      f"asked {f['asked']}/{f['deleted']} ({f['rate']:.0%})")
+    return 0 if all(r["passed"] for r in out.values()) else 1
+
+
 def _add_read_commands(sub: Subcommands) -> None:
     """Commands that only read a stored session (they never create a store)."""
     p = _command(sub, "state", cmd_state, "Print a stored session's state (as a table, or --json).")
@@ -354,6 +434,15 @@ def _add_read_commands(sub: Subcommands) -> None:
     p.add_argument("--action", required=True, metavar="NAME")
     p.add_argument("--as-of-round", type=int, metavar="N")
     _render_options(p)
+    p = _command(sub, "forgetting-test", cmd_forgetting_test,
+                 "Delete K random present fields N times and report how often the context asks for each; exit 1 unless "
+                 "every required and critical field is asked for in every run.")
+    _session_option(p)
+    p.add_argument("--action", metavar="NAME", help="one action (default: every action of the domain)")
+    p.add_argument("-k", type=int, default=3, help="fields deleted per run (default 3)")
+    p.add_argument("--runs", type=int, default=100, help="number of runs (default 100)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
     p = _command(sub, "why", cmd_why, "Explain one field: where its value came from and its full history.")
     p.add_argument("field")
     _session_option(p)
@@ -370,7 +459,21 @@ def _add_audit_commands(sub: Subcommands) -> None:
     v = audit_sub.add_parser("verify", help="exit 0 if every hash chain is intact, else 1 and the first broken row",
                              description="Check that no stored message or edit was changed, deleted, reordered or inserted.")
     _session_option(v, required=False)
+    v.add_argument("--pubkey", metavar="HEX|FILE", help="trusted Ed25519 public key: every session head must be signed by it")
+    v.add_argument("--checkpoint", metavar="FILE",
+                   help="checkpoint file (`audit checkpoint --out`): prove no anchored session was deleted, "
+                        "truncated or rewritten since its last checkpoint (needs --pubkey)")
     v.set_defaults(func=cmd_audit_verify)
+    c = audit_sub.add_parser("checkpoint", help="sign a Merkle tree head over every session head",
+                             description="Verify the store, then sign a Merkle tree head over all session heads and "
+                                         "append it to FILE (or print it for an external witness).")
+    c.add_argument("--key", metavar="FILE", help="private key file (default $CONTEXT_EDITOR_SIGNING_KEY_FILE)")
+    c.add_argument("--out", metavar="FILE", help="append the checkpoint to this file instead of printing it")
+    c.set_defaults(func=cmd_audit_checkpoint)
+    k = audit_sub.add_parser("keygen", help="write a new Ed25519 signing key", description="Write a new Ed25519 private key "
+                             "(64 hex digits, mode 600) and print its public key.")
+    k.add_argument("--out", metavar="FILE", required=True)
+    k.set_defaults(func=cmd_audit_keygen)
     x = audit_sub.add_parser("export", help="JSONL of a session's messages and edits, with the domain version",
                              description="Write the session as JSONL: a header, then messages and their edits in commit order.")
     _session_option(x)
@@ -395,6 +498,8 @@ def _add_domain_commands(sub: Subcommands) -> None:
                  "line and a fix.")
     p.add_argument("domain")
     p.add_argument("--strict", action="store_true", help="warnings count as errors (exit 1)")
+    p.add_argument("--timing", action="store_true",
+                   help="also time every rule the domain uses on adversarial text and refuse one that is not linear-time")
     p = _command(sub, "test", cmd_test, "Run a domain's test conversations (DIR/*.yaml, docs/testing-domains.md): "
                  "per-field precision and recall, every miss with its why; exit 1 if any expectation fails.")
     p.add_argument("domain", help="domain file path or bundled domain name")
@@ -420,6 +525,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
+    if hasattr(args, "argv"):  # commands that record how they were run (a model card's rebuild command)
+        args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if getattr(args, "session", None):
             args.session = session_key(args.session, getattr(args, "tenant", None), getattr(args, "user", None))

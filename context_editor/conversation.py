@@ -7,6 +7,7 @@ names the file, the line (or array item) and what to fix, and the store is untou
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from datetime import datetime
@@ -21,6 +22,34 @@ MAX_MESSAGE_BYTES = 1_000_000  # user/assistant/system text: beyond this it is n
 MAX_TOOL_MESSAGE_BYTES = 16_000_000  # tool results may be large; Inject trims them
 ROLE_ALIASES = {"developer": "system", "function": "tool", "human": "user", "ai": "assistant"}
 _SURROGATE = re.compile("[\ud800-\udfff]")
+MAX_DEPTH = 64  # nesting of tool_calls / structured content; a chat message is never deeper
+SURROGATE_FIX = "fix the encoder that produced this text (a \\ud83d escape without its pair)"
+
+
+def check_value(value: Any, where: str, file: str = "<input>", line: int | None = None) -> None:
+    """Refuse a value that cannot be stored and hashed as UTF-8 JSON: a lone surrogate in any
+    string (keys included), a number JSON cannot hold, or nesting deeper than MAX_DEPTH.
+    Iterative, so a 10,000-deep document is refused without recursion."""
+    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
+    while stack:
+        item, path, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise Errors.BAD_CONVERSATION(problem=f"{where}: nested deeper than {MAX_DEPTH} levels", file=file, line=line,
+                                    fix="flatten the structure; a chat message or tool call is never this deep")
+        if isinstance(item, str):
+            lone = _SURROGATE.search(item)
+            if lone:
+                raise Errors.BAD_CONVERSATION(problem=f"{path}: lone surrogate \\u{ord(lone.group(0)):04x} at character {lone.start()} "
+                                        "is not valid Unicode", file=file, line=line, fix=SURROGATE_FIX)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise Errors.BAD_CONVERSATION(problem=f"{path}: {item} is not a JSON number", file=file, line=line,
+                                    fix="write numbers that JSON can hold (no NaN or Infinity)")
+        elif isinstance(item, dict):
+            for k, v in item.items():
+                stack.append((k, f"{path} key", depth + 1))
+                stack.append((v, f"{path}.{k}" if isinstance(k, str) and not _SURROGATE.search(k) else path, depth + 1))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(item))
 
 
 def _content_text(content: Any, where: str, file: str, line: int | None) -> str:
@@ -45,6 +74,7 @@ def _content_text(content: Any, where: str, file: str, line: int | None) -> str:
 
 def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = None, where: str = "message") -> dict[str, Any]:
     """Check one raw message and return it with only the known keys."""
+    check_value(raw, where, file, line)
     if not isinstance(raw, dict):
         raise Errors.BAD_CONVERSATION(problem=f"{where}: expected a JSON object, got {type(raw).__name__}", file=file, line=line,
                                 fix='write each message as {"role": "user", "content": "..."}')
@@ -59,10 +89,6 @@ def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = Non
     if size > limit:
         raise Errors.BAD_CONVERSATION(problem=f"{where}: message is {size:,} bytes, the limit for {role} messages is {limit:,}",
                                 file=file, line=line, fix="split the message or store the payload elsewhere and pass a reference")
-    lone = _SURROGATE.search(content)
-    if lone:
-        raise Errors.BAD_CONVERSATION(problem=f"{where}: lone surrogate \\u{ord(lone.group(0)):04x} at character {lone.start()} is not valid Unicode",
-                                file=file, line=line, fix="fix the encoder that produced this text (a \\ud83d escape without its pair)")
     msg: dict[str, Any] = {"role": role, "content": content}
     ts = raw.get("timestamp")
     if ts is not None:
@@ -94,6 +120,11 @@ def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = Non
 EXPORT_RECORDS = ("session", "message", "edit")  # record types of `context-editor audit export`
 
 
+def _too_deep(file: str, line: int) -> ConversationError:
+    return Errors.BAD_CONVERSATION(problem=f"JSON nested deeper than {MAX_DEPTH} levels", file=file, line=line,
+                             fix="flatten the structure; a chat message or tool call is never this deep")
+
+
 def parse_conversation(data: bytes, file: str = "<input>", format: str | None = None) -> list[dict[str, Any]]:
     """Parse a whole conversation (JSONL, a JSON array, the JSONL of `audit export` (its messages
     are taken with their timestamps), or a request object such as Anthropic's {"system",
@@ -118,6 +149,8 @@ def parse_conversation(data: bytes, file: str = "<input>", format: str | None = 
         except json.JSONDecodeError as exc:
             raise Errors.BAD_CONVERSATION(problem=f"invalid JSON: {exc.msg} (column {exc.colno})", file=file, line=n,
                                     fix='each line must be one JSON object like {"role": "user", "content": "..."}') from None
+        except RecursionError:
+            raise _too_deep(file, n) from None
         if isinstance(raw, dict) and raw.get("type") in EXPORT_RECORDS and "session" in raw:
             if raw["type"] != "message":
                 continue  # an `audit export` file: its header and edits are the record, the messages are the input
@@ -136,11 +169,15 @@ def _whole_document(text: str, file: str) -> Any:
         except json.JSONDecodeError as exc:
             raise Errors.BAD_CONVERSATION(problem=f"invalid JSON: {exc.msg}", file=file, line=exc.lineno,
                                     fix="fix the JSON syntax (or write one message per line as JSONL)") from None
+        except RecursionError:
+            raise _too_deep(file, 1) from None
     if text.startswith("{"):
         try:
             doc = json.loads(text)
         except json.JSONDecodeError:
             return None  # several lines: JSONL
+        except RecursionError:
+            raise _too_deep(file, 1) from None
         if isinstance(doc, dict) and ({"messages", "input"} & set(doc)):
             return doc
     return None

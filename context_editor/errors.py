@@ -153,6 +153,12 @@ class NoEndpointError(ContextEditorError):
     code = "CE908"
 
 
+class AuditError(ContextEditorError):
+    """A signing key or a checkpoint file cannot be used."""
+
+    code = "CE520"
+
+
 class DatasetError(ContextEditorError):
     """The input of an importer is missing or not in the published format."""
 
@@ -164,6 +170,18 @@ class TestCaseError(ContextEditorError):
 
     __test__ = False  # not a pytest class
     code = "CE800"
+
+
+class NerModelError(ContextEditorError):
+    """A trained NER model a domain names is missing or not a model."""
+
+    code = "CE601"
+
+
+class TrainingDataError(ContextEditorError):
+    """The input of `context-editor train ner` is missing, malformed or inconsistent."""
+
+    code = "CE900"
 
 
 E = TypeVar("E", bound=ContextEditorError)
@@ -200,13 +218,14 @@ def _e(code: str, message: str, fix: str) -> Entry[ContextEditorError]:
 class Errors:
     """The catalog of every error a user can meet. Codes by hundreds: 0xx the basics (CLI input,
     session keys, extras, registries, lexicons), 1xx domain files and rule packs, 2xx
-    conversations, 3xx actions and fields, 4xx rendering and tokens, 5xx stores, 7xx importers,
-    8xx domain tests, 9xx the HTTP service (keys, limits, requests).
+    conversations, 3xx actions and fields, 4xx rendering and tokens, 5xx stores, 6xx NER models,
+    7xx importers, 8xx domain test cases, 9xx training data (CE900) and the HTTP service (CE901–CE909:
+    keys, limits, requests).
     Entries whose message is `{problem}` cover a family of checks that each say what they found."""
 
     BAD_NOW = _e("CE001", "--now {value!r} is not ISO 8601", "write it like 2024-05-01T10:00:00+08:00")
     BAD_SESSION_KEY = _e("CE002", "invalid session key part {part!r}",
-                         "use 1-200 characters without '/' or control characters for tenant, user and session")
+                         "use 1-200 characters without '/', control characters or lone surrogates for tenant, user and session")
     MISSING_EXTRA = _e("CE003", "{needed_for} needs {package}, which is not installed", 'pip install "context-editor[{extra}]"')
     NOT_REGISTERED = _e("CE010", "no {what} '{name}' is registered (entry-point group {group}; known: {known})",
                         'install the package that provides it, or register it under [project.entry-points."{group}"]'
@@ -250,6 +269,10 @@ class Errors:
                             "avoid nested repetition such as (a+)+ or (\\w|\\d)*: make the alternatives exclusive "
                             "or the inner part fixed-length")
     NEVER_FIRES = _e("CE116", "{problem}", "{fix}")
+    EXPRESSION_BUDGET = _e("CE117", "{problem}", "compare field values; do not build huge numbers or strings")
+    SUPERLINEAR_RULE = _e("CE118", "{problem}", "anchor the value to its cue, bound the quantifiers ({{0,3}}, not *), "
+                          "or split the rule")
+
     UNKNOWN_KEY_IGNORED = _e("CE120", "{problem}", "{fix}")
     NEVER_FILLED = _e("CE121", "{problem}", "{fix}")
     DUPLICATE_SYNONYM = _e("CE122", "{problem}", "{fix}")
@@ -274,7 +297,8 @@ class Errors:
     UNKNOWN_MODEL = _e("CE403", "unknown model {model!r}",
                        "pass a model tiktoken knows (gpt-4o, gpt-4, …), an encoding (o200k_base, cl100k_base), the "
                        "path of a Hugging Face tokenizer.json (Qwen, Llama, DeepSeek …), or a claude-… model (estimated)")
-    TOKENIZER_FILE = _e("CE404", "cannot load tokenizer {path}: {detail}",
+    BAD_BUDGET = Entry("CE404", "{problem}", "{fix}", BudgetError)
+    TOKENIZER_FILE = _e("CE405", "cannot load tokenizer {path}: {detail}",
                         "pass a Hugging Face tokenizer.json (as saved by tokenizers or transformers)")
     CRITICAL_LOST = _e("CE410", "CRITICAL_COMPRESSION_FAILURE: protected (required or critical) fields {lost} are not in the context",
                        "check templates/default.xml.j2 renders every field it is given")
@@ -303,8 +327,19 @@ class Errors:
     NO_STORE = Entry("CE504", "no store at {path}",
                      "check --store (or $CONTEXT_EDITOR_STORE); `context-editor ingest` creates a store", StoreError)
 
+    DOMAIN_DOCUMENT_CHANGED = Entry("CE506", "the stored document of domain version {version} does not match its SHA-256 "
+                                    "(it was changed after it was written)",
+                                    "restore the store from a backup and run `context-editor audit verify`", StoreError)
+    SIGNING_KEY = Entry("CE520", "{problem}",
+                        "write a key with `context-editor audit keygen --out key.hex` and pass --key key.hex, or set "
+                        "CONTEXT_EDITOR_SIGNING_KEY_FILE to its path (or CONTEXT_EDITOR_SIGNING_KEY to its 64 hex digits)",
+                        AuditError)
+    CHECKPOINT = Entry("CE521", "{problem}", "{fix}", AuditError)
+
     BAD_DATASET = Entry("CE700", "{problem}", "{fix}", DatasetError)
     BAD_TEST_CASE = Entry("CE800", "{problem}", "{fix}", TestCaseError)
+    NER_MODEL = Entry("CE601", "{problem}", "{fix}", NerModelError)
+    TRAINING_DATA = Entry("CE900", "{problem}", "{fix}", TrainingDataError)
     IMPORTER_BUG = _e("CE701", "the importer wrote a domain that does not lint:\n{detail}",
                       "this is a bug in context_editor/importers; please report it with the input schema")
 

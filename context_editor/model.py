@@ -38,7 +38,7 @@ Source = Literal["initial", "correction", "reversion", "machine", "tool", "expir
 GENESIS_HASH = "0" * 64
 
 
-_KEY_PART = re.compile(r"[^/\x00-\x1f]{1,200}")
+_KEY_PART = re.compile(r"[^/\x00-\x1f\ud800-\udfff]{1,200}")
 
 
 def session_key(session: str, tenant: str | None = None, user: str | None = None) -> str:

@@ -21,20 +21,25 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .conversation import normalise_message
+from . import registry
+from .conversation import check_value, normalise_message
 from .domain import Domain, domain_from_source, load_domain
 from .echo import CONTEXT_LOOP_DETECTED, mask_echoes
 from .errors import Errors, StoreConflictError
 from .extract import Extractor, Prior
 from .lang.lexicon import using
 from .inject import RenderedContext, Renderer
+from .inject.budget import Window
 from .inject.tokens import count_tokens
+from .memory import SummaryZone
+from .memory.summary import KIND as SUMMARY_KIND
 from .model import Candidate, Edit, Message, State
 from .store import SessionInfo, Store, open_store
 from .transform import PhaseMachine, edit, expiry_edits, field_edits
 from .validate import FieldValidator, violations
 
-
+LLM_KIND = "llm"  # model answers by prompt hash (derived data, for replay without the endpoint)
+USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
 DEFAULT_CACHE_SESSIONS = 1024
 APPEND_ATTEMPTS = 32  # a writer losing this many races in a row on one session gives up with the conflict
 
@@ -72,9 +77,19 @@ class ContextEditor:
     """
 
     def __init__(self, domain: Domain | str | Path, store: Store | str | None = None, model: str | None = None,
-                 allow_plugins: bool = False, upgrade: bool = False, cache_sessions: int = DEFAULT_CACHE_SESSIONS):
+                 allow_plugins: bool = False, upgrade: bool = False, system: str | None = None, context_window: int | None = None,
+                 output_reserve: float = 0.15, budget: int | str | None = None, price_per_mtok: float | None = None,
+                 scorer: Any = None, cache_sessions: int = DEFAULT_CACHE_SESSIONS):
         """`upgrade`: a session processed with another version of this domain moves to this version
         (recorded as an `upgrade` edit with the next message); without it, adding to it is refused.
+        `system`: a system prompt rendered first in every context. `context_window`: the model's
+        window in tokens; a budget may then be a share of it ("60%"), and no budget ever eats into
+        `output_reserve` (a share of the window, or tokens), kept for the answer. `budget`: the
+        default for every render (else each action's `budget_tokens`). `price_per_mtok`: the model's
+        input price per million tokens, for the session's cost account (`usage`). `scorer`: how older
+        messages are scored 1-5 (a registered name such as "relevance", or any Scorer, e.g.
+        `llm.ChatScorer`); the articles' thresholds apply to it. A scorer with `results` (answers by
+        prompt hash) has them stored with the session, so a replay reuses them.
         `cache_sessions`: how many sessions' states are kept folded (least recently used out)."""
         self.domain = domain if isinstance(domain, Domain) else load_domain(domain, allow_plugins=allow_plugins)
         self.upgrade = upgrade
@@ -83,10 +98,15 @@ class ContextEditor:
         self.extractor = Extractor(self.domain)
         self.validator = FieldValidator(self.domain)
         self.machine = PhaseMachine(self.domain) if self.domain.machine else None
-        self.renderer = Renderer(self.domain, model=model)
-        self._renderers: dict[str, Renderer] = {}
+        self.window = Window(context_window, output_reserve) if context_window else None
+        self.scorer = registry.scorers.get(scorer) if isinstance(scorer, str) else scorer
+        self.system = system
+        self.renderer = Renderer(self.domain, model=model, system=system, window=self.window, scorer=self.scorer)
+        self._renderers: dict[str, Renderer] = {}  # model -> renderer counting with that model's tokenizer
+        self.default_budget, self.price_per_mtok = budget, price_per_mtok
         self._states: OrderedDict[str, State] = OrderedDict()
         self._cache_sessions = max(cache_sessions, 1)
+        self._zones: dict[str, SummaryZone] = {}
         self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
         self.store.put_domain(self.domain.version_hash, self.domain.name, self.domain.source)
 
@@ -104,6 +124,7 @@ class ContextEditor:
             idempotent: bool = False) -> list[Edit]:
         """Process one message atomically; returns the edits it committed (none if `idempotent`
         and a message with its id is already stored)."""
+        check_value(session, "session id")
         raw = normalise_message(message.to_dict() if isinstance(message, Message) else message)
         if idempotent and self._stored(session, raw):
             return []
@@ -134,11 +155,46 @@ class ContextEditor:
                 raise
             state.round, state.message_index, state.last_message_hash = msg.round, msg.index, msg.hash
             self._bound[session] = None
+            self._summarize(session, msg)
             return edits
         raise AssertionError("unreachable")  # the loop returns or raises
 
     def _stored(self, session: str, raw: dict[str, Any]) -> bool:
         return bool(raw.get("id")) and bool(self.store.known_message_ids(session, [raw["id"]]))
+
+    def set_task_goal(self, session: str, goal: str, now: datetime | str | None = None) -> None:
+        """Anchor the task's goal: shown after the system prompt in every context of the session.
+        Kept in the log as a system message named `goal` (so replay and `as_of_round` see it)."""
+        self.add(session, {"role": "system", "name": "goal", "content": goal}, now=now)
+
+    def set_subtask(self, session: str, subtask: str, now: datetime | str | None = None) -> None:
+        """Anchor the current subtask (replaces the previous one), shown after the goal."""
+        self.add(session, {"role": "system", "name": "subtask", "content": subtask}, now=now)
+
+    # ------------------------------------------------------------------ memory (derived data)
+    def _summarize(self, session: str, msg: Message) -> None:
+        """Fold a committed message into the session's summary zone and store what changed."""
+        zone = self._zone(session)
+        for key, body in zone.bodies(zone.add(msg)).items():
+            self.store.put_derived(session, SUMMARY_KIND, key, body)
+
+    def _zone(self, session: str) -> SummaryZone:
+        zone = self._zones.get(session)
+        if zone is None:
+            zone = SummaryZone.from_bodies(self.domain, self.store.derived(session, SUMMARY_KIND))
+            changed: set[int] = set()
+            for m in self.store.messages(session, since_round=zone.resume_round()):
+                changed.update(zone.add(m))
+            for key, body in zone.bodies(sorted(changed)).items():
+                self.store.put_derived(session, SUMMARY_KIND, key, body)
+            self._zones[session] = zone
+        return zone
+
+    def rebuild_memory(self, session: str) -> SummaryZone:
+        """Drop the session's derived memory and recompute it from the raw log."""
+        self.store.drop_derived(session, SUMMARY_KIND)
+        self._zones.pop(session, None)
+        return self._zone(session)
 
     def _bind(self, session: str) -> str | None:
         """Check the session belongs to this domain and version; the version it upgrades from, if any."""
@@ -254,6 +310,9 @@ class ContextEditor:
             state = State(self.domain.name, self.domain.version_hash, session)  # nothing cached, or the store went back
         for e in self.store.edits(session, since_seq=state.last_seq):
             state.apply(e)
+        # The cached summary zone may lack what another writer appended: reload it from the
+        # derived table and the log on next use (it resumes from its last complete stage).
+        self._zones.pop(session, None)
         # Messages that caused no edit still move the session on: take the position of the last one.
         tail = self.store.messages(session, since_round=state.round)
         if tail:
@@ -268,6 +327,7 @@ class ContextEditor:
         while len(self._states) > self._cache_sessions:
             evicted, _ = self._states.popitem(last=False)
             self._priors.pop(evicted, None)
+            self._zones.pop(evicted, None)
         return state
 
     def state(self, session: str, as_of_round: int | None = None) -> State:
@@ -282,10 +342,11 @@ class ContextEditor:
             state.round, state.message_index, state.last_message_hash = tail[-1].round, tail[-1].index, tail[-1].hash
         return state
 
-    def render(self, session: str, action: str, budget: int | None = None, as_of_round: int | None = None,
+    def render(self, session: str, action: str, budget: int | str | None = None, as_of_round: int | None = None,
                model: str | None = None) -> RenderedContext:
         """The XML context of `action` for this session (at `as_of_round` if given), counted with
-        `model`'s tokenizer (default: the editor's model)."""
+        `model`'s tokenizer (default: the editor's model).
+        `budget`: tokens, or a share of the model window ("60%") when `context_window` is set."""
         renderer = self._renderer(model)
         renderer.action(action)  # unknown action: fail before touching the store
         state = self.state(session, as_of_round)
@@ -294,7 +355,46 @@ class ContextEditor:
         # Only messages the state has seen: another writer may have appended since it was read.
         messages = [m for m in self.store.messages(session, since_round=since)
                     if (m.index <= state.message_index if as_of_round is None else m.round <= as_of_round)]
-        return renderer.render(state, action, messages, budget=budget)
+        zone = self._zone(session)
+        anchors = {n: a for n in ("goal", "subtask") if (a := zone.anchor(n, as_of_round))}
+        recorded = self._recall_llm(session)
+        ctx = renderer.render(state, action, messages, budget=budget if budget is not None else self.default_budget,
+                              summary=zone.lines(state.round - view.recent_rounds), anchors=anchors)
+        self._record_llm(session, recorded)
+        self._account(session, ctx)
+        return ctx
+
+    def _recall_llm(self, session: str) -> set[str]:
+        """Load the scorer's recorded answers for this session; returns the prompt hashes known."""
+        results = getattr(self.scorer, "results", None)
+        if not isinstance(results, dict):
+            return set()
+        for body in self.store.derived(session, LLM_KIND).values():
+            results.setdefault(body["prompt_hash"], body["result"])
+        return set(results)
+
+    def _record_llm(self, session: str, known: set[str]) -> None:
+        """Store every new model answer with its prompt hash (derived data: replay reads it back)."""
+        results = getattr(self.scorer, "results", None)
+        if not isinstance(results, dict):
+            return
+        for key in sorted(set(results) - known):
+            self.store.put_derived(session, LLM_KIND, int(key[:15], 16), {"prompt_hash": key, "result": results[key]})
+
+    def _account(self, session: str, ctx: RenderedContext) -> None:
+        """Add a render to the session's token account (what was sent, and the raw window it replaced)."""
+        usage = self.store.derived(session, USAGE_KIND).get(0) or {"renders": 0, "context_tokens": 0, "source_tokens": 0}
+        usage = {"renders": usage["renders"] + 1, "context_tokens": usage["context_tokens"] + ctx.tokens,
+                 "source_tokens": usage["source_tokens"] + ctx.source_tokens}
+        self.store.put_derived(session, USAGE_KIND, 0, usage)
+
+    def usage(self, session: str) -> dict[str, Any]:
+        """The session's token account: renders, context tokens sent, the raw-window tokens they
+        stood for, and their cost at `price_per_mtok` (None when no price is set)."""
+        usage = self.store.derived(session, USAGE_KIND).get(0) or {"renders": 0, "context_tokens": 0, "source_tokens": 0}
+        price = self.price_per_mtok
+        return {**usage, "cost": None if price is None else round(usage["context_tokens"] * price / 1e6, 6),
+                "raw_cost": None if price is None else round(usage["source_tokens"] * price / 1e6, 6)}
 
     def _renderer(self, model: str | None) -> Renderer:
         """The editor's renderer, or one counting with another model's tokenizer (a few are kept)."""
@@ -304,7 +404,8 @@ class ContextEditor:
             count_tokens("", model)  # an unknown model fails here, before any work
             if len(self._renderers) >= 8:
                 self._renderers.pop(next(iter(self._renderers)))
-            self._renderers[model] = Renderer(self.domain, model=model)
+            self._renderers[model] = Renderer(self.domain, model=model, system=self.system, window=self.window,
+                                              scorer=self.scorer)
         return self._renderers[model]
 
     def why(self, session: str, field: str, as_of_round: int | None = None) -> dict[str, Any]:

@@ -93,15 +93,18 @@ A field's `extract: [caps.WORD]` takes the spans labelled `WORD` from the extrac
 text only, provenance `ner:<model>:<label>`)."""
 
 scorers: Registry[Any] = Registry("context_editor.scorers", "scorer")
-"""Name -> a callable `(message: Message, ctx: dict) -> float`: relevance of an older message to
-the action being rendered (higher is kept first). `ctx` holds `vocabulary` (action words),
-`sources` (message indexes that set shown values), `references` (IDs in state) and `round`. The
-built-in `relevance` is `inject.history.default_score`; it must be deterministic."""
+"""Name -> a callable `(message: Message, ctx: dict) -> float` on the articles' 1-5 scale
+(relevance of an older message to the action being rendered), optionally with
+`score_batch(messages, ctx) -> list[float]`. `ctx` holds `vocabulary` (action words),
+`source_indexes` (messages that set shown values), `references` (IDs in state), `round`,
+`action`, `description`, `goal` and `subtask`. Any scorer goes through the thresholds (>= 4
+keep, 3 fill by recency, <= 2 compress). The built-in `relevance` is `inject.history.rule_score`."""
 
 summarizers: Registry[Any] = Registry("context_editor.summarizers", "summarizer")
-"""Name -> a callable `(messages: list[tuple[Message, str]], vocabulary: set[str], shown: set[str])
--> list[DigestLine]`: distils messages that were neither shown nor dropped into digest lines that
-point back to their source messages. The built-in `extractive` is `inject.compact.distil`."""
+"""Name -> a callable `(text: str, ctx: dict) -> str`: distils one trace (a message or a run of
+tool output) into one short line. Its result is checked by rules (`llm.distil.check_line`); a
+line that fails falls back to the extractive one. The built-in `extractive` is
+`memory.summary.extractive_line`."""
 
 tokenizers: Registry[Any] = Registry("context_editor.tokenizers", "tokenizer")
 """Encoding name -> a factory `() -> encoder` whose `encode(text: str) -> list[int]` gives exact

@@ -23,13 +23,13 @@ PACKAGE = "context_editor"
 
 # Lowest first. The key is the first part of the module path below context_editor.
 LAYERS: list[tuple[str, set[str]]] = [
-    ("base", {"model", "errors", "lang", "resources", "registry", "expressions", "echo", "conversation", "adapters"}),
+    ("base", {"model", "errors", "lang", "resources", "registry", "expressions", "echo", "conversation", "adapters", "signing"}),
     ("domain", {"domain"}),
     ("stages", {"extract", "transform", "validate", "inject"}),
     ("memory", {"memory", "llm"}),
     ("store", {"store"}),
     ("pipeline", {"pipeline"}),
-    ("faces", {"__init__", "__main__", "cli", "service", "audit", "bench", "importers", "train", "backfill", "domaintest"}),
+    ("faces", {"__init__", "__main__", "cli", "service", "audit", "bench", "importers", "train", "backfill", "domaintest", "forgetting"}),
 ]
 ISOLATED = {"extract", "transform", "validate", "inject"}  # layers whose parts must not import each other
 FORBIDDEN = {("cli", "bench"), ("cli", "importers")}  # (importer, imported) pairs refused beyond the layers

@@ -20,8 +20,8 @@ from context_editor.conversation import normalise_message, parse_conversation
 from context_editor.errors import ConversationError
 
 TOOL_RESULT = {"order_id": "ORDER-2024-001", "resolution_status": "open"}
-# XML text escapes quotes too: the arguments {"phone":"13800000000"}
-ORDER_TURN = '<turn round="1" role="assistant" tool_call="find_order">{&#34;phone&#34;:&#34;13800000000&#34;}</turn>'
+# The phone number is masked in the arguments too (inject/pii.py): a tool call is text the model reads.
+ORDER_TURN = '<turn round="1" role="assistant" tool_call="find_order">{"phone":"[phone number]"}</turn>'
 
 
 def ingest(messages: list[dict]) -> ContextEditor:

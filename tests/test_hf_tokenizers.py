@@ -76,6 +76,6 @@ def test_cli_model_flag_and_bad_tokenizer_files(byte_level_json, tmp_path, capsy
     broken = tmp_path / "tokenizer.json"
     broken.write_text("{not json", "utf-8")
     assert main(["run", "ecommerce", str(conversation), "--action", "place_order", "--model", str(broken)]) == 2
-    assert "[CE404]" in capsys.readouterr().err
+    assert "[CE405]" in capsys.readouterr().err
     with pytest.raises(ContextEditorError, match="CE403"):
         count_tokens("x", "no-such-model")

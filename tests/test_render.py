@@ -193,7 +193,7 @@ def test_digest_is_extractive_and_points_to_sources():
         ("assistant", "这款耳机降噪效果好，因为麦克风阵列实时生成反向声波。实测地铁降噪深度达35dB。"),
         *[("user", f"嗯{i}") for i in range(6)], ("user", "要黑色的"))
     root = parse(editor.render("s", "recommend_product", budget=2000))
-    lines = {l.text: l.get("src") for l in root.find("digest")}
+    lines = {l.text: l.get("src") for l in root.findall("summary//line")}
     assert "实测地铁降噪深度达35dB。" in lines and lines["实测地铁降噪深度达35dB。"] == "m1"
     raw = editor.store.messages("s")[1].content
     assert all(text in raw or text in {m.content for m in editor.store.messages("s")} for text in lines)
@@ -224,6 +224,67 @@ def test_template_that_drops_a_critical_field_falls_back_to_default(tmp_path, he
     assert root.find("state/field[@name='budget_max']").text == "2000 CNY"
 
 
+CARD = """\
+domain: pay
+version: 1
+fields:
+  order_id: {type: text, extract: [ids.order], sources: [user, tool]}
+  card_number:
+    type: text
+    sources: [user, tool]
+    scopes: [payment]
+actions:
+  pay: {fields: [order_id, card_number], scope: payment, recent_rounds: 5}
+  track: {fields: [order_id], scope: tracking, recent_rounds: 5}
+tools:
+  lookup: {keep: [order_id, card_number, status]}
+"""
+
+
+@pytest.mark.parametrize("tool", ["payment", "lookup"])  # untrimmed and trimmed tool JSON
+def test_a_scoped_value_inside_tool_json_never_leaks(tmp_path, tool):
+    path = tmp_path / "pay.yaml"
+    path.write_text(CARD, encoding="utf-8")
+    editor = ContextEditor(load_domain(path), "memory://")
+    say(editor, "s", ("user", "订单ORDER-2024-001付款"),
+        ("tool", '{"order_id": "ORDER-2024-001", "payment": {"card_number": "1234567812345678", "status": "ok"}}'),
+        ("tool", '{"receipt": {"pan": "1234567812345678"}, "status": "paid"}'))
+    msgs = [m if m.role == "user" else replace(m, name=tool) for m in editor.store.messages("s")]
+    assert editor.state("s").get("card_number") == "1234567812345678"
+    track = editor.renderer.render(editor.state("s"), "track", msgs).xml
+    assert "1234567812345678" not in track and "5678" not in track and "ORDER-2024-001" in track
+    if tool == "payment":  # untrimmed: the key stays, its value is masked
+        assert '[card_number hidden]' in track
+    assert "1234567812345678" in editor.renderer.render(editor.state("s"), "pay", msgs).xml
+
+
+def test_tool_keep_trims_only_objects_it_names_and_quotes_stay_plain(tmp_path):
+    """`keep: [orders, total]` keeps each order whole (it used to empty them), and a tool's JSON
+    is not doubled by &#34; (text nodes escape only <, > and &)."""
+    path = tmp_path / "shop.yaml"
+    path.write_text(SCOPED + "tools:\n  orders:\n    keep: [orders, total]\n    max_items: 2\n", encoding="utf-8")
+    editor = ContextEditor(load_domain(path), "memory://")
+    orders = [{"id": f"ORDER-{i}", "status": "shipped", "note": 'say "hi" <b>'} for i in range(3)]
+    editor.add("s", {"role": "user", "content": "我的订单呢", "timestamp": TS.format(0)})
+    editor.add("s", {"role": "tool", "name": "orders", "timestamp": TS.format(1),
+                     "content": json.dumps({"total": 3, "orders": orders, "debug": "y" * 50})})
+    ctx = editor.render("s", "place_order", budget=800)
+    shown = json.loads(parse(ctx).find("recent_turns/turn[@role='tool']").text)
+    assert shown == {"total": 3, "orders": [orders[0], orders[1], "1 more omitted"]}
+    assert "&#34;" not in ctx.xml and '\\"hi\\" &lt;b&gt;' in ctx.xml
+
+
+def test_a_tool_result_in_history_and_recent_turns_is_shown_once():
+    editor = ContextEditor("ecommerce", "memory://")
+    result = '{"order": "ORDER-2024-001", "status": "shipped"}'
+    say(editor, "s", ("user", "查一下订单ORDER-2024-001"))
+    editor.add("s", {"role": "tool", "name": "lookup", "content": result, "timestamp": TS.format(1)})
+    say(editor, "s", *[("user", f"订单ORDER-2024-001到哪了{i}") for i in range(4)])
+    editor.add("s", {"role": "tool", "name": "lookup", "content": result, "timestamp": TS.format(9)})
+    xml = editor.render("s", "handle_complaint", budget=3000).xml
+    assert xml.count("&#34;shipped&#34;") + xml.count('"shipped"') == 1
+
+
 def test_the_guard_reads_field_elements_not_substrings(tmp_path, monkeypatch):
     """A template that drops `flight_exclusions: layover` while a recent turn says "no layovers":
     the word is still in the XML, the field element is not, so the default template takes over."""
@@ -244,6 +305,7 @@ def test_the_guard_reads_field_elements_not_substrings(tmp_path, monkeypatch):
     dropped = render_module.Renderer(editor.domain, templates_dir=tdir).env.get_template("book_flight.xml.j2")
     assert "layover" in dropped.render(**{"action": "book_flight", "domain": "travel", "round": 1, "tokens": 0,
                                           "budget": 600, "phase": None, "fields": [], "missing": [], "alerts": [],
+                                          "system": None, "goal": None, "subtask": None, "summary": [], "lost": "",
                                           "dropped": "", "entities": [], "digest": [], "history": [],
                                           "turns": [{"round": 1, "role": "user", "name": None,
                                                      "content": "no layovers please"}]})

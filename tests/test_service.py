@@ -87,7 +87,7 @@ def test_ingest_then_read_every_view(svc):
     added = call(svc, "POST", "/v1/sessions/shop-1/messages", json=anthropic).json()
     assert added["added"] == 3
     xml = call(svc, "GET", "/v1/sessions/shop-1/context?action=recommend_product&budget=2000").json()["xml"]
-    assert 'tool_call="stock">{&#34;sku&#34;:&#34;XM5&#34;}</turn>' in xml
+    assert 'tool_call="stock">{"sku":"XM5"}</turn>' in xml
 
     verdict = call(svc, "POST", "/v1/audit/verify", key=("acme", "auditor")).json()
     assert verdict["ok"] and "shop-1" in [v["session"] for v in verdict["sessions"]]

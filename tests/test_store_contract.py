@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields, replace
 
+import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from context_editor.errors import StoreError
 from context_editor.model import GENESIS_HASH, Edit, Message, Provenance, canonical_json
+from context_editor.signing import Signer, check_signature
 from context_editor.store import KeyRecord, Store, open_store
 
 DOMAIN, VERSION = "shop", "v" * 64
@@ -87,7 +90,7 @@ def snapshot(store: Store, session: str) -> tuple:
 def assert_chains(store: Store, session: str) -> None:
     """Both hash chains of a session recompute from the stored bytes and link from genesis."""
     msg_rows, edit_rows = store.raw_rows(session)
-    for rows in (msg_rows, [(seq, body, h) for seq, _, _, body, h in edit_rows]):
+    for rows in ([(idx, body, h) for idx, _, body, h in msg_rows], [(seq, body, h) for seq, _, _, body, h in edit_rows]):
         prev = GENESIS_HASH
         for i, (position, body, stored_hash) in enumerate(rows):
             assert position == i and json.loads(body)["prev_hash"] == prev
@@ -104,6 +107,53 @@ def test_domain_round_trip_is_idempotent(store):
     assert store.get_domain("h2") is None
 
 
+def test_domain_keeps_key_order_and_refuses_a_changed_document(store, store_url):
+    source = {"domain": "shop", "fields": {"z_last": {"type": "text"}, "a_first": {"type": "text"}}, "version": 1}
+    store.put_domain("h1", "shop", source)
+    assert list(store.get_domain("h1")["fields"]) == ["z_last", "a_first"]  # the author's order, not sorted
+    name, text, digest = store.raw_domains()["h1"]
+    assert name == "shop" and hashlib.sha256(text.encode()).hexdigest() == digest
+    if store_url == "memory://":
+        return
+    with psycopg.connect(store_url) if store_url.startswith("postgresql") else sqlite3.connect(store_url[10:]) as c:
+        c.execute("UPDATE domains SET source = replace(source, 'z_last', 'evil')")
+    with pytest.raises(StoreError, match="does not match its SHA-256") as err:
+        open_store(store_url).get_domain("h1")
+    assert err.value.code == "CE506"
+
+
+def test_session_head_and_raw_views(store):
+    add(store, "s", n_edits=2)
+    m, edits = add(store, "s", n_edits=1)
+    store.put_domain(VERSION, DOMAIN, {"domain": DOMAIN})
+    add(store, "t", n_edits=0)
+    rows = store.raw_sessions()
+    assert sorted(rows) == ["s", "t"]
+    domain, version, n_msgs, n_edits, head, signature = rows["s"]
+    assert (domain, version, n_msgs, n_edits, signature) == (DOMAIN, VERSION, 2, 3, None)
+    assert json.loads(head) == {"session": "s", "domain": DOMAIN, "domain_version": VERSION, "domain_sha256": None,
+                                "messages": 2, "edits": 3, "last_message_hash": m.hash, "last_edit_hash": edits[-1].hash}
+    assert json.loads(rows["t"][4])["domain_sha256"] == store.raw_domains()[VERSION][2]
+    assert json.loads(rows["t"][4])["last_edit_hash"] == GENESIS_HASH
+
+
+def test_heads_are_signed_with_the_store_signer(store):
+    store.signer = Signer.generate()
+    add(store, "s")
+    head, signature = store.raw_sessions()["s"][4:]
+    assert check_signature(signature, head, store.signer.public_hex) is None
+    assert check_signature(signature, head.replace('"messages":1', '"messages":0'), store.signer.public_hex)
+    assert check_signature(signature + " ", head)  # same key and signature, rewritten column: caught without a key
+
+
+def test_a_message_must_link_to_the_last_stored_message(store):
+    add(store, "s")
+    m, edits = next_turn(store, "s")
+    unlinked = Message.from_dict({**m.to_dict(), "hash": ""}).sealed(GENESIS_HASH)
+    with pytest.raises(StoreError, match="does not link"):
+        store.append(DOMAIN, VERSION, unlinked, [replace(e, message_index=unlinked.index) for e in edits])
+
+
 def test_session_is_none_before_first_append_then_counts(store):
     assert store.session("s") is None
     add(store, "s", n_edits=3)
@@ -118,7 +168,7 @@ def test_append_round_trip_is_byte_identical(store):
     assert [m.to_dict() for m in store.messages("s")] == [m.to_dict() for m, _ in written]
     assert [e.to_dict() for e in store.edits("s")] == [e.to_dict() for _, es in written for e in es]
     msg_rows, edit_rows = store.raw_rows("s")
-    assert msg_rows == [(m.index, canonical_json(m.body()), m.hash) for m, _ in written]
+    assert msg_rows == [(m.index, m.round, canonical_json(m.body()), m.hash) for m, _ in written]
     assert edit_rows == [(e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash)
                          for _, es in written for e in es]
     assert_chains(store, "s")
@@ -207,6 +257,23 @@ def test_sessions_are_isolated(store):
     assert [e.to_dict() for e in store.edits("a")] == [e.to_dict() for _, es in a for e in es]
     assert [e.to_dict() for e in store.edits("b")] == [e.to_dict() for _, es in b for e in es]
     assert (store.session("a").edits, store.session("b").edits) == (6, 2)
+
+
+def test_derived_data_is_replaced_per_key_kept_per_session_and_dropped_by_kind(store):
+    """Derived data (summary-zone stages, usage) is not part of the record: upserted by key,
+    listed by key, isolated per session and kind, and droppable for a rebuild."""
+    body = {"lines": [{"t": "对花生过敏 </state> \x01 🙂", "r": 1}], "last_index": 3}
+    store.put_derived("a", "summary", 0, body)
+    store.put_derived("a", "summary", -1, {"anchors": {}})
+    store.put_derived("a", "summary", 0, {**body, "last_index": 4})
+    store.put_derived("a", "usage", 0, {"renders": 1})
+    store.put_derived("b", "summary", 0, {"other": True})
+    assert store.derived("a", "summary") == {-1: {"anchors": {}}, 0: {**body, "last_index": 4}}
+    assert list(store.derived("a", "summary")) == [-1, 0]
+    store.drop_derived("a", "summary")
+    assert store.derived("a", "summary") == {} and store.derived("a", "usage") == {0: {"renders": 1}}
+    assert store.derived("b", "summary") == {0: {"other": True}}
+    assert store.derived("nobody", "summary") == {}
 
 
 HOSTILE = [

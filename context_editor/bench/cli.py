@@ -1,13 +1,19 @@
 """`context-editor import …` and `context-editor bench …`, added to the main CLI by `register`.
 
-    context-editor import sgd SCHEMA.json[.gz] --out DIR
-    context-editor import crosswoz DATABASE_DIR --out DIR
-    context-editor bench sgd --data SPLIT_DIR [--limit N] --out DIR
-    context-editor bench crosswoz --data val.json.zip [--database DIR] [--limit N] --out DIR
+    context-editor import sgd SCHEMA.json[.gz] --out DIR [--ner MODEL_DIR]
+    context-editor import crosswoz DATABASE_DIR --out DIR [--ner MODEL_DIR]
+    context-editor bench sgd --data SPLIT_DIR [--limit N] [--every K] [--ner MODEL_DIR] --out DIR
+    context-editor bench crosswoz --data val.json.zip [--database DIR] [--limit N] [--every K] [--ner MODEL_DIR] --out DIR
 
 A benchmark imports the dataset's schema into OUT/domains (so it measures exactly what the
 import command produces), runs every dialogue, then the scaling run, and writes results.json,
 report.md and a plot into OUT. Progress goes to stderr, the list of files written to stdout.
+
+With `--ner MODEL_DIR` it is an ablation in one run: the dialogues go through three imports of
+the schema, rules only (OUT/domains-rules: no model at all), the model only (OUT/domains-ner:
+no rule packs; enum values stay, they are the fields' types) and both (OUT/domains-both, which
+the main numbers, the scaling run and the plot then describe); results.json gets an `ablation`
+section and the model's cold load time.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from typing import Any, TypeAlias
 from ..importers import import_crosswoz, import_sgd
 from .crosswoz import load_crosswoz
 from .dataset import Dataset
-from .report import summarise, write_outputs
+from .report import ablation_summary, ner_model_summary, summarise, write_outputs
 from .runner import Harness
 from .sgd import load_sgd
 from .speed import scaling_run
@@ -33,9 +39,13 @@ from .speed import scaling_run
 SCALING_ROUNDS = 10_000
 
 
+# The ablation's runs: import options per mode (the last one is the main run).
+ABLATION: tuple[tuple[str, dict[str, Any]], ...] = (("rules", {"generic_ner": False}), ("ner", {"rules": False}), ("both", {}))
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     importer = import_sgd if args.dataset == "sgd" else import_crosswoz
-    for path in importer(args.source, args.out):
+    for path in importer(args.source, args.out, ner=args.ner):
         print(path)
     return 0
 
@@ -76,23 +86,52 @@ def switch_off(ds: Dataset, mechanisms: list[str]) -> None:
         path.write_text(path.read_text("utf-8") + line, "utf-8")
 
 
+def _load(args: argparse.Namespace, domains_out: Path, **import_options: Any) -> Dataset:
+    if args.dataset == "sgd":
+        ds = load_sgd(args.data, domains_out, args.limit, **import_options)
+    else:
+        ds = load_crosswoz(args.data, args.database, domains_out, args.limit, **import_options)
+    ds.dialogues = ds.dialogues[:: args.every]  # a sample across the whole split (SGD files are grouped by service)
+    return ds
+
+
+def _ablation(args: argparse.Namespace, out: Path) -> tuple[Dataset, Harness, dict[str, Any]]:
+    """Rules only, model only, both: each a full run; returns the last (both) and every summary."""
+    runs: dict[str, Any] = {}
+    for mode, options in ABLATION:
+        options = options if mode == "rules" else {**options, "ner": args.ner}
+        ds = _load(args, out / f"domains-{mode}", **options)
+        switch_off(ds, args.without or [])
+        harness = Harness(ds)
+        harness.run(f"bench {ds.name} [{mode}]")
+        runs[mode] = ablation_summary(harness)
+        if mode != ABLATION[-1][0]:
+            harness.close()
+    texts = list(dict.fromkeys(u.text for d in ds.dialogues for u in d.utterances))[:500]
+    return ds, harness, {"modes": runs, "model": ner_model_summary(args.ner, texts)}
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     out = Path(args.out)
     started = time.monotonic()
-    if args.dataset == "sgd":
-        ds = load_sgd(args.data, out / "domains", args.limit)
+    ablation = None
+    if args.ner:
+        ds, harness, ablation = _ablation(args, out)
     else:
-        ds = load_crosswoz(args.data, args.database, out / "domains", args.limit)
-    switch_off(ds, args.without or [])
-    harness = Harness(ds)
-    harness.run(f"bench {ds.name}")
+        ds = _load(args, out / "domains")
+        switch_off(ds, args.without or [])
+        harness = Harness(ds)
+        harness.run(f"bench {ds.name}")
     domain, utterances = _scaling_input(ds, harness)
     harness.close()
     scaling = scaling_run(ds.domain_files[domain], utterances, args.scaling_rounds, ds.now)
-    config = {"data": str(args.data), "split": ds.split, "limit": args.limit, "domains_dir": str(out / "domains"),
+    config = {"data": str(args.data), "split": ds.split, "limit": args.limit, "every": args.every,
+              "domains_dir": str(ds.domain_files[domain].parent),
               "clock": ds.now.isoformat(), "dialogue_domains": dict(Counter(len(d.domains) for d in ds.dialogues)),
-              "without": sorted(args.without or []), **run_environment()}
+              "ner": str(args.ner) if args.ner else None, "without": sorted(args.without or []), **run_environment()}
     results = summarise(harness, scaling, time.monotonic() - started, config)
+    if ablation:
+        results["ablation"] = ablation
     for path in write_outputs(results, harness, scaling, out):
         print(path)
     return 0
@@ -119,6 +158,7 @@ def register_import(subparsers: Subparsers) -> None:
     k.add_argument("source", metavar="DATABASE_DIR", help="CrossWOZ's database/ directory (attraction_db.json, …)")
     for k in kinds.choices.values():
         k.add_argument("--out", required=True, metavar="DIR", help="directory for the domain files (created if missing)")
+        k.add_argument("--ner", metavar="MODEL_DIR", help="a model from `context-editor train ner` for every domain to use")
         k.set_defaults(func=cmd_import)
 
 
@@ -135,7 +175,9 @@ def register_bench(subparsers: Subparsers) -> None:
     k.add_argument("--database", metavar="DIR", help="CrossWOZ database/ (default: database/ beside --data)")
     for k in kinds.choices.values():
         k.add_argument("--limit", type=int, metavar="N", help="only the first N dialogues")
+        k.add_argument("--every", type=int, default=1, metavar="K", help="only every K-th dialogue (a sample of the whole split)")
         k.add_argument("--out", required=True, metavar="DIR", help="directory for results.json, report.md, the plot and domains/")
+        k.add_argument("--ner", metavar="MODEL_DIR", help="a trained model: run the ablation rules only / model only / both")
         k.add_argument("--without", action="append", choices=MECHANISMS, metavar="MECHANISM",
                        help=f"switch a dialogue mechanism off in the imported domains, to measure its share ({', '.join(MECHANISMS)})")
         k.add_argument("--scaling-rounds", type=int, default=SCALING_ROUNDS, metavar="N",

@@ -47,16 +47,17 @@ def _dialogue(did: str, d: dict[str, Any]) -> Dialogue:
 
 
 def load_crosswoz(data_file: str | Path, database_dir: str | Path | None, domains_out: str | Path,
-                  limit: int | None = None) -> Dataset:
+                  limit: int | None = None, **import_options: Any) -> Dataset:
     """Import the five domains (gazetteers from `database_dir`, default `database/` beside the
-    data file) into `domains_out` and read the dialogues (the first `limit`, in file order)."""
+    data file; `import_crosswoz`'s options) into `domains_out` and read the dialogues (the first
+    `limit`, in file order)."""
     data_path = Path(data_file)
     db = Path(database_dir) if database_dir else data_path.parent / "database"
     data = read_json(data_path)
     if not isinstance(data, dict) or not all(isinstance(v, dict) and "messages" in v for v in data.values()):
         raise Errors.BAD_DATASET(problem=f"{data_path} is not a CrossWOZ split (an object of dialogues with `messages`)",
                            fix="pass val.json.zip (or train/test) as published by CrossWOZ")
-    paths = import_crosswoz(db, domains_out)
+    paths = import_crosswoz(db, domains_out, **import_options)
     scored = {spec.name: frozenset(gold_slots(spec.zh).values()) for spec in DOMAINS}
     ids = list(data)[:limit]
     dialogues = [_dialogue(did, data[did]) for did in ids]

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import resource
+import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from ..domain.nermodel import model_info, size_bytes
 from .metrics import DomainScore, median, percentile
 from .runner import Harness, TurnRow
 from .speed import ScalingResult
@@ -71,6 +73,49 @@ def summarise(harness: Harness, scaling: ScalingResult, seconds: float, config: 
     }
 
 
+def ablation_summary(harness: Harness) -> dict[str, Any]:
+    """The accuracy and ingest cost of one run of the ablation, overall and per domain."""
+    total = DomainScore()
+    for s in harness.scores.values():
+        total.merge(s)
+    return {**total.summary(),
+            "turn_joint_goal_accuracy": round(sum(harness.turn_joint) / len(harness.turn_joint), 4) if harness.turn_joint else 0.0,
+            "ingest_ms_p50": round(percentile(harness.ingest_ms, 50), 4), "ingest_ms_p99": round(percentile(harness.ingest_ms, 99), 4),
+            "per_domain": {d: harness.scores[d].summary() for d in sorted(harness.scores)}}
+
+
+_LOAD_AND_TIME = """
+import json, sys, time
+t = time.perf_counter()
+import spacy
+spacy.load(sys.argv[1])
+load = time.perf_counter() - t
+from context_editor.domain.nermodel import model_info
+from context_editor.extract.ner import scored_spans
+model, texts = model_info(sys.argv[1]), json.loads(sys.stdin.read())
+scored_spans(model, "warm up")
+wall, cpu = time.perf_counter(), time.process_time()
+for text in texts:
+    scored_spans(model, text)
+n = max(len(texts), 1)
+print(json.dumps([load, (time.perf_counter() - wall) * 1000 / n, (time.process_time() - cpu) * 1000 / n]))
+"""
+
+
+def ner_model_summary(model_dir: str, texts: list[str]) -> dict[str, Any]:
+    """The model's card facts, its load time in a fresh interpreter (importing spaCy included:
+    what a process pays the first time a domain needs the model), and its cost per message on
+    `texts` (distinct utterances of the run), wall and CPU time: on a shared machine the wall
+    time of a run measures the queue for the CPU as much as the model."""
+    info = model_info(model_dir)
+    out = subprocess.run([sys.executable, "-c", _LOAD_AND_TIME, str(info.path)], input=json.dumps(texts), capture_output=True,
+                         text=True, check=True)
+    load, wall_ms, cpu_ms = json.loads(out.stdout)
+    return {"path": str(info.path), "name": info.name, "hash": info.hash, "labels": list(info.labels),
+            "size_bytes": size_bytes(info.path), "load_seconds": round(load, 3), "messages_timed": len(texts),
+            "model_ms_per_message_wall": round(wall_ms, 3), "model_ms_per_message_cpu": round(cpu_ms, 3)}
+
+
 def _table(rows: list[tuple[Any, ...]]) -> str:
     head, *body = rows
     lines = ["| " + " | ".join(map(str, head)) + " |", "|" + "---|" * len(head)]
@@ -103,7 +148,27 @@ def markdown(results: dict[str, Any]) -> str:
     dom += [(d, s["frames"], f"{s['joint_goal_accuracy']:.3f}", f"{s['slot_precision']:.3f}", f"{s['slot_recall']:.3f}",
              f"{s['slot_f1']:.3f}", ", ".join(f"{k} {v}" for k, v in list(s["top_errors"].items())[:3]))
             for d, s in r["per_domain"].items()]
-    return "\n\n".join([f"## {r['dataset']}", _table(head), _table(ctx), _table(dom)]) + "\n"
+    parts = [f"## {r['dataset']}", _table(head), _table(ctx), _table(dom)]
+    if r.get("ablation"):
+        parts += _ablation_tables(r["ablation"])
+    return "\n\n".join(parts) + "\n"
+
+
+def _ablation_tables(ab: dict[str, Any]) -> list[str]:
+    m = ab["model"]
+    modes = ab["modes"]
+    head = [("extraction", "JGA per frame", "JGA per turn", "slot P / R / F1", "ingest ms p50 / p99")]
+    head += [(mode, f"{s['joint_goal_accuracy']:.3f}", f"{s['turn_joint_goal_accuracy']:.3f}",
+              f"{s['slot_precision']:.3f} / {s['slot_recall']:.3f} / {s['slot_f1']:.3f}",
+              f"{s['ingest_ms_p50']:.2f} / {s['ingest_ms_p99']:.2f}") for mode, s in modes.items()]
+    domains = sorted({d for s in modes.values() for d in s["per_domain"]})
+    dom = [("domain (JGA)", *modes)]
+    dom += [(d, *(f"{s['per_domain'][d]['joint_goal_accuracy']:.3f}" if d in s["per_domain"] else "—" for s in modes.values()))
+            for d in domains]
+    note = (f"NER model `{m['name']}` (sha256 `{m['hash'][:12]}`), {m['size_bytes'] / 1e6:.1f} MB, "
+            f"cold load {m['load_seconds']:.2f} s (import spaCy + load); the model alone on {m['messages_timed']} utterances: "
+            f"{m['model_ms_per_message_cpu']:.2f} ms CPU, {m['model_ms_per_message_wall']:.2f} ms wall per message.")
+    return ["### Ablation: rules only / NER only / both", note, _table(head), _table(dom)]
 
 
 def plot(rows: list[TurnRow], scaling: ScalingResult, path: Path) -> bool:

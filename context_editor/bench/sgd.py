@@ -74,8 +74,9 @@ def _dialogues(files: dict[str, Path], categorical: dict[str, dict[str, bool]]) 
             yield _dialogue(d, categorical)
 
 
-def load_sgd(data_dir: str | Path, domains_out: str | Path, limit: int | None = None) -> Dataset:
-    """Import the split's schema into `domains_out` and read its dialogues (the first `limit`)."""
+def load_sgd(data_dir: str | Path, domains_out: str | Path, limit: int | None = None, **import_options: Any) -> Dataset:
+    """Import the split's schema into `domains_out` (with `import_sgd`'s options: a trained model,
+    rules on or off) and read its dialogues (the first `limit`)."""
     root = Path(data_dir)
     if not root.is_dir():
         raise Errors.BAD_DATASET(problem=f"no such directory: {root}", fix=_FIX)
@@ -84,7 +85,7 @@ def load_sgd(data_dir: str | Path, domains_out: str | Path, limit: int | None = 
     files = {p.stem.removesuffix(".json"): p for p in root.glob("dialogues_*.json*")}
     if not files:
         raise Errors.BAD_DATASET(problem=f"no dialogues_*.json[.gz] files in {root}", fix=_FIX)
-    paths = import_sgd(schema_path, domains_out)
+    paths = import_sgd(schema_path, domains_out, **import_options)
     categorical = {s["service_name"]: {x["name"]: x["is_categorical"] for x in s["slots"]} for s in services}
     scored = {snake(s["service_name"]): frozenset(x["name"] for x in s["slots"]) for s in services}
     dialogues = list(itertools.islice(_dialogues(files, categorical), limit))

@@ -18,10 +18,12 @@ from jinja2 import nodes
 from jinja2.sandbox import SandboxedEnvironment
 
 from .. import registry
-from ..errors import DomainProblem, Entry, Errors
-from ..expressions import TemplateSyntaxError, compile_expression, expression_names
+from ..errors import DomainProblem, Entry, Errors, NerModelError
+from ..expressions import TemplateSyntaxError, budget_problem, compile_expression, expression_names
 from ..resources import templates_dir
+from .kinds import accepts
 from .local import Resolution, field_refs
+from .nermodel import configured_models
 from .rulepacks import NER_LABELS, extractor_ref, ner_label, select_rules
 from .yamlines import LinedYaml
 
@@ -73,6 +75,8 @@ class Lint:
             yield self.problem(f"invalid expression: {exc.message}", path,
                                "write a Python-like expression such as `days_between(a, b) >= 1`", Errors.BAD_EXPRESSION)
             return
+        if why := budget_problem(str(expr)):
+            yield self.problem(why, path, "", Errors.EXPRESSION_BUDGET)
         for n in sorted(names - set(self.fields)):
             yield self.problem(f"expression reads unknown name '{n}'", path,
                                "use a declared field or a helper (days_between, amount, len, min, max, abs, today)", Errors.BAD_EXPRESSION)
@@ -104,7 +108,27 @@ def field_shapes(c: Lint) -> Iterator[DomainProblem]:
                 yield c.problem(f"invalid regular expression: {exc}", f"{base}/pattern", "fix the pattern (Python `re` syntax)")
 
 
+def ner_models(c: Lint) -> Iterator[DomainProblem]:
+    """The trained models named by `ner:` exist (their cards are read; weights are not loaded)."""
+    if c.data.get("ner"):
+        try:
+            configured_models(c.data["ner"], c.base)
+        except NerModelError as exc:
+            yield c.problem(exc.message, "ner", exc.fix or "", Errors.NER_MODEL)
+
+
+def _model_labels(c: Lint) -> list[str] | None:
+    """The labels `ner.X` may name: the trained models' (None: the generic English model's)."""
+    if not c.data.get("ner"):
+        return None
+    try:
+        return sorted({label for m in configured_models(c.data["ner"], c.base).values() for label in m.labels})
+    except NerModelError:
+        return []  # reported by `ner_models`
+
+
 def extract_refs(c: Lint) -> Iterator[DomainProblem]:
+    labels = _model_labels(c)
     for name, f in c.fields.items():
         for i, ref in enumerate(_list(_map(f).get("extract"))):
             path = f"fields/{name}/extract/{i}"
@@ -112,9 +136,11 @@ def extract_refs(c: Lint) -> Iterator[DomainProblem]:
                 continue  # inline rules are compiled (and reported) by the resolver
             label = ner_label(ref)
             if label is not None:
-                if label not in NER_LABELS:
+                served = any(accepts(label, x) for x in labels) if labels is not None else label in NER_LABELS
+                if not served and labels != []:  # [] : the model is missing, reported once by `ner_models`
+                    names = labels if labels is not None else NER_LABELS
                     yield c.problem(f"unknown entity label in '{ref}'", path,
-                                    f"use one of: {', '.join('ner.' + x for x in NER_LABELS)}", Errors.UNKNOWN_EXTRACTOR)
+                                    f"use one of: {', '.join('ner.' + x for x in names)}", Errors.UNKNOWN_EXTRACTOR)
                 continue
             if extractor_ref(ref) is not None:
                 continue  # a registered extractor's label: the extractor decides what it finds
@@ -232,8 +258,13 @@ def actions(c: Lint) -> Iterator[DomainProblem]:
 
 # ---------------------------------------------------------------- warnings: likely mistakes
 def _fillable_from_text(c: Lint, name: str, f: dict[str, Any]) -> bool:
+    """Rules, values or a gazetteer find it in text; or, with dialogue answers on (the default),
+    the user's reply to its `ask` does (issue 10's answers: any type, yes/no for bool)."""
     items = _map(f.get("items"))
-    return bool(field_refs(f, name) or f.get("values") or f.get("gazetteer") or items.get("values") or items.get("gazetteer"))
+    answers = _map(c.data.get("dialogue")).get("answers", True) is not False
+    answerable = answers and bool(f.get("ask")) and "user" in (_list(f.get("sources")) or ["user"])
+    return bool(field_refs(f, name) or f.get("values") or f.get("gazetteer") or items.get("values") or items.get("gazetteer")
+                or answerable)
 
 
 def unreachable_fields(c: Lint) -> Iterator[DomainProblem]:
@@ -245,9 +276,11 @@ def unreachable_fields(c: Lint) -> Iterator[DomainProblem]:
         if name in set_by_machine or not any(r in sources for r in _TEXT_ROLES) or _fillable_from_text(c, name, f):
             continue
         tool = f"only a tool result with the key '{name}' can set it" if "tool" in sources else "nothing can set it"
-        yield c.problem(f"field '{name}' (type {f.get('type')}) has no `extract` rules and no values, so no message fills it; {tool}",
+        yield c.problem(f"field '{name}' (type {f.get('type')}) has no `extract` rules, no values and no `ask`, so no message "
+                        f"fills it; {tool}",
                         f"fields/{name}", "add `extract: [...]` (a bundled rule, a rule from your own pack, or an inline "
-                                          "`{pattern: …}`), `values:` or a `gazetteer:`; or `sources: [tool]` if only tools set it",
+                                          "`{pattern: …}`), `values:`, a `gazetteer:`, or an `ask` (the user's answer fills it); "
+                                          "or `sources: [tool]` if only tools set it",
                         Errors.NEVER_FILLED, "warning")
 
 
@@ -308,7 +341,7 @@ def money_against_numbers(c: Lint, expr: str, path: str) -> Iterator[DomainProbl
 
 
 CHECKS: tuple[Callable[[Lint], Iterator[DomainProblem]], ...] = (
-    field_shapes, extract_refs, asks, machine_states, transition_triggers, transition_refs, business_rules, actions,
+    field_shapes, ner_models, extract_refs, asks, machine_states, transition_triggers, transition_refs, business_rules, actions,
     unreachable_fields, duplicate_synonyms, policy_types)
 
 

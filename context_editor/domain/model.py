@@ -25,6 +25,8 @@ from ..model import canonical_json
 from ..resources import domains_dir
 from .checks import semantic_problems
 from .local import RESOLVED, Resolution, field_refs, library_of, resolve, stored
+from .nermodel import MARGIN, STORED_KEY, NerModel, configured_models, reloaded_models, stored_models
+from .regexcheck import superlinear_problem
 from .rulepacks import Rule, load_rule_library, select_rules
 from .schema_words import SCHEMA_PATH, schema_problems
 from .yamlines import load_lined_yaml
@@ -138,6 +140,8 @@ class Domain:
     # the field the assistant asked for), `offers` (assistant offers, accepted, declined or picked).
     dialogue: dict[str, Any] = field(default_factory=dict)
     rule_library: dict[str, Rule] = field(repr=False, compare=False, default_factory=dict)
+    ner_models: dict[str, NerModel] = field(default_factory=dict)  # language -> trained model (`ner:`)
+    ner_margin: float = MARGIN
 
     @cached_property
     def lexicon(self) -> Lexicon:
@@ -192,11 +196,26 @@ def _problems(path: Path) -> tuple[Any, list[DomainProblem], Resolution | None]:
     return doc, doc.problems + structural + res.problems + semantic, res
 
 
-def lint_domain(domain: str | Path) -> tuple[Path, list[DomainProblem]]:
-    """Every problem in a domain file (errors and warnings), in file order. No error means it loads."""
+def lint_domain(domain: str | Path, timing: bool = False) -> tuple[Path, list[DomainProblem]]:
+    """Every problem in a domain file (errors and warnings), in file order. No error means it loads.
+    With `timing`, every rule the domain uses (bundled ones too) is timed on adversarial text and
+    refused if its cost grows faster than the text (seconds of work, so only on request)."""
     path = resolve_domain_path(domain)
-    _, problems, _ = _problems(path)
+    doc, problems, res = _problems(path)
+    if timing and res is not None and not any(p.is_error for p in problems):
+        problems += _superlinear_problems(doc, res)
     return path, sorted(problems, key=lambda p: (p.line or 0, not p.is_error))
+
+
+def _superlinear_problems(doc: Any, res: Resolution) -> list[DomainProblem]:
+    out = []
+    for name, f in (doc.data.get("fields") or {}).items():
+        for ref in field_refs(f, name):
+            for rule in select_rules(res.library, ref):
+                if why := superlinear_problem(rule.id, rule.pattern):
+                    out.append(Errors.SUPERLINEAR_RULE.problem(line=doc.line(f"fields/{name}/extract"),
+                                                               path=f"fields/{name}/extract", problem=why))
+    return out
 
 
 def _values(own: Any, gazetteer: Any, resolved: dict[str, Any]) -> dict[str, list[str]]:
@@ -253,13 +272,19 @@ def _build(d: dict[str, Any], path: Path) -> Domain:
                          max_history=int(a.get("max_history", 6)), safety_margin=int(a.get("safety_margin", 0)))
         for name, a in d["actions"].items()}
     tools = {name: ToolSpec(tuple(t.get("keep") or ()), int(t.get("max_items", 3))) for name, t in (d.get("tools") or {}).items()}
+    models = reloaded_models(d.get(STORED_KEY) or {})
+    if models:  # the weights as they are now: a retrained model is a new version (where they are is not)
+        d = {**d, STORED_KEY: stored_models(models)}
+    weights = {lang: {"name": m.name, "hash": m.hash} for lang, m in sorted(models.items())}
     # The document holds the resolved rules, gazetteers and templates: its hash covers all of them.
-    version_hash = hashlib.sha256(canonical_json(d).encode("utf-8")).hexdigest()[:16]
+    version_hash = hashlib.sha256(canonical_json({**d, STORED_KEY: weights} if models else d).encode("utf-8")).hexdigest()[:16]
+    ner = d.get("ner")
     return Domain(
         name=d["domain"], version=str(d["version"]), version_hash=version_hash,
         languages=tuple(d.get("languages") or ("zh", "en")), default_currency=d.get("default_currency", "CNY"),
         fields=fields, machine=machine, rules=rules, actions=actions, tools=tools, path=str(path), source=d,
-        dialogue=dict(d.get("dialogue") or {}), rule_library=library)
+        dialogue=dict(d.get("dialogue") or {}), rule_library=library,
+        ner_models=models, ner_margin=float(ner.get("margin", MARGIN)) if isinstance(ner, dict) else MARGIN)
 
 
 PLUGIN_CODE = "_plugin_code"  # plugin sources kept in the stored document: replay runs the same code
@@ -294,6 +319,8 @@ def load_domain(domain: str | Path, allow_plugins: bool = False) -> Domain:
         if not allow_plugins:
             raise _plugins_refused(str(path))
         data[PLUGIN_CODE] = {n: (path.parent / n).read_text("utf-8") for n in data["plugins"]}
+    if data.get("ner"):  # resolved once, here, relative to the file; the stored document keeps where they are
+        data[STORED_KEY] = stored_models(configured_models(data["ner"], path.parent))
     return _build(data, path)
 
 

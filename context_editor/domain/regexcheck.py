@@ -6,14 +6,23 @@ adversarial samples — long runs of each literal character of the pattern, of d
 spaces and CJK, each ending in a character that breaks the match — in a child process that is
 killed after a deadline. The child names each rule before it tries it, so the rule that hung is
 known. Bundled packs are not checked here: the test suite runs every one of them.
+
+`superlinear_problem` is the second check, for polynomial rather than exponential cost: an
+unanchored value-before-cue alternative or an unbounded quantifier rescans the rest of a long
+run from every position, so time grows with the square of the message. Each rule is timed on
+runs of adversarial units at 2 KB and 8 KB; linear time grows 4x. It takes seconds for a whole
+library, so it runs on request (`context-editor lint --timing`) and in the suite for every pack.
 """
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing as mp
 import re
+import time
 from multiprocessing.connection import Connection
 from functools import lru_cache
+from typing import Any
 
 SAMPLE_LENGTH = 28  # enough for exponential blow-up to take seconds, short enough to be instant otherwise
 DEADLINE_SECONDS = 2.0
@@ -60,3 +69,80 @@ def slow_rule(rules: tuple[tuple[str, str, int], ...], deadline: float = DEADLIN
             proc.kill()
         proc.join()
         parent.close()
+
+
+ADVERSARIAL_UNITS = ("a", " ", "1", "三", "!,.", "a ", "1 ", "三元", "ab1-")
+COST_SIZES = (2_000, 8_000)
+MAX_GROWTH = 8.0  # time(8 KB) / time(2 KB): 4 for linear, 16 for quadratic; room for a shared machine's noise
+MAX_MS_PER_KB = 10.0
+
+
+@lru_cache(maxsize=1024)
+def _scan_ms(pattern: re.Pattern[str], text: str) -> float:
+    best = float("inf")
+    for _ in range(3):  # the best of three: a shared machine only ever adds time
+        start = time.perf_counter()
+        for _m in pattern.finditer(text):
+            pass
+        best = min(best, (time.perf_counter() - start) * 1000)
+    return best
+
+
+def superlinear_problem(rule_id: str, pattern: re.Pattern[str]) -> str | None:
+    """Why a rule's pattern is not linear-time on adversarial text, or None."""
+    small, large = COST_SIZES
+    for unit in ADVERSARIAL_UNITS:
+        t_small = _scan_ms(pattern, (unit * small)[:small])
+        t_large = _scan_ms(pattern, (unit * large)[:large])
+        if t_large > MAX_MS_PER_KB * large / 1000 or (t_large > 10.0 and t_large > MAX_GROWTH * t_small):
+            return (f"rule '{rule_id}' takes {t_large:.0f} ms on {large // 1000} KB of {unit!r} repeated "
+                    f"({t_small:.1f} ms on {small // 1000} KB): it backtracks, so one long message can stall extraction")
+    return None
+
+
+def required_literals(pattern: re.Pattern[str]) -> frozenset[str] | None:
+    """Strings (case-folded) one of which every match of `pattern` contains, or None if the
+    pattern has no such literal. The extractor skips a rule whose literals are all absent from a
+    message: one substring search instead of a regex scan, so text that holds none of a rule's
+    cues (a hostile run of letters or digits) costs that rule almost nothing."""
+    return _required(pattern.pattern, pattern.flags)
+
+
+@lru_cache(maxsize=4096)
+def _required(source: str, flags: int) -> frozenset[str] | None:
+    # The standard library's own regex parser (private modules, hence imported by name).
+    C: Any = importlib.import_module("re._constants")
+    parser: Any = importlib.import_module("re._parser")
+
+    def req(items: Any) -> frozenset[str] | None:
+        candidates: list[frozenset[str]] = []
+        run: list[str] = []
+        for op, av in items:
+            if op is C.LITERAL:
+                run.append(chr(av))
+                continue
+            if run:
+                candidates.append(frozenset({"".join(run)}))
+                run = []
+            found: frozenset[str] | None = None
+            if op is C.SUBPATTERN:
+                found = req(av[3])
+            elif op is C.ATOMIC_GROUP:
+                found = req(av)
+            elif op is C.BRANCH:
+                parts = [req(branch) for branch in av[1]]
+                found = None if any(p is None for p in parts) else frozenset().union(*(p for p in parts if p))
+            elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+                found = req(av[2]) if av[0] >= 1 else None
+            elif op is C.ASSERT:  # what a lookaround requires is in the text too
+                found = req(av[1])
+            elif op is C.IN and av and all(o is C.LITERAL for o, _ in av) and len(av) <= 8:
+                found = frozenset(chr(a) for _, a in av)
+            if found:
+                candidates.append(found)
+        if run:
+            candidates.append(frozenset({"".join(run)}))
+        return max(candidates, key=lambda c: (min(len(s) for s in c), -len(c)), default=None)
+
+    found = req(parser.parse(source, flags))
+    return frozenset(s.casefold() for s in found) if found else None

@@ -12,6 +12,7 @@ literally, longest first (a city list, a brand list).
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path

@@ -3,7 +3,8 @@
 Four sources of candidates, each tagged with an extractor id for provenance:
 - `rule:<id>`: regex rules from the packs a field's `extract` selects;
 - `enum:<field>`: the synonyms an enum (or list-of-enum) field declares;
-- `ner:<model>:<label>`: entities, for fields that opt in;
+- `ner:<model>@<hash>:<label>`: spans of a domain's trained model (`ner:<model>:<label>` for
+  the generic English model), for fields that opt in, combined with rule hits by `outrank`;
 - `<extractor>:<label>`: spans of a registered third-party extractor (`extract: [caps.WORD]`,
   entry-point group `context_editor.extractors`);
 - `tool:json`: keys of a JSON tool result.
@@ -28,6 +29,7 @@ from typing import Any
 
 from .. import registry
 from ..domain import Domain, FieldSpec
+from ..domain.regexcheck import required_literals
 from ..domain.rulepacks import extractor_ref
 from ..lang import detect_language
 from ..model import Candidate, Message, Provenance
@@ -35,12 +37,19 @@ from .confirm import AskMatcher, confirmation, decline, offer_spans, pick
 from .cues import load_cues
 from .enums import EnumMatcher
 from .negation import is_negated
-from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, ner_label
+from ..domain.kinds import accepts
+from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, Span, ner_label, outrank, scored_spans
 from .tools import key_index, parse_json, walk
 from .values import default_parser, parse_value
 
 PLUGIN_CONFIDENCE = 0.8  # a registered extractor's, unless it has a `confidence` attribute
 MAX_SCAN_CHARS = 20_000  # prose beyond this is kept in the log but not scanned (bounded cost)
+# A number written with an exponent ("1e999999", "$1e309", "10^1000") is no amount anyone pays or
+# counts: a parser reading "1" or "1000" out of it would be wrong, so the mention is rejected.
+_EXPONENT_AFTER = re.compile(r"[0-9.]*\s*(?:[eE][+-]?[0-9]|\^\s*[0-9]|\*\*\s*[0-9])")
+_EXPONENT_BEFORE = re.compile(r"[0-9]\s*(?:[eE][+-]?|\^\s*|\*\*\s*)$")
+_EXPONENT_TOKEN = re.compile(r"[0-9][0-9.,]*\s*(?:[eE][+-]?|\^|\*\*)\s*[0-9]+")
+NUMERIC_PARSERS = ("money", "number", "int", "float", "percent", "count")
 MAX_FREE_ANSWER_CHARS = 60  # a free-text answer is a short reply, not a paragraph
 MAX_OPTIONS = 20  # options read from one tool result
 _TYPED_ANSWERS = ("time", "date", "datetime", "int", "float", "money", "duration", "percent")
@@ -121,19 +130,20 @@ class Extractor:
         text = msg.content[:MAX_SCAN_CHARS]
         questions = offer_spans(text) if msg.role == "assistant" and self.offers_on else []
         out: list[Candidate] = []
-        ents: list[Any] | None = None  # one model pass per message, only if a field asks for it
+        ner_spans: list[Span] | None = None  # one model pass per message, only if a field asks for it
         spans: dict[str, list[Any]] = {}  # one pass of each registered extractor a field asks for
-        english = detect_language(text) == "en" if self.ner_fields else False
+        lang = detect_language(text) if self.ner_fields else ""
+        folded = text.casefold()  # for the rules' literal pre-filter
         for name, spec in self.domain.fields.items():
             proposing = msg.role == "assistant" and msg.role not in spec.sources and "user" in spec.sources
             if msg.role not in spec.sources and not (proposing and questions):
                 continue  # role policy: this role cannot speak for this field
-            found = self._from_rules(msg, text, spec, now)
+            found = self._from_rules(msg, text, folded, spec, now)
             if name in self.enum_matchers:
                 found.extend(self._from_enum(msg, text, spec))
-            if name in self.ner_fields and english:
-                ents = registry.extractors.get("ner")(text) if ents is None else ents
-                found.extend(self._from_ner(msg, text, spec, ents))
+            if name in self.ner_fields:
+                ner_spans = self._spans(text, lang) if ner_spans is None else ner_spans
+                found = outrank(found, self._from_ner(msg, text, spec, ner_spans, now), self.domain.ner_margin)
             if name in self.plugin_fields:
                 found.extend(self._from_plugins(msg, text, spec, spans))
             if proposing:
@@ -208,11 +218,39 @@ class Extractor:
             return None
         return " ".join(text[s:e].split()), s, e, "text"
 
-    def _from_ner(self, msg: Message, text: str, spec: FieldSpec, ents: list[Any]) -> list[Candidate]:
-        labels = self.ner_fields[spec.name]
-        return [Candidate(spec.name, " ".join(t.split()),
-                          self._prov(msg, s, e, t, f"ner:{MODEL_ID}:{label}", NER_CONFIDENCE), negated=is_negated(text, s, e))
-                for s, e, t, label in ents if label in labels]
+    def _spans(self, text: str, lang: str) -> list[Span]:
+        """The spans of the domain's model for the message's language (the generic English model
+        when the domain names none)."""
+        model = self.domain.ner_models.get(lang)
+        if model is not None:
+            return [Span(s, e, t, label, p, f"{model.extractor}:{label}") for s, e, t, label, p in scored_spans(model, text)]
+        if self.domain.ner_models or lang != "en":
+            return []
+        generic = registry.extractors.get("ner")  # the generic English model, a registered extractor
+        return [Span(s, e, t, label, NER_CONFIDENCE, f"ner:{MODEL_ID}:{label}") for s, e, t, label in generic(text)]
+
+    def _from_ner(self, msg: Message, text: str, spec: FieldSpec, spans: list[Span], now: datetime) -> list[Candidate]:
+        refs = self.ner_fields[spec.name]
+        out = []
+        for sp in spans:
+            if not any(accepts(ref, sp.label) for ref in refs):
+                continue
+            value = self._span_value(spec, sp.text, now)
+            if value is not None:
+                out.append(Candidate(spec.name, value, self._prov(msg, sp.start, sp.end, sp.text, sp.extractor, sp.score),
+                                     negated=is_negated(text, sp.start, sp.end)))
+        return out
+
+    def _span_value(self, spec: FieldSpec, raw: str, now: datetime) -> Any:
+        """A model span as the field's value: an enum's canonical value, a parsed date/amount/count,
+        or the words of the span for text."""
+        if spec.synonyms:
+            return next((c for _, _, _, c in self.enum_matchers[spec.name].finditer(raw)), None)
+        parser = default_parser(spec)
+        if parser == "text":
+            return " ".join(raw.split())
+        parsed = parse_value(parser, raw, spec, now, self.domain.default_currency)
+        return parsed.value if parsed else None
 
     def _from_plugins(self, msg: Message, text: str, spec: FieldSpec, spans: dict[str, list[Any]]) -> list[Candidate]:
         out = []
@@ -226,9 +264,12 @@ class Extractor:
                     for s, e, t, label in spans[name] if label in labels]
         return out
 
-    def _from_rules(self, msg: Message, text: str, spec: FieldSpec, now: datetime) -> list[Candidate]:
+    def _from_rules(self, msg: Message, text: str, folded: str, spec: FieldSpec, now: datetime) -> list[Candidate]:
         out = []
         for rule in self.domain.field_rules[spec.name]:
+            literals = required_literals(rule.pattern)
+            if literals is not None and not any(lit in folded for lit in literals):
+                continue  # none of the strings every match contains is here: the scan would find nothing
             for m in rule.pattern.finditer(text):
                 group = next((g for g in rule.groups if m.group(g) is not None), None)
                 if group is None:
@@ -241,6 +282,14 @@ class Extractor:
                 if parsed is None:
                     continue
                 value, start, end = parsed.value, m.start(group) + parsed.start, m.start(group) + parsed.end
+                parser = rule.parse or default_parser(spec)
+                if parser in NUMERIC_PARSERS and (_EXPONENT_AFTER.match(text, end) or _EXPONENT_BEFORE.search(text[max(0, start - 12):start])):
+                    token = next((t for t in _EXPONENT_TOKEN.finditer(text, max(0, start - 12), end + 24)
+                                  if t.start() <= start < t.end() or t.start() < end <= t.end()), None)
+                    s0, e0 = (token.start(), token.end()) if token else (start, end)
+                    out.append(Candidate(spec.name, text[s0:e0], self._prov(msg, s0, e0, text[s0:e0], f"rule:{rule.id}",
+                                                                            rule.confidence), kind="not_a_quantity"))
+                    continue
                 if spec.synonyms:  # a rule feeding an enum field must land on a canonical value
                     value = next((c for _, _, _, c in self.enum_matchers[spec.name].finditer(str(value))), None)
                     if value is None:

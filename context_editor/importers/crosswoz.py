@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..domain.kinds import served_label, value_kind
 from ..errors import Errors
-from .common import read_json, track_action, write_domains
+from .common import NerRef, model_ref, read_json, track_action, write_domains
 
 _BRANCH = re.compile(r"[（(][^（）()]*[)）]$")  # "汉庭酒店(北京柳芳店)" -> branch "(北京柳芳店)"
 
@@ -163,7 +164,7 @@ def gazetteer_path(name: str) -> str:
     return f"./{GAZETTEER_DIR}/{name}.json"
 
 
-def _field(slot: Slot) -> dict[str, Any]:
+def _field(slot: Slot, ner_ref: str | None = None, rules: bool = True) -> dict[str, Any]:
     f: dict[str, Any] = {"type": "text", "description": f"CrossWOZ 槽位 {slot.zh}", "ask": {"zh": slot.ask}}
     if slot.tool_only:
         return {**f, "sources": ["tool"], "tool_keys": [slot.zh]}
@@ -173,25 +174,41 @@ def _field(slot: Slot) -> dict[str, Any]:
             f["items"] = {"type": "enum", "gazetteer": gazetteer_path(slot.gazetteer)}
         else:
             f["gazetteer"] = gazetteer_path(slot.gazetteer)
-    if slot.rules:
-        f["extract"] = list(slot.rules)
+    extract = [*(slot.rules if rules else ()), *([ner_ref] if ner_ref else [])]
+    if extract:
+        f["extract"] = extract
     return f
 
 
-def domain_document(spec: CrossWozDomain) -> dict[str, Any]:
-    """The domain document of one CrossWOZ domain (its gazetteers are files beside it)."""
-    fields = {s.field: _field(s) for s in spec.slots}
+def _ner_ref(spec: CrossWozDomain, slot: Slot, ner: NerRef | None) -> str | None:
+    """The model label a slot opts into: the kind of value of its name, about its domain (the
+    domain's name is the slot's description, as `train ner --format crosswoz` labels it)."""
+    if ner is None or slot.tool_only:
+        return None
+    label = served_label(value_kind(slot.zh, spec.zh, [(s.zh, spec.zh) for s in spec.slots]), ner.labels)
+    return f"ner.{label}" if label else None
+
+
+def domain_document(spec: CrossWozDomain, ner: NerRef | None = None, rules: bool = True) -> dict[str, Any]:
+    """The domain document of one CrossWOZ domain (its gazetteers are files beside it); `ner`
+    names a trained model, `rules=False` leaves the rule packs out (the benchmark's ablation;
+    gazetteers are the fields' types and stay)."""
+    fields = {s.field: _field(s, _ner_ref(spec, s, ner), rules) for s in spec.slots}
     for key, name in spec.results:
         fields[name] = {"type": "text", "description": f"数据库字段 {key}（查询结果）", "sources": ["tool"], "tool_keys": [key]}
     constraints = [s.field for s in spec.slots]
-    return {"domain": spec.name, "version": 1, "description": spec.description, "languages": ["zh"], "default_currency": "CNY",
+    doc = {"domain": spec.name, "version": 1, "description": spec.description, "languages": ["zh"], "default_currency": "CNY",
             "fields": fields,
             "actions": {"track": track_action(list(fields), f"{spec.zh}：跟踪的全部字段。"),
                         "search": {"description": f"按用户的条件查询{spec.zh}。", "fields": constraints, "recent_rounds": 1}}}
+    return {**doc, "ner": {"model": ner.path}} if ner else doc
 
 
-def import_crosswoz(database_dir: str | Path, out_dir: str | Path) -> list[Path]:
-    """Write the five CrossWOZ domains, with gazetteers from `database_dir`, into `out_dir`."""
+def import_crosswoz(database_dir: str | Path, out_dir: str | Path, ner: str | Path | None = None, rules: bool = True,
+                    generic_ner: bool = True) -> list[Path]:
+    """Write the five CrossWOZ domains, with gazetteers from `database_dir`, into `out_dir`; with
+    `ner`, every domain uses that trained model. (`generic_ner` is accepted for symmetry with
+    `import_sgd`: the generic model is English, CrossWOZ domains never use it.)"""
     db = Path(database_dir)
     if not db.is_dir():
         raise Errors.BAD_DATASET(problem=f"no such directory: {db}", fix="pass CrossWOZ's `database/` directory (it holds attraction_db.json, …)")
@@ -200,10 +217,11 @@ def import_crosswoz(database_dir: str | Path, out_dir: str | Path) -> list[Path]
     gazetteers.mkdir(parents=True, exist_ok=True)
     for name, values in vocab.items():
         (gazetteers / f"{name}.json").write_text(json.dumps(values, ensure_ascii=False, indent=1), encoding="utf-8")
+    model = model_ref(ner, out_dir) if ner else None
     docs = {}
     for spec in DOMAINS:
         header = (f"Imported from CrossWOZ {db.name}/ (domain {spec.zh}) by `context-editor import crosswoz`.\n"
                   "Enum values are the database's entity names and attribute values, in gazetteers/*.json; edit freely\n"
                   "(docs/domain-format.md).")
-        docs[spec.name] = (domain_document(spec), header)
+        docs[spec.name] = (domain_document(spec, model, rules), header)
     return write_domains(docs, out_dir)

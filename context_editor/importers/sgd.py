@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..domain.kinds import served_label, value_kind
 from ..errors import Errors
-from .common import read_json, snake, track_action, words, write_domains
+from .common import NerRef, model_ref, read_json, snake, track_action, words, write_domains
 
 # Words of a boolean slot name that say nothing about what the user wants ("has_wifi" -> wifi).
 _FLAG_FILLER = {"has", "is", "allowed", "options", "flag", "good", "for", "available"}
@@ -42,10 +43,6 @@ _FALSE_CUES = ("no {}", "without {}")
 # Slots whose name says a count of things; the rule pack has one rule per kind of thing.
 _COUNT_KINDS = (("room", "slot.count.rooms"), ("bath", "slot.count.baths"), ("bed", "slot.count.beds"),
                 ("bag", "slot.count.bags"), ("day", "slot.count.days"), ("stay_length", "slot.count.days"))
-_PLACE = re.compile(r"city|location|area|destination|origin|address|place$")
-_PERSON = re.compile(r"director|actor|starring|artist|recipient|therapist|doctor|stylist|dentist")
-_VENUE = re.compile(r"restaurant|hotel|place_name|property|attraction")
-_WORK = re.compile(r"movie|song|album|title|event_name|show")
 
 
 @dataclass
@@ -99,32 +96,51 @@ def _genre_rules(description: str) -> list[str]:
     return list(dict.fromkeys(picks))
 
 
-def _free_text(slot: dict[str, Any], others: list[str]) -> SlotPlan:
-    """The type of a non-categorical slot, read from its name and description."""
-    name, desc = slot["name"], slot["description"].lower()
-    if "date" in name:
+# The generic English model's labels for a kind, used when no trained model is named.
+_GENERIC_NER = {"PERSON": ["ner.PERSON"], "VENUE": ["ner.ORG", "ner.FAC"], "TITLE": ["ner.WORK_OF_ART"], "PLACE": ["ner.GPE"]}
+
+
+def _rules(kind: str, label: str, slot: dict[str, Any], others: list[str]) -> SlotPlan:
+    """The type and rule family of a kind of value (`domain.kinds`)."""
+    name, desc = slot["name"], slot["description"]
+    if kind == "DATE":
         return SlotPlan("date", [_date_rule(name, others)])
-    if "time" in name and "number of" not in desc:
+    if kind == "TIME":
         return SlotPlan("time", ["slot.time"])
-    if re.search(r"amount|price|fare|rent|balance|cost", name):
+    if kind == "MONEY":
         return SlotPlan("money", ["slot.money"])
-    if re.search(r"number_of|stay_length|count", name) or desc.startswith("number of"):
+    if kind == "COUNT":
         return SlotPlan("int", [_count_rule(name)], constraints={"gt": 0})
-    if _PERSON.search(name):
-        return SlotPlan("text", ["slot.name", "ner.PERSON"])
-    if _VENUE.search(name):
-        return SlotPlan("text", ["slot.name", "ner.ORG", "ner.FAC"])
-    if _WORK.search(name):
-        return SlotPlan("text", ["slot.name", "ner.WORK_OF_ART"])
-    if name in ("genre", "subcategory", "category") or "genre" in desc:
-        return SlotPlan("text", _genre_rules(slot["description"] + " " + name))
-    if re.search(r"^from|origin|pickup", name) and _PLACE.search(name):
+    if kind in ("PERSON", "VENUE", "TITLE"):
+        return SlotPlan("text", ["slot.name"])
+    if kind == "GENRE":
+        return SlotPlan("text", _genre_rules(desc + " " + name))
+    if label == "PLACE.FROM" or (kind == "PLACE" and re.search(r"^from|origin|pickup", name)):
         return SlotPlan("text", ["slot.place.from"])
-    if re.search(r"^to_|destination", name) and any(re.search(r"^from|origin", o) for o in others):
+    if label == "PLACE.TO":
         return SlotPlan("text", ["slot.place.to"])
-    if _PLACE.search(name):
-        return SlotPlan("text", ["slot.place.in", "slot.place.to", "ner.GPE"])
+    if kind in ("PLACE", "ADDRESS"):
+        return SlotPlan("text", ["slot.place.in", "slot.place.to"])
     return SlotPlan("text")
+
+
+def _free_text(slot: dict[str, Any], siblings: list[tuple[str, str]], model_labels: tuple[str, ...] | None, rules: bool) -> SlotPlan:
+    """The type and extractors of a non-categorical slot, from the kind of value its name and
+    description say (the same mapping `train ner` labels spans with). With a trained model
+    (`ner`), the field takes the model's spans of that kind; without, the generic English
+    model's nearest labels; `rules=False` leaves only the model (the benchmark's ablation)."""
+    label = value_kind(slot["name"], slot["description"], siblings)
+    kind = label.split(".")[0] if label else ""
+    plan = _rules(kind, label or "", slot, [n for n, _ in siblings])
+    if model_labels is not None:
+        served = served_label(label, model_labels)
+        refs = [f"ner.{served}"] if served else []
+    else:
+        refs = list(_GENERIC_NER.get(kind, []))
+    if kind == "PLACE" and model_labels is None and label != "PLACE":
+        refs = []  # the generic model cannot tell an origin from a destination
+    plan.extract = ([*plan.extract] if rules else []) + refs
+    return plan
 
 
 def _ask(description: str) -> str:
@@ -136,14 +152,18 @@ def _ask(description: str) -> str:
     return f"What is the {d[0].lower()}{d[1:]}?"
 
 
-def service_domain(service: dict[str, Any]) -> dict[str, Any]:
-    """The domain document of one SGD service."""
+def service_domain(service: dict[str, Any], ner: NerRef | None = None, rules: bool = True,
+                   generic_ner: bool = True) -> dict[str, Any]:
+    """The domain document of one SGD service; `ner` names a trained model (None: the generic
+    English model's labels, or no NER at all without `generic_ner`)."""
     slots = service["slots"]
     names = [s["name"] for s in slots]
+    siblings = [(s["name"], s["description"]) for s in slots]
     inputs = {n for it in service["intents"] for n in [*it["required_slots"], *it["optional_slots"]]}
     fields: dict[str, dict[str, Any]] = {}
     for slot in slots:
-        plan = _categorical(slot) if slot["is_categorical"] else _free_text(slot, names)
+        model_labels = ner.labels if ner else None if generic_ner else ()
+        plan = _categorical(slot) if slot["is_categorical"] else _free_text(slot, siblings, model_labels, rules)
         f: dict[str, Any] = {"type": plan.type, "description": slot["description"]}
         if plan.values:
             f["values"] = plan.values
@@ -170,8 +190,9 @@ def service_domain(service: dict[str, Any]) -> dict[str, Any]:
         used = [n for n in names if n in it["required_slots"] or n in it["optional_slots"]]
         actions[snake(it["name"])] = {"description": it["description"], "fields": used or [intent_field],
                                       "required": list(it["required_slots"]), "recent_rounds": 2}
-    return {"domain": snake(service["service_name"]), "version": 1, "description": service.get("description", ""),
-            "languages": ["en"], "default_currency": "USD", "fields": fields, "machine": machine, "actions": actions}
+    doc: dict[str, Any] = {"domain": snake(service["service_name"]), "version": 1, "description": service.get("description", ""),
+           "languages": ["en"], "default_currency": "USD", "fields": fields, "machine": machine, "actions": actions}
+    return {**doc, "ner": {"model": ner.path}} if ner else doc
 
 
 def load_schema(path: str | Path) -> list[dict[str, Any]]:
@@ -183,11 +204,15 @@ def load_schema(path: str | Path) -> list[dict[str, Any]]:
     return schema
 
 
-def import_sgd(schema_path: str | Path, out_dir: str | Path) -> list[Path]:
-    """Write one linted domain file per service of `schema_path` into `out_dir`."""
+def import_sgd(schema_path: str | Path, out_dir: str | Path, ner: str | Path | None = None, rules: bool = True,
+               generic_ner: bool = True) -> list[Path]:
+    """Write one linted domain file per service of `schema_path` into `out_dir`; with `ner`, every
+    domain uses that trained model (`--ner DIR`). `rules=False` / `generic_ner=False` leave rules
+    or the generic model out (the benchmark's ablation)."""
     docs = {}
+    model = model_ref(ner, out_dir) if ner else None
     for service in load_schema(schema_path):
-        doc = service_domain(service)
+        doc = service_domain(service, model, rules, generic_ner)
         header = (f"Imported from SGD {Path(schema_path).name}, service {service['service_name']}, by `context-editor import sgd`.\n"
                   "Edit freely: synonyms, ask texts and extract rules are a starting point (docs/domain-format.md).")
         docs[doc["domain"]] = (doc, header)

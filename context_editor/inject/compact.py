@@ -2,9 +2,10 @@
 
 - transient: instructions are not compacted at all; they are shown only in their round.
 - anchor: already structured as fields in <state>.
-- trace: older messages not shown verbatim are distilled *extractively*: only sentences that
-  carry a number, an identifier or a term of the action's vocabulary, copied as written (no
-  word added, no hedging), each line pointing to its source messages.
+- trace: older messages not shown verbatim are represented by the summary zone: extractive
+  lines (sentences copied as written, no word added) that `context_editor.memory` keeps for the
+  whole session, each pointing to its source message. This module decides, per render, which
+  of those lines the action needs and in what order they give way to the budget.
 - relation: entities (identifiers and values in state) weighted by mentions and links (co-
   occurrence in one message); the top nodes are kept.
 Compaction is a pure function of the raw log, so it is atomic and reversible: the log is never
@@ -15,24 +16,55 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
-from ..model import Message
+from ..model import State
 from .history import ID, words
-
-_SENTENCE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;]?|[^.\n]+(?:\.(?!\d)|$)")
-_DIGIT = re.compile(r"\d")
-MAX_LINE_CHARS = 240  # longer sentences are not distilled (they would have to be cut)
-MAX_LINES = 12
 TOP_ENTITIES = 8
 MIN_WEIGHT = 1.5
+STAGE_ROUNDS = 10  # rounds per stage of the summary zone
+SESSION_NOTES = 8  # vocabulary lines the rolled-up session summary keeps (facts and open values are not capped)
+
+# How a line stands in the budget (the order in which lines give way, first to last):
+NOTE, VALUE, FACT = "note", "value", "fact"
 
 
 @dataclass(frozen=True)
-class DigestLine:
+class SummaryLine:
+    """One extractive line of the summary zone: a sentence of one message, verbatim.
+
+    kind: `fact` (a user statement with a preference, constraint, identifier or number),
+    `value` (a sentence holding a value-like span: number, date, name, quoted string, ID),
+    `note` (anything else informative). `start` is the offset of the text in the message
+    (-1 for trimmed tool JSON); `spans` are the value-like spans, relative to the text."""
+
     text: str
     round: int
-    sources: tuple[int, ...]  # message indexes
+    index: int
+    role: str
+    kind: str
+    start: int = -1
+    spans: tuple[tuple[int, int], ...] = ()
+    cued: bool = False  # a fact cue word (allergy, prefer, must …), not only a number
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"t": self.text, "r": self.round, "i": self.index, "o": self.role, "k": self.kind,
+                "s": self.start, "v": [list(s) for s in self.spans], "c": self.cued}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SummaryLine:
+        return cls(d["t"], d["r"], d["i"], d["o"], d["k"], d["s"], tuple((a, b) for a, b in d["v"]), d["c"])
+
+
+@dataclass(frozen=True)
+class ZoneLine:
+    """A line as the render shows it: masked text, merged sources, and its standing."""
+
+    text: str
+    round: int
+    sources: tuple[int, ...]
+    rank: str  # NOTE, VALUE or FACT: which budget tier it belongs to
+    stage: int  # -1: rolled up into the session summary
 
 
 @dataclass(frozen=True)
@@ -46,25 +78,110 @@ class Entity:
         return self.mentions + 0.5 * len(self.links)
 
 
-def distil(messages: list[tuple[Message, str]], vocabulary: set[str], shown: frozenset[str] | set[str] = frozenset()) -> list[DigestLine]:
-    """Extractive digest: informative sentences of `messages`, verbatim, deduplicated, in order.
+def stage_of(round_: int) -> int:
+    return (max(round_, 1) - 1) // STAGE_ROUNDS
 
-    Informative: a number or an identifier, or at least two terms of the action's vocabulary.
-    Sentences already visible verbatim elsewhere in the context (`shown` texts) are left out.
-    Each message comes with the text the action may see of it (masked, trimmed)."""
-    lines: dict[str, list[Any]] = {}
-    for m, text in messages:
-        if m.role not in ("user", "assistant", "tool"):
+
+def covered_spans(state: State) -> tuple[dict[int, list[tuple[int, int]]], list[str]]:
+    """What the state has absorbed: provenance spans of accepted values (by message index) and
+    the present values' texts (lowercased), so a line whose value-like spans are all there can give way."""
+    by_message: dict[int, list[tuple[int, int]]] = {}
+    texts: list[str] = []
+    for fs in state.fields.values():
+        # Every accepted value counts, superseded ones too: the state took that sentence in and
+        # has moved on (a change of mind is not a fact to keep repeating).
+        for h in fs.history:
+            if h.status == "accepted" and h.provenance is not None:
+                by_message.setdefault(h.provenance.message_index, []).append(h.provenance.span)
+        if fs.present:
+            texts.extend(str(v).lower() for v in _leaves(fs.value))
+    return by_message, texts
+
+
+def _leaves(value: Any) -> Iterable[Any]:
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _leaves(v)
+    elif value is not None:
+        yield value
+
+
+def is_covered(line: SummaryLine, absorbed: tuple[dict[int, list[tuple[int, int]]], list[str]]) -> bool:
+    """True when the state holds what the line carries: every value-like span is a state value
+    or lies inside the provenance span of one; a cue-only fact is covered when its sentence is
+    the source of a present value."""
+    provenance, texts = absorbed
+    spans = provenance.get(line.index, [])
+    start = line.start
+
+    def in_provenance(a: int, b: int) -> bool:
+        return start >= 0 and any(p0 <= start + a and start + b <= p1 for p0, p1 in spans)
+
+    if not line.spans:
+        return start >= 0 and any(p0 < start + len(line.text) and start < p1 for p0, p1 in spans)
+    for a, b in line.spans:
+        piece = line.text[a:b].lower()
+        # Short numbers ("6") match too much by text ("6 travellers" is not "6 years old"):
+        # they count as absorbed only through provenance.
+        if not in_provenance(a, b) and not (len(piece) >= 3 and any(piece in t for t in texts)):
+            return False
+    return True
+
+
+def mask(line: SummaryLine, hidden: list[tuple[int, int, str]]) -> str:
+    """The line with spans of out-of-scope fields replaced, like the verbatim turns."""
+    if line.start < 0 or not hidden:
+        return line.text
+    text, end = line.text, line.start + len(line.text)
+    for a, b, name in sorted(hidden, reverse=True):
+        if a < end and line.start < b:
+            lo, hi = max(a, line.start) - line.start, min(b, end) - line.start
+            text = text[:lo] + f"[{name} hidden]" + text[hi:]
+    return text
+
+
+def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
+               absorbed: tuple[dict[int, list[tuple[int, int]]], list[str]],
+               hidden: dict[int, list[tuple[int, int, str]]]) -> list[ZoneLine]:
+    """The lines this action's context may show, in order, each with its budget tier.
+
+    Lines older than `window_from` roll up into the session summary: facts, values the state
+    has not absorbed, and the few notes closest to the action. Lines inside the loaded window
+    are shown per stage, notes included when they touch the action's vocabulary. A fact or a
+    value the state absorbed becomes a note (it is in <state> already). Identical texts are
+    merged, keeping every source."""
+    merged: dict[str, list[Any]] = {}
+    session_notes: list[tuple[int, str]] = []
+    for line in lines:
+        rank = line.kind
+        # A cued fact that also carries values ("allergic to nuts, budget 2000") stays a fact:
+        # the state absorbing its number says nothing about the allergy.
+        if rank != NOTE and not (line.cued and line.spans) and is_covered(line, absorbed):
+            rank = NOTE
+        overlap = len(words(line.text) & vocabulary)
+        if rank == NOTE and overlap < 2:
             continue
-        for s in _SENTENCE.findall(text[:8000]):
-            s = s.strip()
-            if not s or len(s) > MAX_LINE_CHARS or any(s in t for t in shown):
-                continue
-            if _DIGIT.search(s) or ID.search(s) or len(words(s) & vocabulary) >= 2:
-                entry = lines.setdefault(s, [m.round, []])
-                entry[1].append(m.index)
-    out = [DigestLine(text, rnd, tuple(src)) for text, (rnd, src) in lines.items()]
-    return out[-MAX_LINES:]
+        stage = -1 if line.round < window_from else stage_of(line.round)
+        text = mask(line, hidden.get(line.index, []))
+        entry = merged.get(text)
+        if entry is None:
+            merged[text] = [line.round, [line.index], rank, stage]
+            if rank == NOTE and stage == -1:
+                session_notes.append((overlap, text))
+        else:
+            entry[1].append(line.index)
+            if _RANKS.index(rank) > _RANKS.index(entry[2]):
+                entry[2] = rank
+    # The rolled-up summary keeps only its best notes; stage detail keeps them all.
+    keep_notes = {t for _, t in sorted(session_notes, key=lambda x: -x[0])[:SESSION_NOTES]}
+    return [ZoneLine(text, rnd, tuple(src), rank, stage) for text, (rnd, src, rank, stage) in merged.items()
+            if not (rank == NOTE and stage == -1 and text not in keep_notes)]
+
+
+_RANKS = (NOTE, VALUE, FACT)
 
 
 def entity_graph(texts: list[str], known_values: list[str]) -> list[Entity]:

@@ -9,8 +9,13 @@
 - Identical tool results (same tool, same content) are shown once, the latest.
 - Large JSON tool results are trimmed by the domain's per-tool declaration (keep conclusion keys,
   cut long arrays to N items with "N more omitted"); nothing is ever cut mid-value.
-- Spans that were the source of a field outside the action's scope are masked.
-A user can plug in another scorer (an LLM, say) with `Renderer(scorer=...)`; the default needs none.
+- Spans that were the source of a field outside the action's scope are masked, and so are its
+  keys and values inside tool JSON (a card number in a payment result never reaches `track`).
+- Personal data (e-mail, phone, card and resident id numbers, passports; see pii.py) is masked
+  in every message unless the action shows a field holding that value.
+Any scorer (`ContextEditor(scorer=...)`: a callable `(message, ctx) -> 1..5`, optionally with a
+`score_batch(messages, ctx)` for one call per render, e.g. `context_editor.llm.ChatScorer`) goes
+through the articles' thresholds: >= 4 keep, 3 fill the budget by recency, <= 2 compress.
 """
 
 from __future__ import annotations
@@ -18,17 +23,19 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..domain import ActionSpec, Domain
 from ..model import Message, State
+from . import pii
 
 ROLE_WEIGHT = {"user": 1.0, "tool": 0.8, "assistant": 0.5, "system": 0.3}
 SOURCE_BONUS = 2.0  # the message a shown value came from
 REFERENCE_BONUS = 0.5  # mentions an ID or value that is in state
 MIDDLING = (0.5, 2.0)  # only scores in this band decay with age
 MIN_SCORE = 0.8  # below this an older message is noise, whatever the budget
+KEEP, FILL = 4.0, 3.0  # the articles' thresholds on a 1-5 score: >= 4 keep, 3 fill by recency, <= 2 compress
 HALF_LIFE_ROUNDS = 10.0
 _LATIN_WORD = re.compile(r"[A-Za-z0-9]+")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
@@ -134,11 +141,17 @@ def dedupe_tool_results(messages: list[Message]) -> list[Message]:
 
 
 def trim_json(value: Any, keep: tuple[str, ...], max_items: int, depth: int = 0) -> Any:
-    """Keep only `keep` keys (when given) and the first `max_items` of long arrays."""
+    """Keep only `keep` keys and the first `max_items` of long arrays.
+
+    `keep` filters an object only when it names at least one of that object's keys: declaring
+    `keep: [orders, total]` keeps each order whole instead of emptying it, while `keep: [sku]`
+    still trims the items that carry a `sku`."""
     if depth > 20:
         return "…"
     if isinstance(value, dict):
-        items = value.items() if not keep else [(k, v) for k, v in value.items() if k in keep]
+        items: list[tuple[Any, Any]] = list(value.items())
+        if keep and any(k in value for k in keep):
+            items = [(k, v) for k, v in value.items() if k in keep]
         return {k: trim_json(v, keep, max_items, depth + 1) for k, v in items}
     if isinstance(value, list):
         head = [trim_json(v, keep, max_items, depth + 1) for v in value[:max_items]]
@@ -148,44 +161,85 @@ def trim_json(value: Any, keep: tuple[str, ...], max_items: int, depth: int = 0)
     return value
 
 
-def tool_text(domain: Domain, msg: Message) -> str:
-    """What the model sees of a tool result: trimmed JSON, or the text as is."""
+@dataclass
+class Hidden:
+    """What an action may not see of fields outside its scope (e.g. card numbers): the source
+    spans per message, the JSON keys that carry them in tool results, and their values."""
+
+    spans: dict[int, list[tuple[int, int, str]]]
+    keys: dict[str, str]  # lower-cased JSON key -> field
+    values: dict[str, str]  # value as text (4+ characters) -> field
+    allowed: set[str] = field(default_factory=set)  # personal values the action may show: its own fields' values
+
+
+def mask_json(value: Any, hidden: Hidden, depth: int = 0) -> Any:
+    """The JSON with every value under a hidden key, and every hidden value, replaced."""
+    if depth > 64:
+        return "…"
+    if isinstance(value, dict):
+        return {k: f"[{hidden.keys[str(k).lower()]} hidden]" if str(k).lower() in hidden.keys
+                else mask_json(v, hidden, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_json(v, hidden, depth + 1) for v in value]
+    if not isinstance(value, bool) and isinstance(value, (str, int, float)) and str(value) in hidden.values:
+        return f"[{hidden.values[str(value)]} hidden]"
+    return value
+
+
+def tool_text(domain: Domain, msg: Message, hidden: Hidden | None = None) -> str:
+    """What the model sees of a tool result: JSON with hidden keys and values masked and trimmed
+    by the tool's rule, or the text as is."""
     rule = domain.tools.get(msg.name or "") or domain.tools.get("*")
     content = msg.content
-    if rule is None or not content.lstrip().startswith(("{", "[")):
+    if (rule is None and not (hidden and (hidden.keys or hidden.values))) or not content.lstrip().startswith(("{", "[")):
         return content
     try:
         data = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):
         return content
-    return json.dumps(trim_json(data, rule.keep, rule.max_items), ensure_ascii=False)
+    masked = mask_json(data, hidden) if hidden else data
+    if rule is None and masked == data:
+        return content
+    return json.dumps(trim_json(masked, rule.keep, rule.max_items) if rule else masked, ensure_ascii=False)
 
 
-def hidden_spans(domain: Domain, action: ActionSpec, state: State) -> dict[int, list[tuple[int, int, str]]]:
-    """Message index -> spans that were the source of fields this action may not see (e.g. card
-    numbers). Built once per render from the history of the scoped fields only."""
-    out: dict[int, list[tuple[int, int, str]]] = {}
+def hidden_spans(domain: Domain, action: ActionSpec, state: State) -> Hidden:
+    """What this action may not see. Built once per render from the history of the scoped fields only."""
+    out = Hidden({}, {}, {})
+    for name in action.fields:
+        value = state.get(name)
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            out.allowed.add(re.sub(r"[\s-]", "", str(value)))
     for name, fs in state.fields.items():
         spec = domain.fields.get(name)
         if spec is None or not spec.scopes or action.scope in spec.scopes:
             continue
+        out.keys.update({key.lower(): name for key in (*spec.tool_keys, name)})
         for h in fs.history:
             p = h.provenance
             if p is not None and p.span[1] > p.span[0]:
-                out.setdefault(p.message_index, []).append((p.span[0], p.span[1], name))
+                out.spans.setdefault(p.message_index, []).append((p.span[0], p.span[1], name))
+            for v in (h.value, p.text if p else None):
+                if not isinstance(v, bool) and isinstance(v, (str, int, float)) and len(str(v)) >= 4:
+                    out.values[str(v)] = name
     return out
 
 
-def turn(domain: Domain, msg: Message, hidden: dict[int, list[tuple[int, int, str]]]) -> dict[str, Any]:
-    """What the model sees of one message: trimmed tool JSON, or the text with hidden spans masked;
-    an assistant's tool calls as the called names and their (trimmed) arguments."""
-    text = tool_text(domain, msg) if msg.role == "tool" else msg.content
-    if text is msg.content:  # trimmed tool JSON holds no prose spans
-        for start, end, name in sorted(hidden.get(msg.index, ()), reverse=True):
+def turn(domain: Domain, msg: Message, hidden: Hidden) -> dict[str, Any]:
+    """What the model sees of one message: tool JSON masked and trimmed, or the text with hidden
+    spans masked; an assistant's tool calls as the called names and their (trimmed) arguments;
+    then any hidden value still in it (arguments included)."""
+    text = tool_text(domain, msg, hidden) if msg.role == "tool" else msg.content
+    if text is msg.content:  # re-serialised tool JSON has no prose spans left
+        for start, end, name in sorted(hidden.spans.get(msg.index, ()), reverse=True):
             text = text[:start] + f"[{name} hidden]" + text[end:]
     calls = [tool_call_parts(c) for c in msg.tool_calls if isinstance(c, dict)]
     if calls:
         text = "\n".join([text, *(args for _, args in calls)] if text else [args for _, args in calls])
+    for value, name in hidden.values.items():
+        if value in text:
+            text = text.replace(value, f"[{name} hidden]")
+    text = pii.mask(text, hidden.allowed)
     return {"round": msg.round, "role": msg.role, "name": msg.name, "content": text,
             "tool_call": ",".join(name for name, _ in calls) or None}
 
@@ -220,9 +274,28 @@ def tool_call_parts(call: dict[str, Any]) -> tuple[str, str]:
                             ensure_ascii=False, separators=(",", ":"))
 
 
+def grade(raw: float) -> int:
+    """The rule score on the articles' 1-5 scale (5: the source of a shown value, 1: noise)."""
+    return 5 if raw >= 3.0 else 4 if raw >= 2.0 else 3 if raw >= MIN_SCORE else 2 if raw >= MIN_SCORE / 2 else 1
+
+
+def rule_score(msg: Message, ctx: dict[str, Any]) -> float:
+    """The built-in scorer: the deterministic relevance score, graded 1-5."""
+    return float(grade(default_score(msg, ctx)))
+
+
+def _scores(scorer: Scorer, messages: list[Message], ctx: dict[str, Any]) -> dict[int, float]:
+    """Message index -> score; one call for all messages when the scorer has `score_batch`."""
+    batch = getattr(scorer, "score_batch", None)
+    values = batch(messages, ctx) if batch is not None else [scorer(m, ctx) for m in messages]
+    return {m.index: float(v) for m, v in zip(messages, values)}
+
+
 def select_history(action: ActionSpec, state: State, older: list[Message], vocabulary: set[str],
-                   scorer: Scorer | None = None) -> list[Unit]:
-    """Older units ranked best first (the renderer keeps as many as the budget allows)."""
+                   scorer: Scorer | None = None, anchors: dict[str, Any] | None = None) -> list[Unit]:
+    """Older units in the order the budget keeps them, by the articles' thresholds applied to
+    any scorer's 1-5 scores: >= 4 kept first (best first), 3 fill what is left by recency
+    (newest first), <= 2 are compressed: never shown verbatim, left to the summary zone."""
     if not older:
         return []
     shown = set(action.fields)
@@ -232,8 +305,12 @@ def select_history(action: ActionSpec, state: State, older: list[Message], vocab
         "source_indexes": {fs.provenance.message_index for n, fs in state.fields.items()
                            if n in shown and fs.present and fs.provenance},
         "references": {str(v) for v in state.values().values() if isinstance(v, str) and ID.fullmatch(v)},
+        "action": action.name, "description": action.description,
+        "goal": (anchors or {}).get("goal", {}).get("text"), "subtask": (anchors or {}).get("subtask", {}).get("text"),
     }
-    score = scorer or default_score
-    units = [Unit(u, max(score(m, ctx) for m in u)) for u in chains(dedupe_tool_results(older))]
-    units = [u for u in units if u.score >= MIN_SCORE]
-    return sorted(units, key=lambda u: (-u.score, -u.messages[0].index))
+    deduped = dedupe_tool_results(older)
+    scores = _scores(scorer or rule_score, deduped, ctx)
+    units = [Unit(u, max(scores[m.index] for m in u)) for u in chains(deduped)]
+    keep = sorted((u for u in units if u.score >= KEEP), key=lambda u: (-u.score, -u.messages[0].index))
+    fill = sorted((u for u in units if FILL <= u.score < KEEP), key=lambda u: -u.messages[0].index)
+    return keep + fill

@@ -1,9 +1,10 @@
 """Inject: state -> the minimal XML context one action needs, within an exact token budget.
 
-What goes in is decided by the action view (its fields, required fields, recent rounds); what
-stays when the budget is tight is decided by priority: required fields and missing asks
-first, then optional fields, then alerts (newest first), then recent turns (newest first). Whatever is dropped is dropped
-whole and named in <truncated_context>; a value is never cut. The `tokens` attribute is the
+What goes in is decided by the action view (its fields, required fields, recent rounds) and
+assembled in the articles' order (system, goal, subtask, state, summary zone, history, recent
+turns); what stays when the budget is tight is decided by priority (TIERS, below): required and
+critical fields and missing asks always; the latest user message last of all. Whatever is
+dropped is dropped whole and named in <truncated_context>; a value is never cut. The `tokens` attribute is the
 exact count of the whole output, itself included.
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
+from markupsafe import Markup, escape
 from jinja2 import ChoiceLoader, DictLoader, FileSystemLoader, StrictUndefined, Template, TemplateNotFound
 from jinja2.sandbox import SandboxedEnvironment
 
@@ -23,8 +25,10 @@ from ..lang import detect_language
 from ..model import Message, State
 from ..resources import templates_dir
 from . import compact, history
+from .compact import STAGE_ROUNDS
+from .budget import Window, resolve_budget
 from .tokens import count_tokens, max_token_bytes, tokenizer_for
-from .xmltext import xml_safe
+from .xmltext import text_node, xml_safe
 
 CRITICAL_COMPRESSION_FAILURE = "CRITICAL_COMPRESSION_FAILURE"
 _TOKENS_SLOT = "TOKENS-SLOT-7F3A"  # placeholder for the `tokens` attribute, filled after counting
@@ -77,120 +81,191 @@ def lost_fields(xml: str, expected: dict[str, str]) -> list[str]:
 
 
 def _finalize(value: Any) -> Any:
+    if isinstance(value, Markup):  # already made safe by the `text` filter
+        return value
     return xml_safe(value) if isinstance(value, str) else value
+
+
+# Tiers in the order they give way to the budget. Within a tier the oldest (or, for history,
+# the lowest scored) goes first; the token count only grows with what is kept, so the most
+# that fits is found by bisection. The latest user message outlives every optional field, and
+# facts of the summary zone give way only after the optional fields.
+TIERS = ("entities", "notes", "history", "values", "recent", "alerts", "optional", "facts", "latest")
+
+
+@dataclass
+class _Plan:
+    """Everything one render needs that does not depend on what the budget keeps."""
+
+    action: str
+    spec: ActionSpec
+    budget: int
+    limit: int
+    template: Template
+    names: list[str]
+    protected: list[str]
+    optional: list[str]
+    missing: list[dict[str, Any]]
+    alerts: list[dict[str, Any]]  # the state's alerts, oldest first (droppable)
+    fixed_alerts: list[dict[str, Any]]  # the render's own (scorer fallback, template fallback): always shown
+    anchors: dict[str, dict[str, Any]]
+    seen: dict[int, dict[str, Any]]  # message index -> the turn as the model may see it
+    recent: list[list[Message]]  # recent units, oldest first, the latest user unit excluded
+    latest: list[list[Message]]  # the unit of the latest user message (0 or 1 unit)
+    ranked: list[history.Unit]
+    entities: list[compact.Entity]
+    zone: dict[str, list[compact.ZoneLine]]  # tier -> lines, oldest first
+    window_from: int
+    oversized: int
+
+    def sizes(self) -> dict[str, int]:
+        return {"entities": len(self.entities), "notes": len(self.zone["notes"]), "history": len(self.ranked),
+                "values": len(self.zone["values"]), "recent": len(self.recent), "alerts": len(self.alerts),
+                "optional": len(self.optional),
+                "facts": len(self.zone["facts"]), "latest": len(self.latest)}
 
 
 class Renderer:
     """Renders action views of one domain with sandboxed, autoescaping Jinja templates."""
 
     def __init__(self, domain: Domain, templates_dir: Path = TEMPLATES_DIR, model: str | None = None,
-                 scorer: history.Scorer | None = None):
-        self.domain, self.model, self.scorer = domain, model, scorer
+                 scorer: history.Scorer | None = None, system: str | None = None, window: Window | None = None):
+        self.domain, self.model, self.scorer, self.system, self.window = domain, model, scorer, system, window
         # The domain's own templates (stored with its version) first, then the bundled ones.
         loader = ChoiceLoader([DictLoader(domain.templates), FileSystemLoader(str(templates_dir))])
         self.env = SandboxedEnvironment(loader=loader, autoescape=True,
                                         undefined=StrictUndefined, finalize=_finalize, keep_trailing_newline=False)
+        self.env.filters["text"] = text_node
 
     def action(self, name: str) -> ActionSpec:
         if name not in self.domain.actions:
             raise Errors.UNKNOWN_ACTION(action=name, domain=self.domain.name, known=", ".join(sorted(self.domain.actions)))
         return self.domain.actions[name]
 
-    def render(self, state: State, action: str, messages: list[Message], budget: int | None = None,
-               language: str | None = None, _template: str | None = None, _alerts: list[Any] | None = None) -> RenderedContext:
-        """`messages`: the session's messages from at least `recent_rounds + history_rounds` rounds back."""
+    def render(self, state: State, action: str, messages: list[Message], budget: int | str | None = None,
+               language: str | None = None, summary: list[compact.SummaryLine] | None = None,
+               anchors: dict[str, dict[str, Any]] | None = None, _template: str | None = None,
+               _alerts: list[Any] | None = None) -> RenderedContext:
+        """`messages`: the session's messages from at least `recent_rounds + history_rounds` rounds back.
+        `summary`: the session's summary-zone lines up to the recent window (`context_editor.memory`);
+        `anchors`: the task goal and subtask ({"goal": {"text", "round"}, …})."""
+        plan = self._plan(state, action, messages, budget, language, summary or [], anchors or {}, _template, _alerts)
+        kept, (xml, tokens, dropped) = self._fit(plan, state)
+        if tokens > plan.limit:
+            raise Errors.OVER_BUDGET(action=action, tokens=tokens, limit=plan.limit, protected=", ".join(plan.protected) or "none",
+                                     missing=", ".join(m["name"] for m in plan.missing) or "none", alerts=len(plan.alerts),
+                                     needed=tokens + plan.spec.safety_margin)
+        fields = self._kept_fields(plan, kept)
+        lost = lost_fields(xml, {n: self._field(state, n)["text"] for n in plan.protected})
+        if lost:
+            return self._fallback(plan, state, messages, lost, summary, anchors)
+        visible = [m for m in messages if m.role != "system"]
+        source = count_tokens("\n".join(f"{m.role}: {m.content}" for m in visible), self.model)
+        return RenderedContext(action, xml, tokens, plan.budget, fields, [m["name"] for m in plan.missing], dropped, source,
+                               tokenizer_for(self.model).estimated)
+
+    def _fallback(self, plan: _Plan, state: State, messages: list[Message], lost: list[str],
+                  summary: list[compact.SummaryLine] | None, anchors: dict[str, dict[str, Any]] | None) -> RenderedContext:
+        """The action's template dropped a critical fact: keep the plain default rendering instead."""
+        if plan.template.name == DEFAULT_TEMPLATE:
+            raise Errors.CRITICAL_LOST(lost=lost)
+        alert = {"code": CRITICAL_COMPRESSION_FAILURE, "round": state.round,
+                 "message": f"template {plan.template.name} lost protected fields {', '.join(lost)}; default template used"}
+        return self.render(state, plan.action, messages, plan.budget, None, summary, anchors,
+                           _template=DEFAULT_TEMPLATE, _alerts=[alert])
+
+    def _plan(self, state: State, action: str, messages: list[Message], budget: int | str | None,
+              language: str | None, summary: list[compact.SummaryLine], anchors: dict[str, dict[str, Any]],
+              template_name: str | None, extra_alerts: list[Any] | None) -> _Plan:
         spec = self.action(action)
-        budget = budget or spec.budget_tokens
-        limit = budget - spec.safety_margin
+        resolved = resolve_budget(budget, spec.budget_tokens, self.window)
+        limit = resolved - spec.safety_margin
         names = list(dict.fromkeys([*spec.fields, *(n for n, f in self.domain.fields.items() if f.shared)]))
         present = [n for n in names if state.get(n) is not None and self._shown(n, state)]
         language = language or self._language(messages)
         # Ask for what the action needs and for every critical fact it lost (the seeds' forgetting test).
         wanted = [n for n in names if n in spec.required or self.domain.fields[n].critical]
         missing = [{"name": n, "ask": self._ask(n, language)} for n in wanted if state.get(n) is None]
-        # A field's alert stays until the field gets a valid value; an alert about no field
-        # (a context loop, say) is news only while its round is among the recent ones.
-        alerts = [{"code": a.code, "round": a.round, "message": a.message} for a in state.alerts
-                  if a.field in names or (a.field is None and a.round > state.round - max(spec.recent_rounds, 1))]
         # Critical fields are protected like required ones: compaction must never lose them.
         protected = [n for n in present if n in spec.required or self.domain.fields[n].critical]
-        optional = [n for n in present if n not in protected]
         recent_from = state.round - spec.recent_rounds
+        window_from = recent_from - spec.history_rounds + 1
         # A message that cannot fit even alone is dropped whole up front, without tokenising it.
         too_big = max_token_bytes(self.model) * limit
-        estimated = tokenizer_for(self.model).estimated
-        visible = [m for m in messages if m.role != "system" and len(m.content) <= too_big]
-        oversized = sum(1 for m in messages if m.role != "system" and len(m.content) > too_big)
-        recent = history.chains(history.dedupe_tool_results([m for m in visible if m.round > recent_from]))
-        older = [m for m in visible if recent_from - spec.history_rounds < m.round <= recent_from]
+        # Identical tool results are shown once, the latest, across history and recent turns alike.
+        visible = history.dedupe_tool_results([m for m in messages if m.role != "system" and len(m.content) <= too_big])
+        units = history.chains([m for m in visible if m.round > recent_from])
+        latest = _latest_user_unit(units)
+        older = [m for m in visible if window_from <= m.round <= recent_from]
         vocabulary = history.action_vocabulary(self.domain, spec, state)
-        ranked = history.select_history(spec, state, older, vocabulary, self.scorer)[: spec.max_history]
         # What the model may see of each message: trimmed tool JSON, out-of-scope spans masked.
-        # Digest and entity graph are built from these texts too, so nothing hidden leaks through them.
+        # The summary zone and the entity graph are built from these texts too, so nothing hidden leaks.
         hidden = history.hidden_spans(self.domain, spec, state)
         seen = {m.index: history.turn(self.domain, m, hidden) for m in visible}
-        entities = compact.entity_graph([seen[m.index]["content"] for m in visible],
-                                        [v for v in (state.get(n) for n in names) if isinstance(v, str)])
-        template = self.env.get_template(_template) if _template else self._template(spec)
+        ranked = history.select_history(spec, state, older, vocabulary, self.scorer, anchors)[: spec.max_history]
+        scorer_alerts: list[dict[str, Any]] = getattr(self.scorer, "drain_alerts", list)()
+        lines = compact.zone_lines([line for line in summary if line.round <= recent_from], window_from,
+                                   vocabulary, compact.covered_spans(state), hidden.spans)
+        return _Plan(
+            action=action, spec=spec, budget=resolved, limit=limit,
+            template=self.env.get_template(template_name) if template_name else self._template(spec),
+            names=names, protected=protected, optional=[n for n in present if n not in protected], missing=missing,
+            alerts=self._alerts(state, spec, names), fixed_alerts=scorer_alerts + (extra_alerts or []), anchors=anchors, seen=seen,
+            recent=[u for u in units if u is not latest], latest=[latest] if latest else [],
+            ranked=ranked,
+            entities=compact.entity_graph([seen[m.index]["content"] for m in visible],
+                                          [v for v in (state.get(n) for n in names) if isinstance(v, str)]),
+            zone={tier: [line for line in lines if line.rank == rank]
+                  for tier, rank in (("notes", compact.NOTE), ("values", compact.VALUE), ("facts", compact.FACT))},
+            window_from=window_from, oversized=sum(1 for m in messages if m.role != "system" and len(m.content) > too_big))
 
-        def build(kept: dict[str, int]) -> tuple[str, int, list[str]]:
-            """Render with the first kept[tier] items of each tier."""
-            hist = sorted(ranked[: kept["history"]], key=lambda u: u.messages[0].index)
-            turns = [m for unit in recent[len(recent) - kept["recent"]:] for m in unit]
-            shown = {m.index for u in hist for m in u.messages} | {m.index for m in turns}
-            lines = compact.distil([(m, seen[m.index]["content"]) for m in older if m.index not in shown], vocabulary,
-                                   {seen[i]["content"] for i in shown})
-            digest = lines[len(lines) - min(kept["digest"], len(lines)):]
-            fields = [n for n in names if n in protected or n in optional[: kept["optional"]]]
-            dropped = _dropped_summary(len(recent) - kept["recent"], len(optional) - kept["optional"],
-                                       len(ranked) - kept["history"], oversized, len(lines) - len(digest),
-                                       len(alerts) - kept["alerts"])
-            ctx = {"action": action, "domain": self.domain.name, "round": state.round, "budget": budget,
-                   "tokens_estimated": estimated,
-                   "phase": state.phase, "fields": [self._field(state, n) for n in fields], "missing": missing,
-                   "alerts": alerts[len(alerts) - kept["alerts"]:] + (_alerts or []), "dropped": ", ".join(dropped),
-                   "entities": entities[: kept["entities"]],
-                   "digest": [{"round": d.round, "sources": " ".join(f"m{i}" for i in d.sources), "text": d.text}
-                              for d in digest],
-                   "history": [seen[m.index] for u in hist for m in u.messages],
-                   "turns": [seen[m.index] for m in turns]}
-            return (*self._fixed_point(template, ctx), dropped)
+    def _alerts(self, state: State, spec: ActionSpec, names: list[str]) -> list[dict[str, Any]]:
+        """A field's alert stays until the field gets a valid value; an alert about no field
+        (a context loop, say) is news only while its round is among the recent ones."""
+        return [{"code": a.code, "round": a.round, "message": a.message} for a in state.alerts
+                if a.field in names or (a.field is None and a.round > state.round - max(spec.recent_rounds, 1))]
 
-        # Tiers in the order they give way: the entity graph, digest lines (oldest first), older
-        # history (lowest score first), recent turns (oldest first), alerts (oldest first),
-        # optional fields (last declared first). Within a tier the token count only grows with
-        # what is kept, so the most that fits is found by bisection.
-        kept = {"entities": len(entities), "digest": compact.MAX_LINES, "history": len(ranked),
-                "recent": len(recent), "alerts": len(alerts), "optional": len(optional)}
-        xml, tokens, dropped = build(kept)
-        for tier in kept:
-            if tokens <= limit:
+    def _fit(self, plan: _Plan, state: State) -> tuple[dict[str, int], tuple[str, int, list[str]]]:
+        """The most of each tier that fits the budget, tiers giving way in TIERS order."""
+        kept = plan.sizes()
+        result = self._build(plan, state, kept)
+        for tier in TIERS:
+            if result[1] <= plan.limit:
                 break
             lo, hi = 0, kept[tier]  # invariant: keeping hi is too many
             while lo < hi:
                 mid = (lo + hi + 1) // 2
-                if build({**kept, tier: mid})[1] <= limit:
+                if self._build(plan, state, {**kept, tier: mid})[1] <= plan.limit:
                     lo = mid
                 else:
                     hi = mid - 1
             kept[tier] = lo
-            xml, tokens, dropped = build(kept)
-        if tokens > limit:
-            raise Errors.OVER_BUDGET(action=action, tokens=tokens, limit=limit, protected=", ".join(protected) or "none",
-                                     missing=", ".join(m["name"] for m in missing) or "none", alerts=len(alerts),
-                                     needed=tokens + spec.safety_margin)
-        fields = [n for n in names if n in protected or n in optional[: kept["optional"]]]
-        lost = lost_fields(xml, {n: self._field(state, n)["text"] for n in protected})
-        if lost:
-            if template.name == DEFAULT_TEMPLATE:
-                raise Errors.CRITICAL_LOST(lost=lost)
-            # The action's template dropped a critical fact: keep the plain default rendering instead.
-            alert = {"code": CRITICAL_COMPRESSION_FAILURE, "round": state.round,
-                     "message": f"template {template.name} lost protected fields {', '.join(lost)}; default template used"}
-            return self.render(state, action, messages, budget, language, _template=DEFAULT_TEMPLATE, _alerts=[alert])
-        source = count_tokens("\n".join(f"{m.role}: {m.content}" for m in visible), self.model)
-        return RenderedContext(action, xml, tokens, budget, fields, [m["name"] for m in missing], dropped, source,
-                               estimated)
+            result = self._build(plan, state, kept)
+        return kept, result
+
+    def _kept_fields(self, plan: _Plan, kept: dict[str, int]) -> list[str]:
+        return [n for n in plan.names if n in plan.protected or n in plan.optional[: kept["optional"]]]
+
+    def _build(self, plan: _Plan, state: State, kept: dict[str, int]) -> tuple[str, int, list[str]]:
+        """Render with the first kept[tier] items of each tier; returns the XML, its tokens and what was dropped."""
+        hist = sorted(plan.ranked[: kept["history"]], key=lambda u: u.messages[0].index)
+        units = plan.recent[len(plan.recent) - kept["recent"]:] + plan.latest[: kept["latest"]]
+        turns = sorted((m for unit in units for m in unit), key=lambda m: m.index)
+        shown = {m.index for u in hist for m in u.messages} | {m.index for m in turns}
+        shown_text = "\n".join(plan.seen[i]["content"] for i in shown)
+        zone, lost, zone_dropped = _kept_zone(plan, kept, shown, shown_text)
+        dropped = _dropped_summary(plan, kept, zone_dropped)
+        ctx = {"action": plan.action, "domain": self.domain.name, "round": state.round, "budget": plan.budget,
+               "tokens_estimated": tokenizer_for(self.model).estimated,
+               "phase": state.phase, "system": self.system, "goal": plan.anchors.get("goal"),
+               "subtask": plan.anchors.get("subtask"),
+               "fields": [self._field(state, n) for n in self._kept_fields(plan, kept)], "missing": plan.missing,
+               "alerts": plan.alerts[len(plan.alerts) - kept["alerts"]:] + plan.fixed_alerts,
+               "dropped": ", ".join(dropped), "lost": " ".join(f"m{i}" for i in lost),
+               "entities": plan.entities[: kept["entities"]], "summary": _zone_groups(zone, plan.window_from),
+               "history": [plan.seen[m.index] for u in hist for m in u.messages],
+               "turns": [plan.seen[m.index] for m in turns]}
+        return (*self._fixed_point(plan.template, ctx), dropped)
 
     def _shown(self, name: str, state: State) -> bool:
         """Transient fields are instructions: shown only in the round they were given."""
@@ -244,7 +319,48 @@ class Renderer:
         return self.domain.languages[0]
 
 
-def _dropped_summary(turns: int, fields: int, older: int, oversized: int, digest: int, alerts: int = 0) -> list[str]:
-    parts = [(turns, "recent turn"), (fields, "field"), (older, "older message"), (oversized, "oversized message"),
-             (digest, "digest line"), (alerts, "alert")]
-    return [f"{n} {label}{'s' if n != 1 else ''}" for n, label in parts if n]
+def _latest_user_unit(units: list[list[Message]]) -> list[Message] | None:
+    for unit in reversed(units):
+        if any(m.role == "user" for m in unit):
+            return unit
+    return None
+
+
+def _kept_zone(plan: _Plan, kept: dict[str, int], shown: set[int],
+               shown_text: str) -> tuple[list[compact.ZoneLine], list[int], int]:
+    """The summary lines kept (newest of each tier), leaving out what is shown verbatim; and the
+    sources of the facts and open values the budget pushed out (named in <truncated_context>)."""
+    out: list[compact.ZoneLine] = []
+    lost: list[int] = []
+    dropped = 0
+    for tier in ("notes", "values", "facts"):
+        candidates = [z for z in plan.zone[tier] if not set(z.sources) <= shown and z.text not in shown_text]
+        n = min(kept[tier], len(candidates))
+        out.extend(candidates[len(candidates) - n:])
+        dropped += len(candidates) - n
+        if tier != "notes":
+            lost.extend(z.sources[-1] for z in candidates[: len(candidates) - n])
+    return sorted(out, key=lambda z: (z.round, z.sources)), sorted(lost), dropped
+
+
+def _zone_groups(lines: list[compact.ZoneLine], window_from: int) -> list[dict[str, Any]]:
+    """Lines grouped as the template shows them: the rolled-up session summary, then each stage."""
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for z in lines:
+        # A sentence said many times names its first and latest source and how often it was said.
+        src = z.sources if len(z.sources) <= 2 else (z.sources[0], z.sources[-1])
+        groups.setdefault(z.stage, []).append({"round": z.round, "sources": " ".join(f"m{i}" for i in src),
+                                               "times": len(z.sources) if len(z.sources) > 2 else None, "text": z.text})
+    out = []
+    for stage in sorted(groups):
+        first, last = (1, window_from - 1) if stage < 0 else (stage * STAGE_ROUNDS + 1, (stage + 1) * STAGE_ROUNDS)
+        out.append({"level": "session" if stage < 0 else "stage", "rounds": f"{first}-{last}", "lines": groups[stage]})
+    return out
+
+
+def _dropped_summary(plan: _Plan, kept: dict[str, int], zone_lines: int) -> list[str]:
+    sizes = plan.sizes()
+    parts = [(sizes["recent"] + sizes["latest"] - kept["recent"] - kept["latest"], "recent turn"),
+             (sizes["optional"] - kept["optional"], "field"), (sizes["history"] - kept["history"], "older message"),
+             (plan.oversized, "oversized message"), (zone_lines, "summary line"), (sizes["alerts"] - kept["alerts"], "alert")]
+    return [f"{n} {label}{'s' if n != 1 else ''}" for n, label in parts if n > 0]

@@ -254,7 +254,7 @@ def create_app(store: Store | str | None, *, max_body_bytes: int = MAX_BODY_BYTE
     def post_verify(p: Principal = Depends(auditor)) -> dict[str, Any]:
         verdicts = []
         for s in svc.sessions.tenant_sessions(p.tenant):
-            v = audit.verify_session(svc.store, svc.sessions.key(p.tenant, s))
+            v = audit.verify(svc.store, svc.sessions.key(p.tenant, s))[0]
             verdicts.append({"session": s, "ok": v.ok, "messages": v.messages, "edits": v.edits,
                              "broken_at": v.broken_at, "reason": v.reason})
         return {"ok": all(v["ok"] for v in verdicts), "sessions": verdicts}

@@ -94,7 +94,7 @@ def session_page(editor: ContextEditor, key: str, session: str) -> str:
                                           for h in fs.history]}
                  for n, fs in final.fields.items() if fs.history]
     last_round = messages[-1].round if messages else 0
-    verdict = audit.verify_session(store, key)
+    verdict = audit.verify(store, key)[0]
     data = json.dumps(snapshots(editor, key, edits, last_round), ensure_ascii=False).replace("<", "\\u003c")
     return _env.get_template("session.html").render(
         session=session, domain=editor.domain, last_round=last_round, verdict=verdict, histories=histories,

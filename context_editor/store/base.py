@@ -9,13 +9,15 @@ Every backend gives the same guarantees, checked by one contract test suite:
 
 from __future__ import annotations
 
+import hashlib
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import Errors
-from ..model import Edit, Message, canonical_json
+from ..model import GENESIS_HASH, Edit, Message, canonical_json
+from ..signing import Signer
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +46,17 @@ class SessionInfo:
 
 # One schema for every SQL backend. Bodies are TEXT (canonical JSON) so `audit verify` hashes
 # exactly the bytes that were written; seq/round/index columns exist for indexed reads.
+# A domain document is kept as written (its key order is the author's field order, which replay
+# reproduces) with the SHA-256 of that text. A session's `head` is the canonical JSON of
+# session_head(): everything a truncation or a rewrite would have to change, optionally signed.
+SCHEMA_VERSION = 4  # 3: heads and domain hashes (issue 12), the `derived` table (issue 11); 4: `api_keys` (issue 14)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS domains (
-    version_hash TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT NOT NULL);
+    version_hash TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT NOT NULL, sha256 TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (
     session TEXT PRIMARY KEY, domain TEXT NOT NULL, domain_version TEXT NOT NULL,
-    messages INTEGER NOT NULL DEFAULT 0, edits INTEGER NOT NULL DEFAULT 0);
+    messages INTEGER NOT NULL DEFAULT 0, edits INTEGER NOT NULL DEFAULT 0,
+    head TEXT NOT NULL DEFAULT '', signature TEXT);
 CREATE TABLE IF NOT EXISTS messages (
     session TEXT NOT NULL, idx INTEGER NOT NULL, round INTEGER NOT NULL, body TEXT NOT NULL, hash TEXT NOT NULL,
     PRIMARY KEY (session, idx));
@@ -61,7 +68,67 @@ CREATE TABLE IF NOT EXISTS edits (
 CREATE TABLE IF NOT EXISTS api_keys (
     key_id TEXT PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL, role TEXT NOT NULL,
     created TEXT NOT NULL, revoked TEXT);
+CREATE TABLE IF NOT EXISTS derived (
+    session TEXT NOT NULL, kind TEXT NOT NULL, key INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (session, kind, key));
 """
+# `derived` holds data computed from the log (summary-zone stages …): never part of the record,
+# never hashed, rebuildable at any time, so it is written outside the message transaction.
+
+
+def domain_text(source: dict[str, Any]) -> tuple[str, str]:
+    """The stored text of a domain document (key order kept) and its full SHA-256."""
+    text = json.dumps(source, ensure_ascii=False, separators=(",", ":"))
+    return text, hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def parse_domain_row(version_hash: str, row: tuple[str, str] | None) -> dict[str, Any] | None:
+    """The document of a domains row (source, sha256), refused if its text does not match its hash."""
+    if row is None:
+        return None
+    text, digest = row
+    if hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() != digest:
+        raise Errors.DOMAIN_DOCUMENT_CHANGED(version=version_hash)
+    doc: dict[str, Any] = json.loads(text)
+    return doc
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """Where a session stands: what a truncation, deletion or rewrite would have to change."""
+
+    session: str
+    domain: str
+    domain_version: str
+    domain_sha256: str | None
+    messages: int
+    edits: int
+    last_message_hash: str
+    last_edit_hash: str
+
+    def text(self) -> str:
+        return canonical_json({"session": self.session, "domain": self.domain, "domain_version": self.domain_version,
+                               "domain_sha256": self.domain_sha256, "messages": self.messages, "edits": self.edits,
+                               "last_message_hash": self.last_message_hash, "last_edit_hash": self.last_edit_hash})
+
+
+def new_head(domain: str, domain_version: str, domain_sha256: str | None, message: Message, edits: list[Edit],
+             n_msgs: int, n_edits: int, last_edit_hash: str | None) -> Head:
+    """The head of a session after `message` and its `edits` are appended."""
+    return Head(message.session, domain, domain_version, domain_sha256, n_msgs + 1, n_edits + len(edits), message.hash,
+                edits[-1].hash if edits else (last_edit_hash or GENESIS_HASH))
+
+
+def raw_session_rows(query: Callable[[str], Iterable[Sequence[Any]]]) -> dict[str, tuple[Any, ...] | None]:
+    """`Store.raw_sessions` for an SQL store, given a function that runs a query: every session
+    id in any table, with its sessions row or None."""
+    found: dict[str, tuple[Any, ...] | None] = {}
+    for table in ("messages", "edits"):
+        found.update((r[0], None) for r in query(f"SELECT DISTINCT session FROM {table}"))
+    found.update((r[0], tuple(r[1:])) for r in query(
+        "SELECT session, domain, domain_version, messages, edits, head, signature FROM sessions"))
+    return found
+
 
 KEY_COLUMNS = "key_id, key_hash, tenant, role, created, revoked"
 
@@ -83,7 +150,8 @@ def edit_from_row(body: str, hash_: str) -> Edit:
 RETRY_FIX = "another writer appended to this session; reload its state and retry"
 
 
-def check_batch(message: Message, edits: list[Edit], n_messages: int, n_edits: int, last_hash: str) -> None:
+def check_batch(message: Message, edits: list[Edit], n_messages: int, n_edits: int, last_hash: str,
+                last_message_hash: str | None = None) -> None:
     """Refuse an append that would not continue the session exactly where it stands.
 
     The message must take the next index, the edits the next seqs, each linked to the hash
@@ -93,6 +161,8 @@ def check_batch(message: Message, edits: list[Edit], n_messages: int, n_edits: i
     where = f"session {message.session!r}"
     if message.index != n_messages:
         raise Errors.STORE_CONFLICT(problem=f"{where}: expected message index {n_messages}, got {message.index}", fix=RETRY_FIX)
+    if last_message_hash is not None and message.prev_hash != last_message_hash:
+        raise Errors.STORE_CONFLICT(problem=f"{where}: message {message.index} does not link to the last stored message", fix=RETRY_FIX)
     prev, seq = last_hash, n_edits
     for e in edits:
         if e.session != message.session or e.message_index != message.index:
@@ -107,6 +177,7 @@ class Store(ABC):
     """Abstract store. Implementations: MemoryStore, SQLiteStore (and PostgreSQL)."""
 
     url: str = ""
+    signer: Signer | None = None  # signs each new session head; set by open_store from the environment
 
     @abstractmethod
     def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
@@ -165,8 +236,35 @@ class Store(ABC):
 
     @abstractmethod
     def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        """Rows exactly as stored, for `audit verify`: messages as (index, body, hash) and edits
-        as (seq, round, message_index, body, hash), each in storage order of its key."""
+        """Rows exactly as stored, for `audit verify`: messages as (index, round, body, hash) and
+        edits as (seq, round, message_index, body, hash), each in storage order of its key."""
+
+    @abstractmethod
+    def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
+        """For `audit verify`: every session id found in any table, mapped to its sessions row
+        as stored, (domain, domain_version, messages, edits, head, signature), or to None when
+        messages or edits exist for a session the sessions table does not list."""
+
+    @abstractmethod
+    def raw_domains(self) -> dict[str, tuple[Any, ...]]:
+        """For `audit verify`: every domains row as stored, version id -> (name, source text, sha256)."""
+
+    def sign(self, head: Head) -> tuple[str, str | None]:
+        """The head and signature columns of a session."""
+        text = head.text()
+        return text, (self.signer.sign(text) if self.signer else None)
+
+    @abstractmethod
+    def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
+        """Store (or replace) one item of derived data, e.g. a summary-zone stage."""
+
+    @abstractmethod
+    def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
+        """Every item of one kind of derived data of a session, by key."""
+
+    @abstractmethod
+    def drop_derived(self, session: str, kind: str) -> None:
+        """Forget one kind of derived data (it is rebuilt from the log on next use)."""
 
     def close(self) -> None:
         """Release connections (no-op where there are none)."""

@@ -9,42 +9,48 @@ from dataclasses import replace
 from typing import Any
 
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
-from .base import KeyRecord, SessionInfo, Store, check_batch
+from .base import KeyRecord, SessionInfo, Store, check_batch, domain_text, new_head, parse_domain_row
 
 
 class MemoryStore(Store):
     url = "memory://"
 
     def __init__(self) -> None:
-        self._domains: dict[str, tuple[str, dict[str, Any]]] = {}
-        self._sessions: dict[str, tuple[str, str]] = {}
+        self._domains: dict[str, tuple[str, str, str]] = {}  # version -> (name, text, sha256), as SQL stores them
+        self._sessions: dict[str, tuple[str, str, str, str | None]] = {}  # -> (domain, version, head, signature)
         self._messages: dict[str, list[Message]] = {}
         self._edits: dict[str, list[Edit]] = {}
         self._keys: dict[str, KeyRecord] = {}
         self._lock = threading.Lock()  # the service appends from several threads
+        self._derived: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
 
     def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
-        self._domains.setdefault(version_hash, (name, copy.deepcopy(source)))
+        self._domains.setdefault(version_hash, (name, *domain_text(source)))
 
     def get_domain(self, version_hash: str) -> dict[str, Any] | None:
         entry = self._domains.get(version_hash)
-        return copy.deepcopy(entry[1]) if entry else None
+        return parse_domain_row(version_hash, entry[1:] if entry else None)
 
     def session(self, session: str) -> SessionInfo | None:
         if session not in self._sessions:
             return None
-        name, version = self._sessions[session]
+        name, version, _, _ = self._sessions[session]
         return SessionInfo(session, name, version, len(self._messages[session]), len(self._edits[session]))
 
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
         with self._lock:
             msgs = self._messages.get(message.session, [])
             log = self._edits.get(message.session, [])
-            check_batch(message, edits, len(msgs), len(log), log[-1].hash if log else GENESIS_HASH)
+            last_edit = log[-1].hash if log else GENESIS_HASH
+            check_batch(message, edits, len(msgs), len(log), last_edit, msgs[-1].hash if msgs else GENESIS_HASH)
+            stored = self._domains.get(domain_version)
+            head = new_head(domain, domain_version, stored[2] if stored else None, message, edits, len(msgs), len(log),
+                            last_edit)
+            columns = self.sign(head)
             # All checks are done; nothing below can fail, so the append is all-or-nothing.
             self._messages.setdefault(message.session, msgs).append(message)
             self._edits.setdefault(message.session, log).extend(edits)
-            self._sessions[message.session] = (domain, domain_version)
+            self._sessions[message.session] = (domain, domain_version, *columns)
 
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
         msgs = self._messages.get(session, [])
@@ -81,7 +87,23 @@ class MemoryStore(Store):
         return sorted(self._sessions)
 
     def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        msgs = [(m.index, canonical_json(m.body()), m.hash) for m in self._messages.get(session, [])]
+        msgs = [(m.index, m.round, canonical_json(m.body()), m.hash) for m in self._messages.get(session, [])]
         edits = [(e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash) for e in self._edits.get(session, [])]
         return msgs, edits
 
+    def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
+        return {s: (d, v, len(self._messages[s]), len(self._edits[s]), head, sig)
+                for s, (d, v, head, sig) in self._sessions.items()}
+
+    def raw_domains(self) -> dict[str, tuple[Any, ...]]:
+        return dict(self._domains)
+
+    def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
+        self._derived.setdefault((session, kind), {})[key] = copy.deepcopy(body)
+
+    def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
+        items = self._derived.get((session, kind), {})
+        return {k: copy.deepcopy(items[k]) for k in sorted(items)}
+
+    def drop_derived(self, session: str, kind: str) -> None:
+        self._derived.pop((session, kind), None)

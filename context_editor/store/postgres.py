@@ -18,10 +18,8 @@ import psycopg
 
 from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
-from .base import (KEY_COLUMNS, RETRY_FIX, SCHEMA, KeyRecord, SessionInfo, Store, astuple_key, check_batch,
-                   edit_from_row, edit_row)
-
-
+from .base import (KEY_COLUMNS, RETRY_FIX, SCHEMA, SCHEMA_VERSION, KeyRecord, SessionInfo, Store, astuple_key,
+                   check_batch, domain_text, edit_from_row, edit_row, new_head, parse_domain_row, raw_session_rows)
 
 
 @contextmanager
@@ -38,6 +36,13 @@ def _database_errors(action: str) -> Iterator[None]:
                              "(postgresql://user[:password]@host[:port]/database) is right") from exc
 
 
+def _one(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:
+    """The single row an aggregate query always returns."""
+    row = cursor.fetchone()
+    assert row is not None
+    return tuple(row)
+
+
 class PostgresStore(Store):
     def __init__(self, url: str):
         self.url = url
@@ -46,8 +51,18 @@ class PostgresStore(Store):
         with _database_errors("creating the schema"), self._conn().transaction():
             # CREATE TABLE IF NOT EXISTS is not safe against itself: two processes opening a new
             # database at once can both try to create a table. The lock makes them take turns.
-            self._conn().execute("SELECT pg_advisory_xact_lock(hashtext('context_editor.schema'))")
-            self._conn().execute(SCHEMA)
+            c = self._conn()
+            c.execute("SELECT pg_advisory_xact_lock(hashtext('context_editor.schema'))")
+            c.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            version, has_tables = _one(c.execute(
+                "SELECT (SELECT max(version) FROM schema_version), to_regclass('messages') IS NOT NULL"))
+            if has_tables and version != SCHEMA_VERSION:
+                raise Errors.STORE(problem=f"{url} was written by another version of context-editor "
+                                           f"(schema {version or 1}, this is {SCHEMA_VERSION})",
+                                   fix="export its sessions with the version that wrote it, or use a new database")
+            c.execute(SCHEMA)
+            if version is None:
+                c.execute("INSERT INTO schema_version VALUES (%s)", (SCHEMA_VERSION,))
 
     def _conn(self) -> psycopg.Connection:
         conn = getattr(self._local, "conn", None)
@@ -64,13 +79,15 @@ class PostgresStore(Store):
 
     def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
         with _database_errors(f"storing domain {version_hash}"):
-            self._conn().execute("INSERT INTO domains VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
-                                 (version_hash, name, canonical_json(source)))
+            # The text keeps the author's key order (replay reproduces the field order), as in SQLite.
+            self._conn().execute("INSERT INTO domains VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                                 (version_hash, name, *domain_text(source)))
 
     def get_domain(self, version_hash: str) -> dict[str, Any] | None:
         with _database_errors(f"reading domain {version_hash}"):
-            row = self._conn().execute("SELECT source FROM domains WHERE version_hash = %s", (version_hash,)).fetchone()
-        return json.loads(row[0]) if row else None
+            row = self._conn().execute("SELECT source, sha256 FROM domains WHERE version_hash = %s",
+                                       (version_hash,)).fetchone()
+        return parse_domain_row(version_hash, row)
 
     def session(self, session: str) -> SessionInfo | None:
         with _database_errors(f"reading session {session!r}"):
@@ -87,17 +104,21 @@ class PostgresStore(Store):
             c.execute("INSERT INTO sessions (session, domain, domain_version) VALUES (%s, %s, %s) "
                       "ON CONFLICT DO NOTHING", (s, domain, domain_version))
             locked = c.execute(
-                "SELECT messages, edits, (SELECT hash FROM edits e WHERE e.session = s.session AND e.seq = s.edits - 1) "
-                "FROM sessions s WHERE session = %s FOR UPDATE", (s,)).fetchone()
+                "SELECT messages, edits, (SELECT hash FROM edits e WHERE e.session = s.session AND e.seq = s.edits - 1), "
+                "(SELECT hash FROM messages m WHERE m.session = s.session AND m.idx = s.messages - 1), "
+                "(SELECT sha256 FROM domains d WHERE d.version_hash = %s) "
+                "FROM sessions s WHERE session = %s FOR UPDATE", (domain_version, s)).fetchone()
             assert locked is not None  # the INSERT above made the row or found it
-            n_msgs, n_edits, last_hash = locked
-            check_batch(message, edits, n_msgs, n_edits, last_hash or GENESIS_HASH)
+            n_msgs, n_edits, last_hash, last_msg, sha = locked
+            check_batch(message, edits, n_msgs, n_edits, last_hash or GENESIS_HASH, last_msg or GENESIS_HASH)
             c.execute("INSERT INTO messages VALUES (%s, %s, %s, %s, %s)",
                       (s, message.index, message.round, canonical_json(message.body()), message.hash))
             with c.cursor() as cur:
                 cur.executemany("INSERT INTO edits VALUES (%s, %s, %s, %s, %s, %s)", [edit_row(e) for e in edits])
-            c.execute("UPDATE sessions SET domain = %s, domain_version = %s, messages = %s, edits = %s "
-                      "WHERE session = %s", (domain, domain_version, n_msgs + 1, n_edits + len(edits), s))
+            head = new_head(domain, domain_version, sha, message, edits, n_msgs, n_edits, last_hash)
+            c.execute("UPDATE sessions SET domain = %s, domain_version = %s, messages = %s, edits = %s, head = %s, "
+                      "signature = %s WHERE session = %s",
+                      (domain, domain_version, head.messages, head.edits, *self.sign(head), s))
 
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
         with _database_errors(f"reading messages of session {session!r}"):
@@ -149,10 +170,35 @@ class PostgresStore(Store):
     def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         with _database_errors(f"reading rows of session {session!r}"):
             c = self._conn()
-            msgs = c.execute("SELECT idx, body, hash FROM messages WHERE session = %s ORDER BY idx", (session,)).fetchall()
+            msgs = c.execute("SELECT idx, round, body, hash FROM messages WHERE session = %s ORDER BY idx", (session,)).fetchall()
             edits = c.execute("SELECT seq, round, message_index, body, hash FROM edits WHERE session = %s ORDER BY seq",
                               (session,)).fetchall()
         return msgs, edits
+
+    def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
+        with _database_errors("listing every stored session"):
+            return raw_session_rows(lambda sql: self._conn().execute(sql).fetchall())
+
+    def raw_domains(self) -> dict[str, tuple[Any, ...]]:
+        with _database_errors("reading the domains table"):
+            rows = self._conn().execute("SELECT version_hash, name, source, sha256 FROM domains").fetchall()
+        return {r[0]: tuple(r[1:]) for r in rows}
+
+    def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
+        with _database_errors(f"storing derived {kind} of session {session!r}"):
+            self._conn().execute("INSERT INTO derived VALUES (%s, %s, %s, %s) ON CONFLICT (session, kind, key) "
+                                 "DO UPDATE SET body = excluded.body",
+                                 (session, kind, key, json.dumps(body, ensure_ascii=False)))
+
+    def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
+        with _database_errors(f"reading derived {kind} of session {session!r}"):
+            rows = self._conn().execute("SELECT key, body FROM derived WHERE session = %s AND kind = %s ORDER BY key",
+                                        (session, kind)).fetchall()
+        return {k: json.loads(b) for k, b in rows}
+
+    def drop_derived(self, session: str, kind: str) -> None:
+        with _database_errors(f"dropping derived {kind} of session {session!r}"):
+            self._conn().execute("DELETE FROM derived WHERE session = %s AND kind = %s", (session, kind))
 
     def close(self) -> None:
         for conn in self._opened:

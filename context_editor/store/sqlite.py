@@ -15,9 +15,8 @@ from typing import Any
 
 from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
-from .base import RETRY_FIX, SCHEMA, KeyRecord, SessionInfo, Store, KEY_COLUMNS, astuple_key, check_batch, edit_from_row, edit_row
-
-SCHEMA_VERSION = 1
+from .base import (KEY_COLUMNS, RETRY_FIX, SCHEMA, SCHEMA_VERSION, KeyRecord, SessionInfo, Store, astuple_key,
+                   check_batch, domain_text, edit_from_row, edit_row, new_head, parse_domain_row, raw_session_rows)
 
 
 class SQLiteStore(Store):
@@ -31,15 +30,29 @@ class SQLiteStore(Store):
         self._local = threading.local()
         c = self._conn()
         try:
-            version = c.execute("PRAGMA user_version").fetchone()[0]
-            has_tables = c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'messages'").fetchone()[0]
+            if self._schema_version(c) != (True, SCHEMA_VERSION):
+                # One transaction for the tables and the version stamp: a kill in between leaves neither.
+                c.execute("BEGIN IMMEDIATE")
+                has_tables, version = self._schema_version(c)
+                if has_tables and version != SCHEMA_VERSION:
+                    c.execute("ROLLBACK")
+                    raise Errors.STORE(problem=f"{self.path} was written by another version of context-editor "
+                                               f"(schema {version}, this is {SCHEMA_VERSION})",
+                                       fix="export its sessions with the version that wrote it, or use a new --store file")
+                for statement in SCHEMA.split(";"):
+                    if statement.strip():
+                        c.execute(statement)
+                c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                c.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
-            raise Errors.STORE(problem=f"{self.path} is not a SQLite database ({exc})", fix="pass another --store path") from exc
-        if has_tables and version != SCHEMA_VERSION:
-            raise Errors.STORE(problem=f"{self.path} was written by an older context-editor (schema {version}, this is {SCHEMA_VERSION})",
-                             fix="export its sessions with the version that wrote it, or use a new --store file")
-        c.executescript(SCHEMA)
-        c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+            raise Errors.STORE(problem=f"{self.path} is not a usable SQLite database ({exc})", fix="pass another --store path") from exc
+
+    @staticmethod
+    def _schema_version(c: sqlite3.Connection) -> tuple[bool, int]:
+        has_tables = c.execute("SELECT count(*) FROM sqlite_master WHERE name = 'messages'").fetchone()[0] > 0
+        return has_tables, int(c.execute("PRAGMA user_version").fetchone()[0])
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -56,13 +69,11 @@ class SQLiteStore(Store):
         return conn
 
     def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
-        # Key order is kept (not canonical): it is the author's field order, which replay must reproduce.
-        self._conn().execute("INSERT OR IGNORE INTO domains VALUES (?, ?, ?)",
-                             (version_hash, name, json.dumps(source, ensure_ascii=False)))
+        self._conn().execute("INSERT OR IGNORE INTO domains VALUES (?, ?, ?, ?)", (version_hash, name, *domain_text(source)))
 
     def get_domain(self, version_hash: str) -> dict[str, Any] | None:
-        row = self._conn().execute("SELECT source FROM domains WHERE version_hash = ?", (version_hash,)).fetchone()
-        return json.loads(row[0]) if row else None
+        row = self._conn().execute("SELECT source, sha256 FROM domains WHERE version_hash = ?", (version_hash,)).fetchone()
+        return parse_domain_row(version_hash, row)
 
     def session(self, session: str) -> SessionInfo | None:
         row = self._conn().execute(
@@ -73,18 +84,24 @@ class SQLiteStore(Store):
         c = self._conn()
         try:
             c.execute("BEGIN IMMEDIATE")
-            row = c.execute("SELECT messages, edits FROM sessions WHERE session = ?", (message.session,)).fetchone()
+            s = message.session
+            row = c.execute("SELECT messages, edits FROM sessions WHERE session = ?", (s,)).fetchone()
             n_msgs, n_edits = row if row else (0, 0)
-            last = c.execute("SELECT hash FROM edits WHERE session = ? AND seq = ?", (message.session, n_edits - 1)).fetchone()
-            check_batch(message, edits, n_msgs, n_edits, last[0] if last else GENESIS_HASH)
+            last = c.execute("SELECT hash FROM edits WHERE session = ? AND seq = ?", (s, n_edits - 1)).fetchone()
+            last_msg = c.execute("SELECT hash FROM messages WHERE session = ? AND idx = ?", (s, n_msgs - 1)).fetchone()
+            check_batch(message, edits, n_msgs, n_edits, last[0] if last else GENESIS_HASH,
+                        last_msg[0] if last_msg else GENESIS_HASH)
             c.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?)",
-                      (message.session, message.index, message.round, canonical_json(message.body()), message.hash))
+                      (s, message.index, message.round, canonical_json(message.body()), message.hash))
             c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
+            sha = c.execute("SELECT sha256 FROM domains WHERE version_hash = ?", (domain_version,)).fetchone()
+            head = new_head(domain, domain_version, sha[0] if sha else None, message, edits, n_msgs, n_edits,
+                            last[0] if last else None)
             c.execute(
-                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?) ON CONFLICT(session) DO UPDATE SET "
-                "domain = excluded.domain, domain_version = excluded.domain_version, "
-                "messages = excluded.messages, edits = excluded.edits",
-                (message.session, domain, domain_version, n_msgs + 1, n_edits + len(edits)))
+                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session) DO UPDATE SET "
+                "domain = excluded.domain, domain_version = excluded.domain_version, messages = excluded.messages, "
+                "edits = excluded.edits, head = excluded.head, signature = excluded.signature",
+                (s, domain, domain_version, head.messages, head.edits, *self.sign(head)))
             c.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
             c.execute("ROLLBACK")
@@ -132,10 +149,28 @@ class SQLiteStore(Store):
 
     def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         c = self._conn()
-        msgs = c.execute("SELECT idx, body, hash FROM messages WHERE session = ? ORDER BY idx", (session,)).fetchall()
+        msgs = c.execute("SELECT idx, round, body, hash FROM messages WHERE session = ? ORDER BY idx", (session,)).fetchall()
         edits = c.execute("SELECT seq, round, message_index, body, hash FROM edits WHERE session = ? ORDER BY seq",
                           (session,)).fetchall()
         return msgs, edits
+
+    def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
+        return raw_session_rows(self._conn().execute)
+
+    def raw_domains(self) -> dict[str, tuple[Any, ...]]:
+        return {r[0]: tuple(r[1:]) for r in self._conn().execute("SELECT version_hash, name, source, sha256 FROM domains")}
+
+    def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
+        self._conn().execute("INSERT OR REPLACE INTO derived VALUES (?, ?, ?, ?)",
+                             (session, kind, key, json.dumps(body, ensure_ascii=False)))
+
+    def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
+        rows = self._conn().execute("SELECT key, body FROM derived WHERE session = ? AND kind = ? ORDER BY key",
+                                    (session, kind)).fetchall()
+        return {k: json.loads(b) for k, b in rows}
+
+    def drop_derived(self, session: str, kind: str) -> None:
+        self._conn().execute("DELETE FROM derived WHERE session = ? AND kind = ?", (session, kind))
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

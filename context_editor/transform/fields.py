@@ -33,6 +33,7 @@ from ..model import Candidate, Edit, FieldState, HistoryEntry, Message, Op, Prov
 POLICY_LOCKED = "POLICY_FIRST_LOCKED"
 POLICY_LOWER_CONFIDENCE = "POLICY_LOWER_CONFIDENCE"
 PROPOSED = "PROPOSED_BY_ASSISTANT"
+NOT_A_QUANTITY = "NUMBER_NOT_A_QUANTITY"  # "1e999999", "10^1000": an exponent, not an amount or a count
 OPTION = "OFFERED_OPTION_"  # + the option's number
 CONFIRMED = "CONFIRMED_BY_USER"
 DECLINED = "DECLINED_BY_USER"
@@ -204,11 +205,18 @@ def field_edits(state: State, domain: Domain, msg: Message, candidates: Iterable
     proposals: dict[str, list[Candidate]] = {}
     mentioned: set[str] = set()
     acts: list[Candidate] = []
+    refused: list[Edit] = []
     for c in candidates:
         if c.kind in ("confirmation", "decline", "pick"):
             acts.append(c)
             continue
         spec = domain.fields[c.field]
+        if c.kind == "not_a_quantity":
+            if msg.role in spec.sources:
+                fs = state.fields.get(c.field)
+                refused.append(edit(msg, domain, "reject", c.field, fs.value if fs else None, c.value, "initial",
+                                    reason=NOT_A_QUANTITY, provenance=c.provenance))
+            continue
         mentioned.add(c.field)
         if c.kind == "proposal":
             if _wanted(spec, c):
@@ -233,4 +241,4 @@ def field_edits(state: State, domain: Domain, msg: Message, candidates: Iterable
             out.extend(_list_edits(msg, domain, name, fs, values.get(name, []), removals.get(name, [])))
         elif (e := _value_edit(msg, domain, spec, fs, values[name])) is not None:
             out.append(e)
-    return out
+    return out + refused

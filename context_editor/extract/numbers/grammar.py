@@ -127,7 +127,9 @@ _CN_NUMBER = rf"[{CN_DIGITS}十拾][{CN_DIGITS}{_CN_UNITS}]*(?:点[{CN_DIGITS}]+
 # Month / day / hour numerals; also used by the dates module.
 SMALL_NUMERAL = r"(?:[0-9]{1,2}|[零〇一二两三四五六七八九十]{1,3})"
 _CODE_SHAPE = (
-    r"(?=[a-z0-9_-]*[a-z][a-z0-9_-]*[0-9])[a-z0-9]+(?:[-_][a-z0-9]+)*"
+    # "a letter, later a digit" written deterministically (first letter, then letters up to the
+    # first digit): the ambiguous [a-z0-9_-]*[a-z][a-z0-9_-]*[0-9] was quadratic on a run of letters.
+    r"(?=[0-9_-]*[a-z][a-z_-]*[0-9])[a-z0-9]+(?:[-_][a-z0-9]+)*"
     r"|(?<![a-z0-9_-])(?:[0-9]+(?:-[0-9]+){2,}|0[0-9]+-[0-9]+|[0-9]+-0[0-9]+)(?![0-9a-z])"
 )
 _SLASH_DATE = r"(?<![0-9/])[0-9]{1,4}/[0-9]{1,2}(?:/[0-9]{1,4})?(?![0-9/])"

@@ -1,0 +1,188 @@
+"""The summary zone: an extractive, hierarchical digest of a session's whole history.
+
+Each message, as it arrives, yields its summary lines (`lines_of`): sentences copied verbatim,
+each tagged with what makes it worth keeping:
+- fact: a user statement (not a question) with a preference, constraint, health or identity
+  cue (word lists in `rules/<lang>/lexicon/memory.yaml`), or with a number or identifier;
+- value: any sentence with a value-like span: a number, a date word, an identifier, a quoted
+  string, a capitalised name;
+- note: any other sentence long enough to be about something (kept for vocabulary matches).
+Lines are grouped into stages of `STAGE_ROUNDS` rounds. The renderer shows the stages of the
+loaded window in detail and rolls everything older up into one session summary (facts, values
+the state has not absorbed, the notes nearest the action): see `inject.compact.zone_lines`.
+
+The zone is derived data: the pipeline stores it per stage (`Store.put_derived`) as messages arrive, so
+the work per message is bounded by one stage, and `rebuild` recomputes it from the log.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..domain import Domain
+from ..lang import detect_language
+from ..inject.compact import FACT, NOTE, STAGE_ROUNDS, VALUE, SummaryLine, stage_of
+from ..inject.history import tool_text, words
+from ..model import Message
+from .cues import load_cues
+
+MAX_LINE_CHARS = 240  # longer clauses are not copied (they would have to be cut)
+MIN_NOTE_WORDS = 3
+MAX_NOTES_PER_STAGE = 40  # notes only; facts and values are never capped
+KIND = "summary"  # derived-data kind in the store
+ANCHORS_KEY = -1  # the stage key that holds the goal and subtask anchors
+
+_SENTENCE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;]?|[^.\n]+(?:\.(?!\d)|$)")
+_CLAUSE = re.compile(r"[^，,、]+[，,、]?")
+_VALUE_SPANS = re.compile(
+    r"\d[\d,.:/-]*\d|\d"  # numbers, times, dates
+    r"|(?<![A-Za-z0-9-])[A-Z]{1,6}-?\d[A-Za-z0-9-]*"  # identifiers
+    r"|\"[^\"\n]{1,60}\"|“[^”\n]{1,60}”|「[^」\n]{1,60}」|『[^』\n]{1,60}』"  # quoted strings
+    r"|(?<=[a-z,;:] )[A-Z][a-z]+(?: [A-Z][a-z]+)*"  # capitalised names inside a sentence
+    r"|(?:大?[前后]|[今明昨])天|下{1,2}个?(?:周|星期|礼拜)[一二三四五六日天]|(?:周|星期|礼拜)[一二三四五六日天]"
+    r"|[零一二两三四五六七八九十百千万]+(?:位|人|天|晚|元|块|岁|点|号|月|年|公斤|间)")
+ANCHOR_NAMES = ("goal", "subtask")
+
+
+def _value_spans(text: str) -> tuple[tuple[int, int], ...]:
+    return tuple(m.span() for m in _VALUE_SPANS.finditer(text))
+
+
+def _pieces(text: str) -> list[tuple[int, str]]:
+    """Sentences (split further into clauses when too long to copy whole), with their offsets."""
+    out: list[tuple[int, str]] = []
+    for m in _SENTENCE.finditer(text):
+        s = m.group(0)
+        if len(s.strip()) <= MAX_LINE_CHARS:
+            out.append((m.start(), s))
+            continue
+        out.extend((m.start() + c.start(), c.group(0)) for c in _CLAUSE.finditer(s) if len(c.group(0).strip()) <= MAX_LINE_CHARS)
+    return out
+
+
+def _is_fact(sentence: str, language: str) -> bool:
+    """A cue word in a clause that does not ask something."""
+    cues = load_cues(language)
+    return any(cues.fact.search(c) and not cues.question.search(c) for c in _CLAUSE.findall(sentence))
+
+
+def lines_of(domain: Domain, msg: Message) -> list[SummaryLine]:
+    """The summary lines of one message (a pure function of the message and the domain's tool trimming)."""
+    if msg.role not in ("user", "assistant", "tool"):
+        return []
+    tool = msg.role == "tool"
+    text = tool_text(domain, msg) if tool else msg.content
+    trimmed = text is not msg.content
+    language = detect_language(text)
+    out: list[SummaryLine] = []
+    for offset, raw in _pieces(text[:8000]):
+        sentence = raw.strip()
+        if not sentence:
+            continue
+        start = -1 if trimmed else offset + raw.index(sentence)
+        spans = _value_spans(sentence)
+        cued = msg.role == "user" and _is_fact(sentence, language)
+        question = load_cues(language).question.search(sentence) is not None
+        if cued or (msg.role == "user" and spans and not question and len(words(sentence)) >= MIN_NOTE_WORDS):
+            kind = FACT
+        elif spans:
+            kind = VALUE
+        elif not tool and len(words(sentence)) >= MIN_NOTE_WORDS:
+            kind = NOTE
+        else:
+            continue
+        out.append(SummaryLine(sentence, msg.round, msg.index, msg.role, kind, start, spans, cued))
+    return out
+
+
+@dataclass
+class Stage:
+    number: int
+    lines: list[SummaryLine] = field(default_factory=list)
+    last_index: int = -1
+
+    def add(self, new: list[SummaryLine]) -> None:
+        self.lines.extend(new)
+        notes = [line for line in self.lines if line.kind == NOTE]
+        if len(notes) > MAX_NOTES_PER_STAGE:  # drop the oldest notes past the cap
+            extra = {id(line) for line in notes[: len(notes) - MAX_NOTES_PER_STAGE]}
+            self.lines = [line for line in self.lines if id(line) not in extra]
+
+    def body(self) -> dict[str, Any]:
+        return {"last_index": self.last_index, "lines": [line.to_dict() for line in self.lines]}
+
+
+@dataclass
+class SummaryZone:
+    """One session's summary zone: stages of lines, plus the latest goal and subtask anchors."""
+
+    domain: Domain
+    stages: dict[int, Stage] = field(default_factory=dict)
+    anchors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    last_index: int = -1
+
+    def add(self, msg: Message) -> list[int]:
+        """Fold one message in; returns the keys of what changed (for the store)."""
+        if msg.index <= self.last_index:
+            return []
+        self.last_index = msg.index
+        if msg.role == "system" and msg.name in ANCHOR_NAMES:
+            self.anchors[msg.name] = {"text": msg.content, "round": msg.round, "index": msg.index}
+            return [ANCHORS_KEY]
+        number = stage_of(msg.round)
+        stage = self.stages.setdefault(number, Stage(number))
+        stage.add(lines_of(self.domain, msg))
+        stage.last_index = msg.index
+        return [number]
+
+    def lines(self, up_to_round: int | None = None) -> list[SummaryLine]:
+        """Every line of rounds <= up_to_round, oldest first."""
+        out = [line for n in sorted(self.stages) for line in self.stages[n].lines]
+        return out if up_to_round is None else [line for line in out if line.round <= up_to_round]
+
+    def anchor(self, name: str, up_to_round: int | None = None) -> dict[str, Any] | None:
+        a = self.anchors.get(name)
+        return a if a is None or up_to_round is None or a["round"] <= up_to_round else None
+
+    # ------------------------------------------------------------------ persistence
+    def bodies(self, keys: list[int]) -> dict[int, dict[str, Any]]:
+        """The stored form of the stages (and anchors) named by `keys`."""
+        return {key: {"anchors": self.anchors, "last_index": self.last_index} if key == ANCHORS_KEY
+                else self.stages[key].body() for key in keys}
+
+    @classmethod
+    def from_bodies(cls, domain: Domain, bodies: dict[int, dict[str, Any]]) -> SummaryZone:
+        zone = cls(domain)
+        for key, body in bodies.items():
+            if key == ANCHORS_KEY:
+                zone.anchors = body["anchors"]
+            else:
+                zone.stages[key] = Stage(key, [SummaryLine.from_dict(d) for d in body["lines"]], body["last_index"])
+            zone.last_index = max(zone.last_index, body["last_index"])
+        return zone
+
+    def resume_round(self) -> int:
+        """The first round whose messages may not all be folded in yet (derived data may lag
+        the log after a crash between the two writes; it never runs ahead of it)."""
+        return max(self.stages, default=0) * STAGE_ROUNDS
+
+    @classmethod
+    def rebuild(cls, domain: Domain, messages: list[Message]) -> SummaryZone:
+        """The zone computed from scratch from the raw log (what the stored zone must equal)."""
+        zone = cls(domain)
+        for m in messages:
+            zone.add(m)
+        return zone
+
+
+def extractive_line(text: str, ctx: dict[str, Any]) -> str:
+    """The built-in summarizer: the first sentence of `text` that carries a value or a fact cue
+    (else the first sentence), verbatim. Registered as the `extractive` summarizer."""
+    language = detect_language(text)
+    pieces = [p.strip() for _, p in _pieces(text[:8000]) if p.strip()]
+    for sentence in pieces:
+        if _value_spans(sentence) or _is_fact(sentence, language):
+            return sentence
+    return pieces[0] if pieces else ""

@@ -1,0 +1,195 @@
+"""The whole NER loop on a tiny fixture, offline, in seconds: train -> a domain uses the model ->
+extraction with provenance -> replay identical; plus the training input's error contract and the
+rule-vs-model policy."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from context_editor import ContextEditor, load_domain
+from context_editor.audit import replay
+from context_editor.domain import lint_domain
+from context_editor.domain.kinds import accepts, served_label, value_kind
+from context_editor.domain.nermodel import model_hash, model_info
+from context_editor.extract.ner import outrank
+from context_editor.model import Candidate, Provenance
+from context_editor.store import open_store
+from context_editor.train.corpus import TrainingDataError, read_examples
+from context_editor.train.ner import TrainOptions, train_ner
+
+FIXTURE = Path(__file__).parent / "fixtures" / "ner_tiny.jsonl"
+TINY = TrainOptions(max_epochs=20, patience=20, width=32, depth=2, embed=500, hidden=32, seed=7, batch_words=40)
+DOMAIN = """\
+domain: trip
+version: 1
+languages: [en]
+ner: {model: ./models/tiny}
+fields:
+  destination:
+    type: text
+    extract: [slot.place.to, ner.PLACE]
+  traveller:
+    type: text
+    extract: [ner.PERSON]
+actions:
+  plan: {fields: [destination, traveller]}
+"""
+
+
+def _train(out: Path, opts: TrainOptions = TINY) -> Path:
+    examples = read_examples("golden", FIXTURE)
+    train_ner(examples, out, opts, command="pytest", data={"format": "golden", "path": str(FIXTURE), "examples": len(examples)})
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    return _train(tmp_path_factory.mktemp("ner") / "tiny")
+
+
+def _domain(tmp_path: Path, model: Path, text: str = DOMAIN) -> Path:
+    (tmp_path / "models").mkdir(exist_ok=True)
+    shutil.copytree(model, tmp_path / "models" / "tiny", dirs_exist_ok=True)
+    path = tmp_path / "trip.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_training_writes_a_model_with_its_card_and_is_deterministic(tiny_model, tmp_path):
+    card = json.loads((tiny_model / "card.json").read_text("utf-8"))
+    assert card["labels"] == ["PERSON", "PLACE"] and card["lang"] == "en" and card["seed"] == 7
+    assert card["hash"] == model_hash(tiny_model) and card["size_bytes"] > 0 and card["command"] == "pytest"
+    assert set(card["held_out"]["per_label"]) <= {"PERSON", "PLACE"} and card["data"]["held_out_examples"] >= 1
+    readme = (tiny_model / "README.md").read_text("utf-8")
+    assert "Held-out scores" in readme and "Rebuild:** `pytest`" in readme
+    assert model_hash(_train(tmp_path / "again")) == card["hash"]  # same data and seed: the same weights
+
+
+def test_a_domain_uses_the_model_with_provenance_and_replays_identically(tiny_model, tmp_path):
+    path = _domain(tmp_path, tiny_model)
+    domain = load_domain(path)
+    info = model_info(tmp_path / "models" / "tiny")
+    assert domain.ner_models["en"].hash == info.hash
+    db = tmp_path / "s.db"
+    editor = ContextEditor(domain, f"sqlite:///{db}")
+    text = "Anna Smith is travelling to Madrid next week"
+    state = editor.ingest("s1", [{"role": "user", "content": text, "timestamp": "2024-05-01T10:00:00"}])
+    assert state.get("traveller") == "Anna Smith"
+    p = state.fields["traveller"].provenance
+    assert p.extractor == f"ner:tiny@{info.hash[:12]}:PERSON" and text[p.span[0]:p.span[1]] == "Anna Smith"
+    assert 0.5 <= p.confidence <= 1.0 and p.domain_version == domain.version_hash
+    assert state.get("destination") == "Madrid"
+    store = open_store(f"sqlite:///{db}")
+    assert replay(store, "s1").identical
+
+
+def test_a_retrained_model_is_a_new_domain_version_and_replay_says_so(tiny_model, tmp_path):
+    path = _domain(tmp_path, tiny_model)
+    before = load_domain(path)
+    db = tmp_path / "s.db"
+    ContextEditor(before, f"sqlite:///{db}").ingest(
+        "s1", [{"role": "user", "content": "Book a hotel in Oslo for Tom Baker", "timestamp": "2024-05-01T10:00:00"}])
+    _train(tmp_path / "models" / "tiny", TrainOptions(**{**TINY.__dict__, "seed": 8}))
+    after = load_domain(path)
+    assert after.ner_models["en"].hash != before.ner_models["en"].hash and after.version_hash != before.version_hash
+    report = replay(open_store(f"sqlite:///{db}"), "s1")
+    assert not report.identical and report.first_difference
+
+
+def test_domain_lint_checks_model_and_labels(tiny_model, tmp_path):
+    path = _domain(tmp_path, tiny_model, DOMAIN.replace("ner.PERSON", "ner.TITLE"))
+    problems = lint_domain(path)[1]
+    assert [p.code for p in problems] == ["CE106"] and "ner.TITLE" in problems[0].message and problems[0].line == 11
+    path.write_text(DOMAIN.replace("./models/tiny", "./models/missing"), encoding="utf-8")
+    problems = lint_domain(path)[1]
+    assert [p.code for p in problems] == ["CE601"] and problems[0].line == 4
+
+
+def test_models_load_lazily(tiny_model, tmp_path):
+    import context_editor.extract.ner as ner
+
+    path = _domain(tmp_path, tiny_model)
+    ner._trained.pop(model_info(tmp_path / "models" / "tiny").path, None)
+    editor = ContextEditor(load_domain(path), "memory://")
+    assert model_info(tmp_path / "models" / "tiny").path not in ner._trained  # loading a domain loads no weights
+    editor.ingest("s", [{"role": "user", "content": "hello", "timestamp": "2024-05-01T10:00:00"}])
+    assert model_info(tmp_path / "models" / "tiny").path in ner._trained
+
+
+@pytest.mark.parametrize("content, line, words", [
+    (None, None, "no such file"),
+    ('{"text": "Fly to Paris", "spans": [{"start": 7, "end": 12, "label": "PLACE"}]}\n'
+     '{"text": "Fly to Rome", "spans": [{"start": 6, "end": 10, "label": "PLACE", "text": "Rome"}]}\n', 2, "covers"),
+    ('{"text": "Fly to Paris", "spans": [{"start": 7, "end": 40, "label": "PLACE"}]}\n', 1, "outside the text"),
+    ('{"text": "Fly to Paris", "spans": []}\n\n{"text": "Hello", "spans": []}\n', None, "empty label set"),
+    ('{"text": "Fly", "spans": [{"start": 0, "end": 3}]}\n', 1, "label"),
+    ('not json\n', 1, "JSON"),
+])
+def test_bad_training_input_is_a_clear_error_and_writes_nothing(tmp_path, capsys, content, line, words):
+    from context_editor.cli import main
+
+    data = tmp_path / "data.jsonl"
+    if content is not None:
+        data.write_text(content, encoding="utf-8")
+    out = tmp_path / "model"
+    assert main(["train", "ner", "--format", "golden", str(data), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "[CE900]" in err and words in err and "fix:" in err and "Traceback" not in err
+    assert f"{data}:{line}:" in err if line else str(data) in err
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == (["data.jsonl"] if content else [])
+
+
+def test_kinds_are_read_from_names_and_descriptions_without_dataset_names():
+    siblings = [("origin", "City of origin"), ("destination", "Destination city"), ("check_in_date", ""), ("check_out_date", "")]
+    assert value_kind("origin", "City of origin", siblings) == "PLACE.FROM"
+    assert value_kind("destination", "Destination city", [("destination", "")]) == "PLACE"  # no origin: no role
+    assert value_kind("check_out_date", "", siblings) == "DATE.END"
+    assert value_kind("song_title", "Name of the song") == "TITLE"
+    assert value_kind("hotel_name", "Name of the hotel") == "VENUE.HOTEL"
+    assert value_kind("目的地", "出租", [("出发地", "出租"), ("目的地", "出租")]) == "PLACE.TO"
+    assert value_kind("wibble", "Something else") is None
+    assert accepts("PLACE", "PLACE.TO") and not accepts("PLACE.TO", "PLACE") and not accepts("PLACE", "PLACEMENT")
+    assert served_label("RATING.HOTEL", ["RATING", "TITLE"]) == "RATING" and served_label("TITLE", ["PLACE"]) is None
+
+
+def _cand(extractor: str, conf: float, span: tuple[int, int]) -> Candidate:
+    return Candidate("f", "v", Provenance(0, 1, "user", span, "v", extractor, conf, "x", "m"))
+
+
+def test_a_rule_hit_outranks_a_model_span_unless_the_model_is_surer_by_the_margin():
+    rule = _cand("rule:r", 0.9, (0, 5))
+    near = _cand("ner:m@h:PLACE", 0.94, (0, 5))
+    sure = _cand("ner:m@h:PLACE", 0.99, (2, 8))
+    elsewhere_rule = _cand("rule:r", 0.9, (20, 25))
+    assert outrank([rule], [near], 0.05) == [rule]  # not surer by more than the margin: the rule stands
+    assert outrank([rule, elsewhere_rule], [sure], 0.05) == [elsewhere_rule, sure]  # the overlapped rule hit gives way
+    assert outrank([], [near], 0.05) == [near] and outrank([rule], [], 0.05) == [rule]
+
+
+SGD_DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "sgd" / "dev"
+
+
+@pytest.mark.skipif(not SGD_DEV.is_dir(), reason=f"SGD dev split not found at {SGD_DEV}")
+def test_bench_with_a_model_runs_the_ablation_in_one_run(tiny_model, tmp_path):
+    import argparse
+
+    from context_editor.bench.cli import register
+
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["bench", "sgd", "--data", str(SGD_DEV), "--limit", "3", "--ner", str(tiny_model),
+                              "--out", str(tmp_path), "--scaling-rounds", "150"])
+    assert args.func(args) == 0
+    results = json.loads((tmp_path / "results.json").read_text("utf-8"))
+    modes = results["ablation"]["modes"]
+    assert list(modes) == ["rules", "ner", "both"] and all(0 <= m["joint_goal_accuracy"] <= 1 for m in modes.values())
+    assert results["ablation"]["model"]["hash"] == model_hash(tiny_model) and results["ablation"]["model"]["load_seconds"] > 0
+    both = (tmp_path / "domains-both" / "restaurants_2.yaml").read_text("utf-8")
+    assert "ner:" in both and "ner.PLACE" in both  # the model's labels, through the kind mapping
+    assert "ner." not in (tmp_path / "domains-rules" / "restaurants_2.yaml").read_text("utf-8")
+    assert "slot.name" not in (tmp_path / "domains-ner" / "restaurants_2.yaml").read_text("utf-8")
+    assert "Ablation" in (tmp_path / "report.md").read_text("utf-8")
