@@ -135,6 +135,8 @@ def test_session_head_and_raw_views(store):
                                 "messages": 2, "edits": 3, "last_message_hash": m.hash, "last_edit_hash": edits[-1].hash}
     assert json.loads(rows["t"][4])["domain_sha256"] == store.raw_domains()[VERSION][2]
     assert json.loads(rows["t"][4])["last_edit_hash"] == GENESIS_HASH
+    assert store.raw_sessions("s") == {"t": rows["t"]} and store.raw_sessions(upto="s") == {"s": rows["s"]}
+    assert store.raw_sessions("s", "s") == {} and store.raw_sessions(None, "t") == rows
 
 
 def test_heads_are_signed_with_the_store_signer(store):

@@ -96,14 +96,24 @@ def new_head(domain: str, domain_version: str, domain_sha256: str | None, messag
                 edits[-1].hash if edits else (last_edit_hash or GENESIS_HASH))
 
 
-def raw_session_rows(query: Callable[[str], Iterable[Sequence[Any]]]) -> dict[str, tuple[Any, ...] | None]:
-    """`Store.raw_sessions` for an SQL store, given a function that runs a query: every session
+def key_range(after: str | None, upto: str | None, column: str, mark: str) -> tuple[str, tuple[str, ...]]:
+    """The SQL condition (and its parameters) for session ids in the key range (after, upto]:
+    `column` compared in code-point order, `mark` the driver's placeholder. Bounds that are None
+    are left out rather than tested in SQL, so the planner always sees the index."""
+    bounds = [(f"{column} {op} {mark}", v) for op, v in ((">", after), ("<=", upto)) if v is not None]
+    return " AND ".join(b for b, _ in bounds) or "1 = 1", tuple(v for _, v in bounds if v is not None)
+
+
+def raw_session_rows(query: Callable[[str, tuple[Any, ...]], Iterable[Sequence[Any]]], where: str,
+                     params: tuple[Any, ...]) -> dict[str, tuple[Any, ...] | None]:
+    """`Store.raw_sessions` for an SQL store, given a function that runs a query with parameters
+    and the store's key-range condition on `session` (`where`, with its `params`): every session
     id in any table, with its sessions row or None."""
     found: dict[str, tuple[Any, ...] | None] = {}
     for table in ("messages", "edits"):
-        found.update((r[0], None) for r in query(f"SELECT DISTINCT session FROM {table}"))
+        found.update((r[0], None) for r in query(f"SELECT DISTINCT session FROM {table} WHERE {where}", params))
     found.update((r[0], tuple(r[1:])) for r in query(
-        "SELECT session, domain, domain_version, messages, edits, head, signature FROM sessions"))
+        f"SELECT session, domain, domain_version, messages, edits, head, signature FROM sessions WHERE {where}", params))
     return found
 
 
@@ -243,10 +253,11 @@ class Store(ABC):
         edits as (seq, round, message_index, body, hash), each in storage order of its key."""
 
     @abstractmethod
-    def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
-        """For `audit verify`: every session id found in any table, mapped to its sessions row
-        as stored, (domain, domain_version, messages, edits, head, signature), or to None when
-        messages or edits exist for a session the sessions table does not list."""
+    def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:
+        """For `audit verify`: every session id found in any table (in the key range (`after`,
+        `upto`] when given, as in `session_keys`), mapped to its sessions row as stored, (domain,
+        domain_version, messages, edits, head, signature), or to None when messages or edits
+        exist for a session the sessions table does not list."""
 
     @abstractmethod
     def raw_domains(self) -> dict[str, tuple[Any, ...]]:

@@ -101,9 +101,10 @@ class MemoryStore(Store):
         edits = [(e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash) for e in self._edits.get(session, [])]
         return msgs, edits
 
-    def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
+    def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:
+        chosen = self._sessions if after is None and upto is None else set(self.session_keys(after, upto))
         return {s: (d, v, len(self._messages[s]), len(self._edits[s]), head, sig)
-                for s, (d, v, head, sig) in self._sessions.items()}
+                for s, (d, v, head, sig) in self._sessions.items() if s in chosen}
 
     def raw_domains(self) -> dict[str, tuple[Any, ...]]:
         return dict(self._domains)

@@ -95,7 +95,7 @@ def upgrade(execute: Callable[[str], object], found: int | None, store: str, dia
             db_errors: type[Exception] | tuple[type[Exception], ...]) -> None:
     """Bring a store to SCHEMA_VERSION inside the caller's transaction (the caller stamps the
     version in it too): create the base tables when `found` is None (a new store), then run the
-    pending steps. A failing statement is CE508; the caller's rollback undoes every step."""
+    pending steps. A failing statement is MIGRATION_FAILED; the caller's rollback undoes every step."""
     steps = pending(BASE_VERSION if found is None else found, store)
     if found is None:
         for statement in BASE_SCHEMA.split(";"):

@@ -21,7 +21,7 @@ from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
 from . import migrations
 from .base import (KEY_COLUMNS, RETRY_FIX, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
-                   domain_text, edit_from_row, edit_row, new_head, parse_domain_row, raw_session_rows,
+                   domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row, raw_session_rows,
                    stored_sessions)
 
 
@@ -42,6 +42,11 @@ def _database_errors(action: str) -> Iterator[None]:
 def _safe_url(url: str) -> str:
     """The URL without its password, for messages."""
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+def _key_range(after: str | None, upto: str | None) -> tuple[str, tuple[str, ...]]:
+    # COLLATE "C" is code-point order whatever the database locale; index sessions_key_range serves it.
+    return key_range(after, upto, 'session COLLATE "C"', "%s")
 
 
 def _one(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:
@@ -175,12 +180,10 @@ class PostgresStore(Store):
             return [r[0] for r in self._conn().execute('SELECT session FROM sessions ORDER BY session COLLATE "C"')]
 
     def session_keys(self, after: str | None = None, upto: str | None = None, limit: int | None = None) -> list[str]:
-        # COLLATE "C" is code-point order whatever the database locale; index sessions_key_range serves it.
-        bounds = [(f'session COLLATE "C" {op} %s', v) for op, v in ((">", after), ("<=", upto)) if v is not None]
-        where = f"WHERE {' AND '.join(b for b, _ in bounds)} " if bounds else ""
+        where, params = _key_range(after, upto)
         with _database_errors("listing session keys"):
-            rows = self._conn().execute(f'SELECT session FROM sessions {where}ORDER BY session COLLATE "C" LIMIT %s',
-                                        [*(v for _, v in bounds), limit]).fetchall()
+            rows = self._conn().execute(f'SELECT session FROM sessions WHERE {where} ORDER BY session COLLATE "C" LIMIT %s',
+                                        (*params, limit)).fetchall()
         return [r[0] for r in rows]
 
     def read_sessions(self, keys: list[str]) -> list[StoredSession]:
@@ -202,9 +205,10 @@ class PostgresStore(Store):
                               (session,)).fetchall()
         return msgs, edits
 
-    def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
+    def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:
+        where, params = _key_range(after, upto)
         with _database_errors("listing every stored session"):
-            return raw_session_rows(lambda sql: self._conn().execute(sql).fetchall())
+            return raw_session_rows(lambda sql, p: self._conn().execute(sql, p).fetchall(), where, params)
 
     def raw_domains(self) -> dict[str, tuple[Any, ...]]:
         with _database_errors("reading the domains table"):

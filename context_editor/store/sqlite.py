@@ -17,7 +17,7 @@ from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
 from . import migrations
 from .base import (KEY_COLUMNS, RETRY_FIX, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
-                   domain_text, edit_from_row, edit_row, new_head, parse_domain_row, raw_session_rows,
+                   domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row, raw_session_rows,
                    stored_sessions)
 
 
@@ -150,9 +150,9 @@ class SQLiteStore(Store):
 
     def session_keys(self, after: str | None = None, upto: str | None = None, limit: int | None = None) -> list[str]:
         # BINARY collation compares UTF-8 bytes: code-point order, served by the primary key.
-        rows = self._conn().execute(
-            "SELECT session FROM sessions WHERE (?1 IS NULL OR session > ?1) AND (?2 IS NULL OR session <= ?2) "
-            "ORDER BY session LIMIT ?3", (after, upto, -1 if limit is None else limit))
+        where, params = key_range(after, upto, "session", "?")
+        rows = self._conn().execute(f"SELECT session FROM sessions WHERE {where} ORDER BY session LIMIT ?",
+                                    (*params, -1 if limit is None else limit))
         return [r[0] for r in rows]
 
     def read_sessions(self, keys: list[str]) -> list[StoredSession]:
@@ -173,8 +173,8 @@ class SQLiteStore(Store):
                           (session,)).fetchall()
         return msgs, edits
 
-    def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
-        return raw_session_rows(self._conn().execute)
+    def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:
+        return raw_session_rows(self._conn().execute, *key_range(after, upto, "session", "?"))
 
     def raw_domains(self) -> dict[str, tuple[Any, ...]]:
         return {r[0]: tuple(r[1:]) for r in self._conn().execute("SELECT version_hash, name, source, sha256 FROM domains")}
