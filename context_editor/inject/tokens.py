@@ -167,7 +167,7 @@ class TiktokenCounter:
     def __init__(self, encoding: tiktoken.Encoding):
         self.encoding = encoding
         self.name = encoding.name
-        self.max_token_bytes = max(len(t) for t in self.encoding.token_byte_values())
+        self.max_token_bytes = max(map(len, self.encoding.token_byte_values()))  # map: C speed over 200k tokens
 
     def count(self, text: str) -> int:
         return len(self.encoding.encode(text, disallowed_special=()))  # special-token text counts as plain text
