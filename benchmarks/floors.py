@@ -287,7 +287,7 @@ def main() -> int:
         rows.append(reopen_row(sizes[-1], tmp))
         rows.extend(startup_rows(repeat))
         rows.append(memory_row(2000 if args.quick else 20000, tmp))
-    result = {"date": time.strftime("%Y-%m-%d"), "load_avg_1min_at_end": round(os.getloadavg()[0], 1),
+    result = {"date": time.strftime("%Y-%m-%d"), "quick": args.quick, "load_avg_1min_at_end": round(os.getloadavg()[0], 1),
               "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}",
               "rows": rows}
     OUT.parent.mkdir(parents=True, exist_ok=True)
@@ -298,7 +298,8 @@ def main() -> int:
 
 def table(result: dict[str, Any]) -> str:
     lines = [f"Measured on {result['date']} ({result['machine']}; load {result['load_avg_1min_at_end']} at the end) "
-             "by `python benchmarks/floors.py`: medians, each beside its floor from the same run.\n",
+             f"by `python benchmarks/floors.py{' --quick' if result.get('quick') else ''}`: medians, each beside its floor "
+             "from the same run.\n",
              "| what | now ms | floor ms | floor | ratio | target | met |", "|---|---|---|---|---|---|---|"]
     for r in result["rows"]:
         if "skipped" in r:
