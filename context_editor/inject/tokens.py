@@ -16,6 +16,7 @@ import json
 import marshal
 import math
 import os
+import re
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -161,6 +162,69 @@ class Tokenizer(Protocol):
     def count(self, text: str) -> int: ...
 
 
+# Where a text may be cut so that its count is the sum of its pieces' counts, for tiktoken's
+# split patterns (o200k_base, cl100k_base): right after a newline followed by spaces or tabs and
+# then a character that is neither whitespace nor "/" (an indented XML line). No pre-token spans
+# such a point. The only patterns that take a newline are a punctuation run (with `[\r\n/]*` after
+# it: it stops at a space or any other character) and a whitespace run ending in its last newline
+# (none follows before the non-space); the letter patterns exclude newlines; no pattern looks
+# behind, so the piece after the cut splits as it does in place. BPE merges only inside a
+# pre-token, so the counts add up exactly. `SegmentCounter` relies on this and checks it: the
+# renderer compares the sum with one whole count of its final output, and a test compares them on
+# every golden conversation.
+_CUT = re.compile(r"\n(?=[ \t]*[^\s/])")
+
+
+def cuts(marks: str) -> re.Pattern[str]:
+    """The same cut points in a text that also holds marks matching `marks` (a pattern whose
+    matches start with NUL, which no XML text holds): they are looked past, as if absent."""
+    return re.compile(rf"\n(?=[ \t]*(?:{marks})*[^\s/\x00])")
+
+
+SEGMENT_CACHE = 1 << 16  # cached piece counts per tokenizer (render outputs repeat line by line)
+
+
+class SegmentCounter:
+    """Exact counts of texts that repeat piece by piece (a context re-rendered as its history
+    grows): the text is cut where the tokenizer's pre-tokens never span, and each piece's count is
+    cached. `additive` is False for tokenizers without that guarantee; they are counted whole."""
+
+    def __init__(self, tokenizer: Tokenizer):
+        self.tokenizer = tokenizer
+        base = tokenizer.base if isinstance(tokenizer, EstimatedCounter) else tokenizer
+        self.additive = isinstance(base, TiktokenCounter)
+        self._base = base
+        self._cache: dict[str, int] = {}
+
+    def pieces(self, text: str, cut: re.Pattern[str] = _CUT) -> list[str]:
+        out, start = [], 0
+        for m in cut.finditer(text):
+            out.append(text[start:m.end()])
+            start = m.end()
+        out.append(text[start:])
+        return out
+
+    def piece(self, text: str) -> int:
+        """The base count of one piece (before an estimate's margin), cached."""
+        n = self._cache.get(text)
+        if n is None:
+            if len(self._cache) >= SEGMENT_CACHE:
+                self._cache.clear()
+            n = self._cache[text] = self._base.count(text)
+        return n
+
+    def total(self, base_count: int) -> int:
+        """A sum of base counts as the tokenizer's count (an estimate adds its margin once)."""
+        if isinstance(self.tokenizer, EstimatedCounter):
+            return self.tokenizer.scale(base_count)
+        return base_count
+
+    def count(self, text: str) -> int:
+        if not self.additive:
+            return self.tokenizer.count(text)
+        return self.total(sum(self.piece(p) for p in self.pieces(text)))
+
+
 class TiktokenCounter:
     estimated = False
 
@@ -232,7 +296,11 @@ class EstimatedCounter:
         self.max_token_bytes = self.base.max_token_bytes  # the estimate is never below the base count
 
     def count(self, text: str) -> int:
-        return math.ceil(self.base.count(text) * (1 + ESTIMATE_MARGIN))
+        return self.scale(self.base.count(text))
+
+    @staticmethod
+    def scale(base_count: int) -> int:
+        return math.ceil(base_count * (1 + ESTIMATE_MARGIN))
 
 
 def claude() -> EstimatedCounter:
@@ -264,6 +332,12 @@ def tokenizer_for(model: str | None = None) -> Tokenizer:
     return EncoderCounter(name, encoder)
 
 
+@lru_cache(maxsize=16)
+def segment_counter(model: str | None = None) -> SegmentCounter:
+    """The model's tokenizer with cached piece counts (one per model, shared by every renderer)."""
+    return SegmentCounter(tokenizer_for(model))
+
+
 def max_token_bytes(model: str | None = None) -> int:
     """The longest token of the model's vocabulary, in bytes. A text of C characters has at
     least C UTF-8 bytes, hence at least C / this many tokens: a message longer than
@@ -277,4 +351,4 @@ def count_tokens(text: str, model: str | None = None) -> int:
 
 
 __all__ = ["count_tokens", "encoding_for_model", "get_encoding", "tokenizer_for", "Tokenizer", "DEFAULT_MODEL",
-           "ESTIMATE_MARGIN"]
+           "ESTIMATE_MARGIN", "SegmentCounter", "segment_counter"]
