@@ -70,9 +70,9 @@ class RayEngine:
         except ImportError as exc:
             raise MissingExtraError("ray", "ray", "--engine ray") from exc
         self.ray, self.started = ray, False
-        if not ray.is_initialized():
-            if address:
-                _reachable(address)
+        if address:
+            _reachable(address)
+        if not ray.is_initialized():  # else: the runtime this process already joined (a test's, a notebook's)
             try:
                 ray.init(address=address, num_cpus=None if address else workers, include_dashboard=False,
                          log_to_driver=False, configure_logging=False)
