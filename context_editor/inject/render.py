@@ -306,7 +306,8 @@ class Renderer:
 
     def _plan(self, state: State, action: str, messages: list[Message], budget: int | str | None,
               language: str | None, summary: list[compact.SummaryLine], anchors: dict[str, dict[str, Any]],
-              template_name: str | None, extra_alerts: list[Any] | None, retrieved: list[Message]) -> _Plan:
+              template_name: str | None, extra_alerts: list[Any] | None,
+              retrieved: list[Message] | None = None) -> _Plan:
         spec = self.action(action)
         resolved = resolve_budget(budget, spec.budget_tokens, self.window)
         limit = resolved - spec.safety_margin
@@ -331,7 +332,7 @@ class Renderer:
         # What the model may see of each message: trimmed tool JSON, out-of-scope spans masked.
         # The summary zone and the entity graph are built from these texts too, so nothing hidden leaks.
         loaded = {m.index for m in messages}
-        found = [m for m in retrieved if m.role != "system" and len(m.content) <= too_big and m.index not in loaded]
+        found = [m for m in retrieved or () if m.role != "system" and len(m.content) <= too_big and m.index not in loaded]
         seen = {m.index: self._turn(m, hidden, hidden_key) for m in visible + found}
         wanted_back = frozenset(m.index for m in found)
         ranked = history.select_history(spec, state, older, vocabulary, self.scorer, anchors, found)[: spec.max_history]
