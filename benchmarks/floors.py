@@ -20,6 +20,7 @@ Medians (p50) throughout; the targets are the issue's, printed beside each row.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -249,17 +250,27 @@ def startup_rows(repeat: int) -> list[dict[str, Any]]:
     ]
 
 
+def rss_kib() -> int:
+    """Resident memory now (not the peak: earlier rows of this run peaked higher)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # not Linux: the peak, an upper bound
+
+
 def memory_row(sessions: int, tmp: Path) -> dict[str, Any]:
     """Resident memory of one editor cycling through many sessions of one message each (the log
     is in SQLite, so what grows is what the editor keeps per session)."""
     editor = ContextEditor("ecommerce", f"sqlite:///{tmp}/memory.db")
     message = {"role": "user", "content": "我想买蓝牙耳机，预算2000以内"}
     editor.add("warm", message)
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    gc.collect()
+    base = rss_kib()
     for i in range(sessions):
         editor.add(f"s{i}", message)
         editor.render(f"s{i}", "place_order")
-    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base  # KiB on Linux
+    gc.collect()
+    grown = rss_kib() - base
     per = grown / sessions
     return {"what": f"memory growth cycling {sessions:,} sessions",
             "now_ms": None, "floor_ms": None, "floor": "—", "ratio": None,

@@ -110,3 +110,19 @@ def test_an_embedder_reranks_the_lexical_hits():
     dense = editor.search("s", "allergic to peanuts")
     assert {m.index for m, _ in dense} == {m.index for m, _ in lexical} == {0, 1}
     assert dense[0][0].index == 1
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_version_3_store_gets_the_index_by_migration_and_fills_it_from_the_log(backend, tmp_path, request):
+    from test_migrations import write_version_3
+
+    from context_editor.store import migrations
+
+    url = f"sqlite:///{tmp_path / 'v3.db'}" if backend == "sqlite" else request.getfixturevalue("pg_schema_url")
+    write_version_3(url)
+    editor = ContextEditor("travel", url, retrieval=True)
+    assert migrations.SCHEMA_VERSION >= 6 and editor.store.search_indexed("travel") == -1
+    first = editor.store.messages("travel")[0]
+    (hit, _), *_ = editor.search("travel", first.content, SearchFilter(rounds=(first.round, first.round)))
+    assert hit.index == first.index
+    assert editor.store.search_indexed("travel") == editor.state("travel").message_index
