@@ -32,10 +32,10 @@ from typing import Any, Iterator
 
 from .domain import Domain, domain_from_source
 from .errors import AuditError, DomainError, Errors
-from .model import GENESIS_HASH, Edit, Message, canonical_json
+from .model import GENESIS_HASH, Edit, Message, canonical_json, commitment
 from .signing import Signer, check_signature
 from .store import MemoryStore, Store
-from .store.base import Head
+from .store.base import Head, Tombstone
 
 NO_KEY_LIMITS = ("heads were not checked against a trusted public key (no --pubkey): a consistent rewrite of a "
                  "session (every hash and its head recomputed), a truncation with a recomputed head, or the "
@@ -54,6 +54,16 @@ class Verdict:
     broken_at: str | None = None  # "edit 17", "message 3", "head", "domain …", "checkpoint"
     reason: str | None = None
     problems: list[str] = field(default_factory=list)
+    erased: list[dict[str, Any]] = field(default_factory=list)  # tombstones: kind, pos, at, actor, reason
+
+    def erasure_summary(self) -> list[str]:
+        """"n messages erased (on <date>, by <actor>, <reason>)", one line per erasure event."""
+        groups: dict[tuple[str, str, str], dict[str, int]] = {}
+        for t in self.erased:
+            counts = groups.setdefault((t["at"][:10], t["actor"], t["reason"]), {})
+            counts[t["kind"]] = counts.get(t["kind"], 0) + 1
+        return [", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in sorted(counts.items(), reverse=True))
+                + f" erased (on {at}, by {actor}, {reason})" for (at, actor, reason), counts in sorted(groups.items())]
 
     def fail(self, where: str, why: str) -> None:
         if self.ok:
@@ -180,6 +190,7 @@ def _verify_rows(store: Store, session: str, row: tuple[Any, ...] | None, domain
         v.fail("head", "the session head does not match its rows (counts, last hashes or domain were changed)")
     if why := check_signature(signature, head_text, trusted):
         v.fail("head", f"the session head cannot be trusted: {why}")
+    _check_payloads(store, session, msg_rows, edit_rows, trusted, v)
     return v
 
 
@@ -230,6 +241,59 @@ def store_checks(store: Store, pubkey: str | None = None, allow_plugins: bool = 
         after = keys[-1]
     problems, limits = _store_problems(domain_checks(store, allow_plugins), used)
     return problems, limits + ([NO_KEY_LIMITS] if pubkey is None else [NO_CHECKPOINT_LIMITS])
+
+
+def _check_payloads(store: Store, session: str, msg_rows: list[tuple[Any, ...]], edit_rows: list[tuple[Any, ...]],
+                    trusted: str | None, v: Verdict) -> None:
+    """Each erasable row: its payload matches the commitment its hash covers, or it was erased
+    and a tombstone (signed by the trusted key, when one is given) names that commitment."""
+    payloads = store.raw_payloads(session)
+    tombstones: dict[tuple[str, int], dict[str, Any]] = {}
+    for text, signature in store.erasures(session):
+        try:
+            t = json.loads(text)
+            key = (str(t["kind"]), int(t["pos"]))
+        except (ValueError, KeyError, TypeError):
+            v.fail("erasure", "a tombstone is not valid JSON")
+            continue
+        if why := check_signature(signature, text, trusted):
+            v.fail(f"{key[0]} {key[1]}", f"its erasure tombstone cannot be trusted: {why}")
+        if t.get("session") != session or canonical_json(t) != text:
+            v.fail(f"{key[0]} {key[1]}", "its erasure tombstone was changed or moved from another session")
+        tombstones[key] = t
+    rows = [("message", idx, body) for idx, _, body, _ in msg_rows] + [("edit", seq, body) for seq, _, _, body, _ in edit_rows]
+    for kind, pos, body in rows:
+        try:
+            committed = json.loads(body).get("commitment")
+        except ValueError:
+            continue  # the chain check reported it
+        found = payloads.pop((kind, pos), None)
+        if committed is None:
+            if found is not None:
+                v.fail(f"{kind} {pos}", f"{kind} {pos} has a payload its hash does not commit to (a row was changed)")
+            continue
+        if found is not None:
+            salt, payload = found
+            try:
+                ok = salt is not None and payload is not None and commitment(salt, json.loads(payload)) == committed
+            except (ValueError, TypeError):
+                ok = False
+            if not ok:
+                v.fail(f"{kind} {pos}", f"{kind} {pos}'s text or values do not match the commitment its hash covers")
+            elif (kind, pos) in tombstones:
+                v.fail(f"{kind} {pos}", f"{kind} {pos} has a tombstone but still holds its text")
+            continue
+        t = tombstones.get((kind, pos))
+        if t is None:
+            v.fail(f"{kind} {pos}", f"{kind} {pos}'s text or values are gone without an erasure tombstone")
+        elif t.get("commitment") != committed:
+            v.fail(f"{kind} {pos}", f"the tombstone of {kind} {pos} names another commitment")
+        else:
+            v.erased.append(t)
+    for kind, pos in payloads:
+        v.fail(f"{kind} {pos}", f"a payload is stored for {kind} {pos}, which is not in the chain")
+    for kind, pos in sorted(set(tombstones) - {(t["kind"], int(t["pos"])) for t in v.erased}):
+        v.fail(f"{kind} {pos}", f"a tombstone names {kind} {pos}, which is not an erased row of the chain")
 
 
 def verify_store(store: Store, session: str | None = None, pubkey: str | None = None,
@@ -365,6 +429,9 @@ def _check_against_checkpoint(store: Store, report: AuditReport, path: Path, pub
 
 
 # ----------------------------------------------------------------------------- replay and export
+KEEP_OPS = ("transition", "upgrade", "resolve")  # phases and version ids: no personal data, and the fold needs them
+
+
 @dataclass
 class ReplayReport:
     session: str
@@ -372,10 +439,24 @@ class ReplayReport:
     recorded: int
     replayed: int
     first_difference: dict[str, Any] | None = None
+    # Edits that can no longer be re-derived: their message or their values were erased. Replay
+    # compares every other edit; these it names.
+    not_rederivable: list[int] = field(default_factory=list)
+
+
+def _comparable(e: Edit) -> dict[str, Any]:
+    """An edit as replay compares it: everything but its place in the chain and its hashes, which
+    change with every fresh salt (the chain itself is `verify`'s business)."""
+    d = e.to_dict()
+    for key in ("seq", "prev_hash", "hash"):
+        del d[key]
+    return d
 
 
 def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayReport:
-    """Re-run the stored messages through the recorded domain version; compare the edit logs."""
+    """Re-run the stored messages through the recorded domain version; compare the edit logs,
+    message by message. An erased message is fed as its placeholder; the edits it caused, and
+    those whose values were erased, are reported as no longer re-derivable instead of compared."""
     from .pipeline import REDERIVE, ContextEditor, stored_domain  # the pipeline depends on audit's neighbours, not the reverse
 
     info = store.require_session(session)
@@ -390,28 +471,108 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
     first = next((str(e.before) if e.op == "upgrade" else e.domain_version for e in edits[:1]), info.domain_version)
     domain = version(first)
     editor = ContextEditor(domain, MemoryStore())
-    for m in store.messages(session):
+    messages = store.messages(session)
+    for m in messages:
         if m.index in upgrades:
             domain = version(upgrades[m.index][0])
             editor = ContextEditor(domain, editor.store, upgrade=upgrades[m.index][1])
         editor.add(session, Message.from_dict(m.to_dict()))
-    recorded = [e.to_dict() for e in edits]
-    replayed = [e.to_dict() for e in editor.store.edits(session)]
-    report = ReplayReport(session, recorded == replayed, len(recorded), len(replayed))
-    if not report.identical:
-        for i in range(max(len(recorded), len(replayed))):
-            a = recorded[i] if i < len(recorded) else None
-            b = replayed[i] if i < len(replayed) else None
-            if a != b:
-                keys = sorted(k for k in set(a or {}) | set(b or {}) if (a or {}).get(k) != (b or {}).get(k))
-                report.first_difference = {"seq": i, "fields": keys, "recorded": a, "replayed": b}
-                break
+    erased_messages = {m.index for m in messages if m.erased}
+    gone = [e for e in edits if e.erased or (e.message_index in erased_messages and e.op not in KEEP_OPS)]
+    replayed = editor.store.edits(session)
+    report = ReplayReport(session, True, len(edits), len(replayed), not_rederivable=[e.seq for e in gone])
+    recorded_by: dict[int, list[Edit]] = {}
+    replayed_by: dict[int, list[Edit]] = {}
+    for e in edits:
+        recorded_by.setdefault(e.message_index, []).append(e)
+    for e in replayed:
+        replayed_by.setdefault(e.message_index, []).append(e)
+    skip = {e.seq for e in gone}
+    for index in sorted(set(recorded_by) | set(replayed_by)):
+        rec, rep = recorded_by.get(index, []), replayed_by.get(index, [])
+        if index in erased_messages:
+            rec = [e for e in rec if e.op in KEEP_OPS]
+            rep = [e for e in rep if e.op in KEEP_OPS]
+        fields = {e.field for e in rec if e.seq in skip}
+        a = [_comparable(e) for e in rec if e.field not in fields or e.op in KEEP_OPS]
+        b = [_comparable(e) for e in rep if e.field not in fields or e.op in KEEP_OPS]
+        if a != b:
+            report.identical = False
+            i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            x, y = (a[i] if i < len(a) else None), (b[i] if i < len(b) else None)
+            keys = sorted(k for k in set(x or {}) | set(y or {}) if (x or {}).get(k) != (y or {}).get(k))
+            report.first_difference = {"message": index, "fields": keys, "recorded": x, "replayed": y}
+            break
     if domain.version_hash != info.domain_version:
         report.identical = False
         report.first_difference = report.first_difference or {
             "seq": None, "fields": ["domain_version"],
             "recorded": info.domain_version, "replayed": domain.version_hash}
     return report
+
+
+# ----------------------------------------------------------------------------- erasure
+def erasure_targets(store: Store, session: str, message: int | None = None, field_name: str | None = None) -> list[tuple[str, int]]:
+    """(kind, position) of everything an erasure removes in one session: the whole session, one
+    message with every edit it caused, or every edit of one field; plus each later edit whose
+    `before` still carries an erased value (the next change of that field)."""
+    msgs, edits = store.messages(session), store.edits(session)
+    if message is not None and not 0 <= message < len(msgs):
+        raise Errors.ERASE(problem=f"session {session!r} has no message {message} (it has {len(msgs)})",
+                           fix=f"pass an index from 0 to {len(msgs) - 1}")
+    if field_name is not None and not any(e.field == field_name for e in edits):
+        raise Errors.ERASE(problem=f"no edit of session {session!r} names field {field_name!r}",
+                           fix="check the field name with `context-editor state --session …`")
+    whole = message is None and field_name is None
+    out = [("message", m.index) for m in msgs if whole or m.index == message]
+    erased_values: dict[str | None, set[str]] = {}
+    for e in edits:
+        if e.op in KEEP_OPS:
+            continue
+        carries = e.before is not None and canonical_json(e.before) in erased_values.get(e.field, set())
+        if whole or e.message_index == message or e.field == field_name or carries:
+            out.append(("edit", e.seq))
+            erased_values.setdefault(e.field, set()).add(canonical_json(e.after))
+    return out
+
+
+def erase(store: Store, sessions: list[str], actor: str, reason: str, message: int | None = None,
+          field_name: str | None = None, at: str | None = None) -> list[Tombstone]:
+    """Remove the text and values (and their salts) of a message, a field or whole sessions,
+    keeping each row's commitment, so `verify` still passes; one tombstone per row, signed
+    when the store has a key. Refused, before anything changes, for rows written before
+    erasable payloads (schema 6): their hash covers the text itself."""
+    if not actor.strip() or not reason.strip():
+        raise Errors.ERASE(problem="an erasure needs an actor and a reason", fix="pass --actor and --reason")
+    when = at or datetime.now(timezone.utc).isoformat(timespec="seconds")
+    tombstones = []
+    for s in sessions:
+        store.require_session(s)
+        msg_rows, edit_rows = store.raw_rows(s)
+        bodies = {("message", idx): body for idx, _, body, _ in msg_rows}
+        bodies.update({("edit", seq): body for seq, _, _, body, _ in edit_rows})
+        held = store.raw_payloads(s)
+        for kind, pos in erasure_targets(store, s, message, field_name):
+            committed = json.loads(bodies[(kind, pos)]).get("commitment")
+            if committed is None:
+                raise Errors.ERASE(problem=f"{kind} {pos} of session {s!r} was written before erasable payloads "
+                                           "(its hash covers the text itself; erasing it would break the proof)",
+                                   fix="nothing was changed; such rows go only with their whole store")
+            if (kind, pos) in held:  # an already erased row keeps its first tombstone
+                tombstones.append(Tombstone(s, kind, pos, committed, when, actor, reason))
+    store.erase(tombstones)
+    return tombstones
+
+
+def sessions_of_user(store: Store, user: str, tenant: str | None = None) -> list[str]:
+    """The stored sessions keyed to `user` (`tenant/user/session`, or `user/session` without a tenant)."""
+    out = []
+    for s in store.sessions():
+        parts = s.split("/")
+        if (len(parts) == 3 and parts[1] == user and tenant in (None, parts[0])) or (
+                len(parts) == 2 and parts[0] == user and tenant is None):
+            out.append(s)
+    return out
 
 
 def export(store: Store, session: str) -> Iterator[dict[str, Any]]:

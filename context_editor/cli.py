@@ -257,6 +257,8 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
             print(f"BROKEN  {v.session}: first broken at {v.broken_at}: {v.reason}")
             for problem in v.problems[1:]:
                 print(f"        also {problem}")
+        for line in v.erasure_summary():
+            print(f"        {line}; their commitments verify")
     for problem in report.store_problems:
         print(f"BROKEN  {problem}")
     if not report.sessions:
@@ -267,6 +269,30 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
     for limit in report.limits:
         print(f"note: {limit}")
     return 0 if report.ok else 1
+
+
+def cmd_erase(args: argparse.Namespace) -> int:
+    from . import audit
+    from .store import open_store
+
+    if args.message is not None and args.field is not None:
+        raise Errors.ERASE(problem="--message and --field name different things", fix="erase one at a time")
+    store = open_store(args.store, create=False)
+    user = getattr(args, "user", None)
+    if args.session:
+        sessions = [args.session]
+    elif user:
+        sessions = audit.sessions_of_user(store, user, getattr(args, "tenant", None))
+        if not sessions:
+            raise Errors.ERASE(problem=f"no stored session belongs to user {user!r}", fix="check --user (and --tenant)")
+    else:
+        raise Errors.ERASE(problem="nothing to erase named", fix="pass --session S (with --message N or --field F) or --user U")
+    done = audit.erase(store, sessions, args.actor, args.reason, args.message, args.field)
+    for s in sessions:
+        kinds = [t.kind for t in done if t.session == s]
+        print(f"erased  {s}: {kinds.count('message')} messages, {kinds.count('edit')} edits "
+              f"(by {args.actor}: {args.reason}); the commitments stay, `audit verify` still passes")
+    return 0
 
 
 def _signer(args: argparse.Namespace) -> Signer:
@@ -330,8 +356,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from .store import open_store
 
     report = audit.replay(open_store(args.store, create=False), args.session, _plugins(args))
+    if report.not_rederivable:
+        print(f"not re-derivable (their message or values were erased): {len(report.not_rederivable)} edits, "
+              f"seq {', '.join(map(str, report.not_rederivable))}")
     if report.identical:
-        print(f"identical: {report.session} replays to the same {report.recorded} edits, byte for byte")
+        print(f"identical: {report.session} replays to the same {report.recorded - len(report.not_rederivable)} edits"
+              + (" that can still be derived" if report.not_rederivable else ", byte for byte"))
         return 0
     print(f"DIFFERENT: {report.session}: recorded {report.recorded} edits, replay produced {report.replayed}")
     print(json.dumps(report.first_difference, ensure_ascii=False, indent=2))
@@ -514,6 +544,14 @@ def _add_read_commands(sub: Subcommands) -> None:
     _session_option(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--as-of-round", type=int, metavar="N", help="the field's history as it stood at the end of round N")
+    p = _command(sub, "erase", cmd_erase, "Erase text and values (right to erasure): a message with the edits it "
+                 "caused, every value of a field, a whole session, or every session of --user. The hashed "
+                 "commitments and a tombstone (signed with the store's key, if any) stay, so `audit verify` passes.")
+    _session_option(p, required=False)
+    p.add_argument("--message", type=int, metavar="N", help="the message index to erase (default: the whole session)")
+    p.add_argument("--field", metavar="F", help="erase every value of this field")
+    p.add_argument("--actor", required=True, help="who erases (recorded in each tombstone)")
+    p.add_argument("--reason", required=True, help="why (recorded in each tombstone), e.g. 'GDPR art. 17 request 2024-118'")
     p = _command(sub, "replay", cmd_replay, "Re-run a session's stored messages through its recorded domain version; "
                  "exit 0 if the edit log is identical.")
     _session_option(p, required=False)

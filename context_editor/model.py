@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import secrets
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any, Iterable, Literal
@@ -36,6 +37,20 @@ Source = Literal["initial", "correction", "reversion", "machine", "tool", "expir
                  "answer", "carry"]
 
 GENESIS_HASH = "0" * 64
+# What an erased message's text or an erased value reads as (`context-editor erase`): the row keeps
+# its commitment, so the chain still verifies, but the text and the salt are gone.
+ERASED = "[erased]"
+
+
+def commitment(salt: str, payload: dict[str, Any]) -> str:
+    """The salted hash a row's hash covers instead of its erasable payload (text, values). The
+    salt is random and stored beside the payload; erasing both leaves a hash that cannot be
+    reversed by trying likely values (a phone number, "yes")."""
+    return hashlib.sha256((salt + canonical_json(payload)).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def new_salt() -> str:
+    return secrets.token_hex(16)
 
 
 _KEY_PART = re.compile(r"[^/\x00-\x1f\ud800-\udfff]{1,200}")
@@ -77,6 +92,10 @@ class Message:
     prev_hash: str = GENESIS_HASH  # raw messages form their own hash chain, so they are tamper-evident too
     hash: str = ""
     asks: tuple[str, ...] = ()  # app metadata of an assistant message: the fields it asks for
+    # Erasable messages (written since schema 6): the hash covers commitment(salt, payload), not
+    # the text; an erased message has no salt left and keeps only `commitment`.
+    salt: str | None = None
+    commitment: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -85,24 +104,48 @@ class Message:
             d["asks"] = list(self.asks)
         else:
             del d["asks"]  # absent when empty, so messages stored before it existed hash the same
+        del d["salt"], d["commitment"]
         return d
 
+    def payload(self) -> dict[str, Any]:
+        """What erasure removes: the text and the tool calls (their arguments are text too)."""
+        return {"content": self.content, "tool_calls": list(self.tool_calls)}
+
+    @property
+    def erased(self) -> bool:
+        return self.commitment is not None and self.salt is None
+
     def body(self) -> dict[str, Any]:
-        """Everything the hash covers (all but the hash itself)."""
+        """Everything the hash covers (all but the hash itself); for an erasable message, the
+        commitment to its payload in place of the payload."""
         d = self.to_dict()
         del d["hash"]
+        if self.salt is not None or self.commitment is not None:
+            d.update(content="", tool_calls=[],
+                     commitment=commitment(self.salt, self.payload()) if self.salt is not None else self.commitment)
         return d
 
     def compute_hash(self) -> str:
         return hashlib.sha256(canonical_json(self.body()).encode("utf-8")).hexdigest()
 
     def sealed(self, prev_hash: str) -> Message:
-        m = replace(self, prev_hash=prev_hash, hash="")
+        """Placed after `prev_hash`, with a fresh salt: its text is committed, hence erasable."""
+        m = replace(self, prev_hash=prev_hash, hash="", salt=self.salt or new_salt(), commitment=None)
         return replace(m, hash=m.compute_hash())
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Message:
         return cls(**{**d, "tool_calls": tuple(d.get("tool_calls") or ()), "asks": tuple(d.get("asks") or ())})
+
+    @classmethod
+    def from_stored(cls, body: dict[str, Any], hash_: str, payload: tuple[str, dict[str, Any]] | None) -> Message:
+        """A message from its stored body and, for an erasable one, its (salt, payload) row, or
+        None once erased (its text then reads as ERASED)."""
+        if "commitment" not in body:
+            return cls.from_dict({**body, "hash": hash_})
+        salt, data = payload if payload is not None else (None, {"content": ERASED, "tool_calls": []})
+        return cls.from_dict({**body, **data, "hash": hash_, "salt": salt,
+                              "commitment": None if salt is not None else body["commitment"]})
 
     def time(self) -> datetime | None:
         return datetime.fromisoformat(self.timestamp) if self.timestamp else None
@@ -200,9 +243,30 @@ class Edit:
     at: str | None = None  # the message's timestamp: TTLs in days are measured on it
     prev_hash: str = GENESIS_HASH
     hash: str = ""
+    # As for messages: an erasable edit's hash covers commitment(salt, payload()) in place of its
+    # values; an erased one keeps only the commitment and reads its values as ERASED.
+    salt: str | None = None
+    commitment: str | None = None
+
+    def payload(self) -> dict[str, Any]:
+        """What erasure removes: the values and the text they were read from."""
+        return {"before": self.before, "after": self.after, "text": self.provenance.text if self.provenance else None}
+
+    @property
+    def erased(self) -> bool:
+        return self.commitment is not None and self.salt is None
 
     def body(self) -> dict[str, Any]:
         """Everything the hash covers (all but the hash itself)."""
+        d = self.plain()
+        if self.salt is not None or self.commitment is not None:
+            prov = d["provenance"]
+            d.update(before=None, after=None, provenance={**prov, "text": ""} if prov else None,
+                     commitment=commitment(self.salt, self.payload()) if self.salt is not None else self.commitment)
+        return d
+
+    def plain(self) -> dict[str, Any]:
+        """The edit as read: values in place (ERASED once erased), without its hash."""
         d = {
             "session": self.session,
             "seq": self.seq,
@@ -226,16 +290,27 @@ class Edit:
         return hashlib.sha256(canonical_json(self.body()).encode("utf-8")).hexdigest()
 
     def sealed(self, seq: int, prev_hash: str) -> Edit:
-        """This edit placed at `seq` after `prev_hash`, with its own hash filled in."""
-        e = replace(self, seq=seq, prev_hash=prev_hash, hash="")
+        """This edit placed at `seq` after `prev_hash`, with a fresh salt and its own hash filled in."""
+        e = replace(self, seq=seq, prev_hash=prev_hash, hash="", salt=self.salt or new_salt(), commitment=None)
         return replace(e, hash=e.compute_hash())
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.body(), "hash": self.hash}
+        return {**self.plain(), "hash": self.hash}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Edit:
         return cls(**{**d, "provenance": Provenance.from_dict(d.get("provenance"))})
+
+    @classmethod
+    def from_stored(cls, body: dict[str, Any], hash_: str, payload: tuple[str, dict[str, Any]] | None) -> Edit:
+        """An edit from its stored body and, for an erasable one, its (salt, payload) row or None."""
+        if "commitment" not in body:
+            return cls.from_dict({**body, "hash": hash_})
+        salt, data = payload if payload is not None else (None, {"before": ERASED, "after": ERASED, "text": ERASED})
+        prov = body.get("provenance")
+        return cls.from_dict({**body, "before": data["before"], "after": data["after"], "hash": hash_, "salt": salt,
+                              "provenance": {**prov, "text": data["text"]} if prov else None,
+                              "commitment": None if salt is not None else body["commitment"]})
 
 
 @dataclass(slots=True)

@@ -124,11 +124,11 @@ def stored_sessions(keys: list[str], infos: Iterable[Sequence[Any]], messages: I
     sessions rows (session, domain, domain_version, messages, edits), then (session, body, hash)
     of messages in index order and of edits in seq order."""
     msgs: dict[str, list[Message]] = {}
-    for s, body, hash_ in messages:
-        msgs.setdefault(s, []).append(Message.from_dict({**json.loads(body), "hash": hash_}))
+    for s, *row in messages:
+        msgs.setdefault(s, []).append(message_from_row(*row))
     log: dict[str, list[Edit]] = {}
-    for s, body, hash_ in edits:
-        log.setdefault(s, []).append(edit_from_row(body, hash_))
+    for s, *row in edits:
+        log.setdefault(s, []).append(edit_from_row(*row))
     found = {row[0]: SessionInfo(*row) for row in infos}
     return [StoredSession(found[k], tuple(msgs.get(k, ())), tuple(log.get(k, ()))) for k in keys if k in found]
 
@@ -141,13 +141,51 @@ def astuple_key(key: KeyRecord) -> tuple[Any, ...]:
     return (key.key_id, key.key_hash, key.tenant, key.role, key.created, key.revoked)
 
 
+# The columns a reader selects for a message or an edit: the hashed body, its hash, and the
+# erasable salt and payload (NULL for rows written before schema 6, and once erased).
+ROW_COLUMNS = "body, hash, salt, payload"
+
+
+def _payload(salt: str | None, payload: str | None) -> tuple[str, dict[str, Any]] | None:
+    return (salt, json.loads(payload)) if salt is not None and payload is not None else None
+
+
+def message_row(m: Message) -> tuple[Any, ...]:
+    """The row of a message in an SQL store: key columns, canonical body, hash, salt, payload."""
+    return (m.session, m.index, m.round, canonical_json(m.body()), m.hash, m.salt,
+            canonical_json(m.payload()) if m.salt is not None else None)
+
+
+def message_from_row(body: str, hash_: str, salt: str | None = None, payload: str | None = None) -> Message:
+    return Message.from_stored(json.loads(body), hash_, _payload(salt, payload))
+
+
 def edit_row(e: Edit) -> tuple[Any, ...]:
-    """The row of an edit in an SQL store: key columns, canonical body, hash."""
-    return (e.session, e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash)
+    """The row of an edit in an SQL store: key columns, canonical body, hash, salt, payload."""
+    return (e.session, e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash, e.salt,
+            canonical_json(e.payload()) if e.salt is not None else None)
 
 
-def edit_from_row(body: str, hash_: str) -> Edit:
-    return Edit.from_dict({**json.loads(body), "hash": hash_})
+def edit_from_row(body: str, hash_: str, salt: str | None = None, payload: str | None = None) -> Edit:
+    return Edit.from_stored(json.loads(body), hash_, _payload(salt, payload))
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    """What is left of an erased message or edit: its place, its commitment, when, by whom, why.
+    Its canonical text is signed with the store's key when there is one."""
+
+    session: str
+    kind: str  # "message" | "edit"
+    pos: int  # message index or edit seq
+    commitment: str
+    at: str
+    actor: str
+    reason: str
+
+    def text(self) -> str:
+        return canonical_json({"session": self.session, "kind": self.kind, "pos": self.pos, "commitment": self.commitment,
+                               "at": self.at, "actor": self.actor, "reason": self.reason})
 
 
 RETRY_FIX = "another writer appended to this session; reload its state and retry"
@@ -315,6 +353,20 @@ class Store(ABC):
     @abstractmethod
     def raw_domains(self) -> dict[str, tuple[Any, ...]]:
         """For `audit verify`: every domains row as stored, version id -> (name, source text, sha256)."""
+
+    @abstractmethod
+    def raw_payloads(self, session: str) -> dict[tuple[str, int], tuple[Any, Any]]:
+        """For `audit verify`: (kind, position) -> (salt, payload text) as stored, for every
+        message ("message", index) and edit ("edit", seq) that has the columns filled."""
+
+    @abstractmethod
+    def erasures(self, session: str) -> list[tuple[str, str | None]]:
+        """The session's tombstones as stored: (canonical text, signature), by kind and position."""
+
+    @abstractmethod
+    def erase(self, tombstones: list[Tombstone]) -> None:
+        """In one transaction: empty the salt and payload of each tombstone's row, store the
+        (signed) tombstones, and drop the derived data of the sessions (it was built from the text)."""
 
     def sign(self, head: Head) -> tuple[str, str | None]:
         """The head and signature columns of a session."""

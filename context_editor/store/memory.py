@@ -8,8 +8,8 @@ from bisect import bisect_left, bisect_right
 from dataclasses import replace
 from typing import Any
 
-from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
-from .base import KeyRecord, SessionInfo, Store, StoredSession, TermIndex, check_batch, domain_text, new_head, parse_domain_row
+from ..model import ERASED, GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
+from .base import KeyRecord, SessionInfo, Store, StoredSession, TermIndex, Tombstone, check_batch, domain_text, new_head, parse_domain_row
 
 
 class MemoryStore(Store):
@@ -24,6 +24,7 @@ class MemoryStore(Store):
         self._lock = threading.Lock()  # the service appends from several threads
         self._derived: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
         self._search: dict[str, TermIndex] = {}
+        self._erasures: dict[str, dict[tuple[str, int], tuple[str, str | None]]] = {}
 
     def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
         self._domains.setdefault(version_hash, (name, *domain_text(source)))
@@ -101,6 +102,36 @@ class MemoryStore(Store):
         msgs = [(m.index, m.round, canonical_json(m.body()), m.hash) for m in self._messages.get(session, [])]
         edits = [(e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash) for e in self._edits.get(session, [])]
         return msgs, edits
+
+    def raw_payloads(self, session: str) -> dict[tuple[str, int], tuple[Any, Any]]:
+        out: dict[tuple[str, int], tuple[Any, Any]] = {
+            ("message", m.index): (m.salt, canonical_json(m.payload())) for m in self._messages.get(session, []) if m.salt}
+        out.update({("edit", e.seq): (e.salt, canonical_json(e.payload())) for e in self._edits.get(session, []) if e.salt})
+        return out
+
+    def erasures(self, session: str) -> list[tuple[str, str | None]]:
+        found = self._erasures.get(session, {})
+        return [found[k] for k in sorted(found)]
+
+    def erase(self, tombstones: list[Tombstone]) -> None:
+        with self._lock:
+            for t in tombstones:
+                if t.kind == "message":
+                    m = self._messages[t.session][t.pos]
+                    self._messages[t.session][t.pos] = replace(m, content=ERASED, tool_calls=(), salt=None,
+                                                               commitment=m.body()["commitment"])
+                else:
+                    i = next(i for i, e in enumerate(self._edits[t.session]) if e.seq == t.pos)
+                    e = self._edits[t.session][i]
+                    prov = replace(e.provenance, text=ERASED) if e.provenance else None
+                    self._edits[t.session][i] = replace(e, before=ERASED, after=ERASED, provenance=prov, salt=None,
+                                                        commitment=e.body()["commitment"])
+                self._erasures.setdefault(t.session, {})[(t.kind, t.pos)] = (
+                    t.text(), self.signer.sign(t.text()) if self.signer else None)
+            for session in {t.session for t in tombstones}:
+                for key in [k for k in self._derived if k[0] == session]:
+                    del self._derived[key]
+                self._search.pop(session, None)
 
     def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:
         chosen = self._sessions if after is None and upto is None else set(self.session_keys(after, upto))

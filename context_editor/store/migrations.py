@@ -93,6 +93,18 @@ STEPS: tuple[Step, ...] = (
             session TEXT NOT NULL, message_index INTEGER NOT NULL, round INTEGER NOT NULL, role TEXT NOT NULL,
             tool TEXT, fields TEXT[] NOT NULL, terms TSVECTOR NOT NULL, PRIMARY KEY (session, message_index));
         CREATE INDEX IF NOT EXISTS search_docs_terms ON search_docs USING GIN (terms)"""),
+    # Erasure that keeps the proof (issue 12): a message's text and an edit's values move out of
+    # the hashed body into `payload` with its random `salt`; the body holds commitment(salt,
+    # payload). Erasing empties both columns and leaves a (signed) tombstone in `erasures`. Rows
+    # written before keep their text in the body and verify as before (they cannot be erased).
+    Step(7, "erasable payloads and erasure tombstones (issue 12)", """
+        ALTER TABLE messages ADD COLUMN salt TEXT;
+        ALTER TABLE messages ADD COLUMN payload TEXT;
+        ALTER TABLE edits ADD COLUMN salt TEXT;
+        ALTER TABLE edits ADD COLUMN payload TEXT;
+        CREATE TABLE IF NOT EXISTS erasures (
+            session TEXT NOT NULL, kind TEXT NOT NULL, pos INTEGER NOT NULL, tombstone TEXT NOT NULL, signature TEXT,
+            PRIMARY KEY (session, kind, pos))"""),
 )
 SCHEMA_VERSION = STEPS[-1].version
 

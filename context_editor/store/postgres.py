@@ -20,7 +20,7 @@ import psycopg
 from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
-from .base import (KEY_COLUMNS, RETRY_FIX, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
+from .base import (KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, Tombstone, message_from_row, message_row, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
                    domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row, raw_session_rows,
                    stored_sessions)
 
@@ -135,10 +135,9 @@ class PostgresStore(Store):
             assert locked is not None  # the INSERT above made the row or found it
             n_msgs, n_edits, last_hash, last_msg, sha = locked
             check_batch(message, edits, n_msgs, n_edits, last_hash or GENESIS_HASH, last_msg or GENESIS_HASH)
-            c.execute("INSERT INTO messages VALUES (%s, %s, %s, %s, %s)",
-                      (s, message.index, message.round, canonical_json(message.body()), message.hash))
+            c.execute("INSERT INTO messages VALUES (%s, %s, %s, %s, %s, %s, %s)", message_row(message))
             with c.cursor() as cur:
-                cur.executemany("INSERT INTO edits VALUES (%s, %s, %s, %s, %s, %s)", [edit_row(e) for e in edits])
+                cur.executemany("INSERT INTO edits VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", [edit_row(e) for e in edits])
             head = new_head(domain, domain_version, sha, message, edits, n_msgs, n_edits, last_hash)
             c.execute("UPDATE sessions SET domain = %s, domain_version = %s, messages = %s, edits = %s, head = %s, "
                       "signature = %s WHERE session = %s",
@@ -147,15 +146,15 @@ class PostgresStore(Store):
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
         with _database_errors(f"reading messages of session {session!r}"):
             rows = self._conn().execute(
-                "SELECT body, hash FROM messages WHERE session = %s AND round >= %s ORDER BY idx",
+                f"SELECT {ROW_COLUMNS} FROM messages WHERE session = %s AND round >= %s ORDER BY idx",
                 (session, since_round if since_round is not None else -1)).fetchall()
-        return [Message.from_dict({**json.loads(b), "hash": h}) for b, h in rows]
+        return [message_from_row(*r) for r in rows]
 
     def edits(self, session: str, since_seq: int | None = None) -> list[Edit]:
         with _database_errors(f"reading edits of session {session!r}"):
-            rows = self._conn().execute("SELECT body, hash FROM edits WHERE session = %s AND seq > %s ORDER BY seq",
+            rows = self._conn().execute(f"SELECT {ROW_COLUMNS} FROM edits WHERE session = %s AND seq > %s ORDER BY seq",
                                         (session, since_seq if since_seq is not None else -1)).fetchall()
-        return [edit_from_row(b, h) for b, h in rows]
+        return [edit_from_row(*r) for r in rows]
 
     def known_message_ids(self, session: str, ids: list[str]) -> set[str]:
         if not ids:
@@ -203,9 +202,9 @@ class PostgresStore(Store):
             c = self._conn()
             infos = c.execute("SELECT session, domain, domain_version, messages, edits FROM sessions "
                               "WHERE session = ANY(%s)", (keys,)).fetchall()
-            msgs = c.execute("SELECT session, body, hash FROM messages WHERE session = ANY(%s) ORDER BY session, idx",
+            msgs = c.execute(f"SELECT session, {ROW_COLUMNS} FROM messages WHERE session = ANY(%s) ORDER BY session, idx",
                              (keys,)).fetchall()
-            edits = c.execute("SELECT session, body, hash FROM edits WHERE session = ANY(%s) ORDER BY session, seq",
+            edits = c.execute(f"SELECT session, {ROW_COLUMNS} FROM edits WHERE session = ANY(%s) ORDER BY session, seq",
                               (keys,)).fetchall()
         return stored_sessions(keys, infos, msgs, edits)
 
@@ -216,6 +215,36 @@ class PostgresStore(Store):
             edits = c.execute("SELECT seq, round, message_index, body, hash FROM edits WHERE session = %s ORDER BY seq",
                               (session,)).fetchall()
         return msgs, edits
+
+    def raw_payloads(self, session: str) -> dict[tuple[str, int], tuple[Any, Any]]:
+        with _database_errors(f"reading payloads of session {session!r}"):
+            c = self._conn()
+            out = {("message", r[0]): (r[1], r[2]) for r in c.execute(
+                "SELECT idx, salt, payload FROM messages WHERE session = %s AND (salt IS NOT NULL OR payload IS NOT NULL)",
+                (session,)).fetchall()}
+            out.update({("edit", r[0]): (r[1], r[2]) for r in c.execute(
+                "SELECT seq, salt, payload FROM edits WHERE session = %s AND (salt IS NOT NULL OR payload IS NOT NULL)",
+                (session,)).fetchall()})
+        return out
+
+    def erasures(self, session: str) -> list[tuple[str, str | None]]:
+        with _database_errors(f"reading erasures of session {session!r}"):
+            return [(r[0], r[1]) for r in self._conn().execute(
+                "SELECT tombstone, signature FROM erasures WHERE session = %s ORDER BY kind, pos", (session,)).fetchall()]
+
+    def erase(self, tombstones: list[Tombstone]) -> None:
+        c = self._conn()
+        with _database_errors("erasing"), c.transaction():
+            for t in tombstones:
+                table, key = ("messages", "idx") if t.kind == "message" else ("edits", "seq")
+                c.execute(f"UPDATE {table} SET salt = NULL, payload = NULL WHERE session = %s AND {key} = %s",
+                          (t.session, t.pos))
+                c.execute("INSERT INTO erasures VALUES (%s, %s, %s, %s, %s) ON CONFLICT (session, kind, pos) DO UPDATE "
+                          "SET tombstone = excluded.tombstone, signature = excluded.signature",
+                          (t.session, t.kind, t.pos, t.text(), self.signer.sign(t.text()) if self.signer else None))
+            for session in sorted({t.session for t in tombstones}):
+                c.execute("DELETE FROM derived WHERE session = %s", (session,))
+                c.execute("DELETE FROM search_docs WHERE session = %s", (session,))  # the text's terms (derived)
 
     def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:
         where, params = _key_range(after, upto)
@@ -287,9 +316,9 @@ class PostgresStore(Store):
 
     def messages_at(self, session: str, indexes: list[int]) -> list[Message]:
         with _database_errors(f"reading messages of session {session!r}"):
-            rows = self._conn().execute("SELECT body, hash FROM messages WHERE session = %s AND idx = ANY(%s) ORDER BY idx",
+            rows = self._conn().execute(f"SELECT {ROW_COLUMNS} FROM messages WHERE session = %s AND idx = ANY(%s) ORDER BY idx",
                                         (session, sorted(set(indexes)))).fetchall()
-        return [Message.from_dict({**json.loads(b), "hash": h}) for b, h in rows]
+        return [message_from_row(*r) for r in rows]
 
     def close(self) -> None:
         for conn in self._opened:

@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
-from .base import (KEY_COLUMNS, RETRY_FIX, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
+from .base import (KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, Tombstone, message_from_row, message_row, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
                    domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row, raw_session_rows,
                    stored_sessions)
 
@@ -75,6 +75,7 @@ class SQLiteStore(Store):
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA busy_timeout=30000")
+                conn.execute("PRAGMA secure_delete=ON")  # erased text must not survive in free space
             except sqlite3.Error as exc:
                 raise Errors.STORE(problem=f"cannot open SQLite database {self.path}: {exc}",
                                  fix="check the path and its permissions, or pass another --store") from exc
@@ -104,9 +105,8 @@ class SQLiteStore(Store):
             last_msg = c.execute("SELECT hash FROM messages WHERE session = ? AND idx = ?", (s, n_msgs - 1)).fetchone()
             check_batch(message, edits, n_msgs, n_edits, last[0] if last else GENESIS_HASH,
                         last_msg[0] if last_msg else GENESIS_HASH)
-            c.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?)",
-                      (s, message.index, message.round, canonical_json(message.body()), message.hash))
-            c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
+            c.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)", message_row(message))
+            c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
             sha = c.execute("SELECT sha256 FROM domains WHERE version_hash = ?", (domain_version,)).fetchone()
             head = new_head(domain, domain_version, sha[0] if sha else None, message, edits, n_msgs, n_edits,
                             last[0] if last else None)
@@ -126,14 +126,14 @@ class SQLiteStore(Store):
 
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
         rows = self._conn().execute(
-            "SELECT body, hash FROM messages WHERE session = ? AND round >= ? ORDER BY idx",
+            f"SELECT {ROW_COLUMNS} FROM messages WHERE session = ? AND round >= ? ORDER BY idx",
             (session, since_round if since_round is not None else -1)).fetchall()
-        return [Message.from_dict({**json.loads(b), "hash": h}) for b, h in rows]
+        return [message_from_row(*r) for r in rows]
 
     def edits(self, session: str, since_seq: int | None = None) -> list[Edit]:
-        rows = self._conn().execute("SELECT body, hash FROM edits WHERE session = ? AND seq > ? ORDER BY seq",
+        rows = self._conn().execute(f"SELECT {ROW_COLUMNS} FROM edits WHERE session = ? AND seq > ? ORDER BY seq",
                                     (session, since_seq if since_seq is not None else -1)).fetchall()
-        return [edit_from_row(b, h) for b, h in rows]
+        return [edit_from_row(*r) for r in rows]
 
     def known_message_ids(self, session: str, ids: list[str]) -> set[str]:
         if not ids:
@@ -172,9 +172,9 @@ class SQLiteStore(Store):
         # json_each keeps one bound parameter whatever the batch size (SQLite caps their number).
         infos = c.execute("SELECT session, domain, domain_version, messages, edits FROM sessions "
                           "WHERE session IN (SELECT value FROM json_each(?))", (wanted,)).fetchall()
-        msgs = c.execute("SELECT session, body, hash FROM messages WHERE session IN (SELECT value FROM json_each(?)) "
+        msgs = c.execute(f"SELECT session, {ROW_COLUMNS} FROM messages WHERE session IN (SELECT value FROM json_each(?)) "
                          "ORDER BY session, idx", (wanted,)).fetchall()
-        edits = c.execute("SELECT session, body, hash FROM edits WHERE session IN (SELECT value FROM json_each(?)) "
+        edits = c.execute(f"SELECT session, {ROW_COLUMNS} FROM edits WHERE session IN (SELECT value FROM json_each(?)) "
                           "ORDER BY session, seq", (wanted,)).fetchall()
         return stored_sessions(keys, infos, msgs, edits)
 
@@ -184,6 +184,43 @@ class SQLiteStore(Store):
         edits = c.execute("SELECT seq, round, message_index, body, hash FROM edits WHERE session = ? ORDER BY seq",
                           (session,)).fetchall()
         return msgs, edits
+
+    def raw_payloads(self, session: str) -> dict[tuple[str, int], tuple[Any, Any]]:
+        c = self._conn()
+        out = {("message", r[0]): (r[1], r[2]) for r in c.execute(
+            "SELECT idx, salt, payload FROM messages WHERE session = ? AND (salt IS NOT NULL OR payload IS NOT NULL)", (session,))}
+        out.update({("edit", r[0]): (r[1], r[2]) for r in c.execute(
+            "SELECT seq, salt, payload FROM edits WHERE session = ? AND (salt IS NOT NULL OR payload IS NOT NULL)", (session,))})
+        return out
+
+    def erasures(self, session: str) -> list[tuple[str, str | None]]:
+        return [(r[0], r[1]) for r in self._conn().execute(
+            "SELECT tombstone, signature FROM erasures WHERE session = ? ORDER BY kind, pos", (session,))]
+
+    def erase(self, tombstones: list[Tombstone]) -> None:
+        c = self._conn()
+        try:
+            c.execute("BEGIN IMMEDIATE")
+            for t in tombstones:
+                table, key = ("messages", "idx") if t.kind == "message" else ("edits", "seq")
+                c.execute(f"UPDATE {table} SET salt = NULL, payload = NULL WHERE session = ? AND {key} = ?", (t.session, t.pos))
+                c.execute("INSERT OR REPLACE INTO erasures VALUES (?, ?, ?, ?, ?)",
+                          (t.session, t.kind, t.pos, t.text(), self.signer.sign(t.text()) if self.signer else None))
+            for session in sorted({t.session for t in tombstones}):
+                c.execute("DELETE FROM derived WHERE session = ?", (session,))
+            c.execute("COMMIT")
+        except BaseException:
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+            raise
+        # The search index holds the text's terms: derived, so dropped (rebuilt from the log on next
+        # use); 'optimize' merges FTS5's segments, so no deleted term stays behind in them.
+        for session in sorted({t.session for t in tombstones}):
+            self.drop_search(session)
+        c.execute("INSERT INTO search_terms(search_terms) VALUES ('optimize')")
+        # secure_delete zeroed the freed bytes in the database pages; the old page images still
+        # in the write-ahead log go with a truncating checkpoint.
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:
         return raw_session_rows(self._conn().execute, *key_range(after, upto, "session", "?"))
@@ -261,9 +298,9 @@ class SQLiteStore(Store):
         if not wanted:
             return []
         rows = self._conn().execute(
-            f"SELECT body, hash FROM messages WHERE session = ? AND idx IN ({', '.join('?' * len(wanted))}) ORDER BY idx",
+            f"SELECT {ROW_COLUMNS} FROM messages WHERE session = ? AND idx IN ({', '.join('?' * len(wanted))}) ORDER BY idx",
             (session, *wanted)).fetchall()
-        return [Message.from_dict({**json.loads(b), "hash": h}) for b, h in rows]
+        return [message_from_row(*r) for r in rows]
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
