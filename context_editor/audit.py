@@ -275,7 +275,9 @@ def _check_payloads(store: Store, session: str, msg_rows: list[tuple[Any, ...]],
         if found is not None:
             salt, payload = found
             try:
-                ok = salt is not None and payload is not None and commitment(salt, json.loads(payload)) == committed
+                data = json.loads(payload) if payload is not None else None
+                ok = (salt is not None and isinstance(data, dict) and canonical_json(data) == payload
+                      and commitment(salt, data) == committed)  # the form it is written in, byte for byte
             except (ValueError, TypeError):
                 ok = False
             if not ok:
