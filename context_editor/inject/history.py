@@ -53,20 +53,26 @@ class Unit:
 
     messages: list[Message]
     score: float
+    reason: str | None = None  # "retrieved": brought back by search from before the loaded window
 
     @property
     def round(self) -> int:
         return self.messages[0].round
 
 
+def terms(text: str) -> list[str]:
+    """Latin words (lowercased) and CJK character bigrams, in order, repeats kept (single Chinese
+    characters match far too much; a bigram is how both languages get comparable units)."""
+    out = [w.lower() for w in _LATIN_WORD.findall(text)]
+    for run in _CJK_RUN.findall(text):
+        out.extend(run[i:i + 2] for i in range(max(len(run) - 1, 1)))
+    return out
+
+
 @lru_cache(maxsize=1 << 16)
 def words(text: str) -> frozenset[str]:
-    """Latin words and CJK character bigrams (single Chinese characters match far too much).
-    Cached: the same message and summary-line texts are matched on every render."""
-    out = {w.lower() for w in _LATIN_WORD.findall(text)}
-    for run in _CJK_RUN.findall(text):
-        out.update(run[i:i + 2] for i in range(max(len(run) - 1, 1)))
-    return frozenset(out)
+    """The set of `terms`. Cached: the same message and summary-line texts are matched on every render."""
+    return frozenset(terms(text))
 
 
 _STOP = {"the", "a", "of", "to", "and", "is"}
@@ -107,7 +113,8 @@ def default_score(msg: Message, ctx: dict[str, Any]) -> float:
     if any(ref in msg.content for ref in ctx["references"]):
         score += REFERENCE_BONUS
     low, high = MIDDLING
-    if low < score < high:
+    # A retrieved message matched this very query: its age says nothing against it.
+    if low < score < high and msg.index not in ctx.get("retrieved", ()):
         age = ctx["round"] - msg.round
         score *= 0.5 ** (age / HALF_LIFE_ROUNDS)
     return round(score, 6)
@@ -295,11 +302,16 @@ def _scores(scorer: Scorer, messages: list[Message], ctx: dict[str, Any]) -> dic
 
 
 def select_history(action: ActionSpec, state: State, older: list[Message], vocabulary: set[str],
-                   scorer: Scorer | None = None, anchors: dict[str, Any] | None = None) -> list[Unit]:
+                   scorer: Scorer | None = None, anchors: dict[str, Any] | None = None,
+                   retrieved: list[Message] | None = None) -> list[Unit]:
     """Older units in the order the budget keeps them, by the articles' thresholds applied to
     any scorer's 1-5 scores: >= 4 kept first (best first), 3 fill what is left by recency
-    (newest first), <= 2 are compressed: never shown verbatim, left to the summary zone."""
-    if not older:
+    (newest first), <= 2 are compressed: never shown verbatim, left to the summary zone.
+    `retrieved`: messages from before the loaded window that search matched, best first. They are
+    scored by the same scorer and compete in the same order, each 3 ahead of the window's 3s (in
+    search order): the search says they answer this query, recency says nothing about them."""
+    found = retrieved or []
+    if not older and not found:
         return []
     shown = set(action.fields)
     ctx = {
@@ -310,10 +322,14 @@ def select_history(action: ActionSpec, state: State, older: list[Message], vocab
         "references": {str(v) for v in state.values().values() if isinstance(v, str) and ID.fullmatch(v)},
         "action": action.name, "description": action.description,
         "goal": (anchors or {}).get("goal", {}).get("text"), "subtask": (anchors or {}).get("subtask", {}).get("text"),
+        "retrieved": {m.index for m in found},
     }
     deduped = dedupe_tool_results(older)
-    scores = _scores(scorer or rule_score, deduped, ctx)
+    scores = _scores(scorer or rule_score, deduped + found, ctx)
     units = [Unit(u, max(scores[m.index] for m in u)) for u in chains(deduped)]
-    keep = sorted((u for u in units if u.score >= KEEP), key=lambda u: (-u.score, -u.messages[0].index))
+    rank = {m.index: i for i, m in enumerate(found)}
+    back = [Unit([m], scores[m.index], "retrieved") for m in found]
+    keep = sorted((u for u in units + back if u.score >= KEEP), key=lambda u: (-u.score, -u.messages[0].index))
+    brought = sorted((u for u in back if FILL <= u.score < KEEP), key=lambda u: rank[u.messages[0].index])
     fill = sorted((u for u in units if FILL <= u.score < KEEP), key=lambda u: -u.messages[0].index)
-    return keep + fill
+    return keep + brought + fill

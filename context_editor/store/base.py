@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import Errors
-from ..model import GENESIS_HASH, Edit, Message, canonical_json
+from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from ..signing import Signer
 
 
@@ -175,6 +176,58 @@ def check_batch(message: Message, edits: list[Edit], n_messages: int, n_edits: i
         prev, seq = e.hash, seq + 1
 
 
+BM25_K1, BM25_B = 1.2, 0.75  # SQLite FTS5's bm25() defaults, so the in-Python index ranks alike
+
+
+class TermIndex:
+    """An inverted index of one session's search documents with BM25 ranking: the memory store's
+    search, the same ranking function as SQLite FTS5's bm25()."""
+
+    def __init__(self) -> None:
+        self.docs: dict[int, SearchDoc] = {}
+        self.counts: dict[int, dict[str, int]] = {}  # message index -> term -> occurrences
+        self.postings: dict[str, set[int]] = {}
+        self.total_terms = 0
+
+    def add(self, doc: SearchDoc) -> None:
+        self.remove(doc.message_index)
+        counts: dict[str, int] = {}
+        for term in doc.terms.split():
+            counts[term] = counts.get(term, 0) + 1
+        self.docs[doc.message_index], self.counts[doc.message_index] = doc, counts
+        for term in counts:
+            self.postings.setdefault(term, set()).add(doc.message_index)
+        self.total_terms += sum(counts.values())
+
+    def remove(self, index: int) -> None:
+        counts = self.counts.pop(index, None)
+        if counts is None:
+            return
+        del self.docs[index]
+        for term in counts:
+            self.postings[term].discard(index)
+        self.total_terms -= sum(counts.values())
+
+    def search(self, terms: list[str], where: SearchFilter, limit: int) -> list[tuple[int, float]]:
+        n = len(self.docs)
+        if not n:
+            return []
+        average = self.total_terms / n
+        scores: dict[int, float] = {}
+        for term in dict.fromkeys(terms):
+            hits = self.postings.get(term, ())
+            if not hits:
+                continue
+            idf = math.log(1 + (n - len(hits) + 0.5) / (len(hits) + 0.5))
+            for i in hits:
+                if not where.admits(self.docs[i]):
+                    continue
+                tf, length = self.counts[i][term], sum(self.counts[i].values())
+                scores[i] = scores.get(i, 0.0) + idf * tf * (BM25_K1 + 1) / (
+                    tf + BM25_K1 * (1 - BM25_B + BM25_B * length / average))
+        return sorted(scores.items(), key=lambda x: (-x[1], -x[0]))[:limit]
+
+
 class Store(ABC):
     """Abstract store. Implementations: MemoryStore, SQLiteStore (and PostgreSQL)."""
 
@@ -279,6 +332,28 @@ class Store(ABC):
     @abstractmethod
     def drop_derived(self, session: str, kind: str) -> None:
         """Forget one kind of derived data (it is rebuilt from the log on next use)."""
+
+    # ------------------------------------------------------------------ search (derived data)
+    @abstractmethod
+    def index_search(self, session: str, docs: list[SearchDoc]) -> None:
+        """Add (or replace, by message index) messages to the session's search index."""
+
+    @abstractmethod
+    def search(self, session: str, terms: list[str], where: SearchFilter, limit: int) -> list[tuple[int, float]]:
+        """The messages matching any of `terms` that `where` admits, as (message index, score),
+        best first (ties: newest first); a score only orders one result list."""
+
+    @abstractmethod
+    def search_indexed(self, session: str) -> int:
+        """The highest message index in the session's search index (-1: none), to catch up from."""
+
+    @abstractmethod
+    def drop_search(self, session: str) -> None:
+        """Forget the session's search index (rebuilt from the log on next use)."""
+
+    @abstractmethod
+    def messages_at(self, session: str, indexes: list[int]) -> list[Message]:
+        """The messages with these indexes, in index order (unknown indexes are skipped)."""
 
     def close(self) -> None:
         """Release connections (no-op where there are none)."""
