@@ -331,8 +331,14 @@ class Renderer:
         vocabulary, hidden, absorbed, hidden_key = self._state_view(state, spec)
         # What the model may see of each message: trimmed tool JSON, out-of-scope spans masked.
         # The summary zone and the entity graph are built from these texts too, so nothing hidden leaks.
-        loaded = {m.index for m in messages}
-        found = [m for m in retrieved or () if m.role != "system" and len(m.content) <= too_big and m.index not in loaded]
+        # A hit that repeats a loaded message (or an earlier hit) word for word adds nothing: the
+        # question asked again today finds itself asked before.
+        said = {m.content for m in messages}
+        found = []
+        for m in retrieved or ():
+            if m.role != "system" and len(m.content) <= too_big and m.content not in said:
+                said.add(m.content)
+                found.append(m)
         seen = {m.index: self._turn(m, hidden, hidden_key) for m in visible + found}
         wanted_back = frozenset(m.index for m in found)
         ranked = history.select_history(spec, state, older, vocabulary, self.scorer, anchors, found)[: spec.max_history]
