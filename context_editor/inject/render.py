@@ -26,7 +26,7 @@ from ..errors import Errors
 from ..lang import detect_language
 from ..model import Message, State
 from ..resources import templates_dir
-from . import compact, history
+from . import compact, history, pii
 from .compact import STAGE_ROUNDS
 from .budget import Window, resolve_budget
 from .tokens import SegmentCounter, cuts, max_token_bytes, segment_counter, tokenizer_for
@@ -284,7 +284,8 @@ class Renderer:
                                      missing=", ".join(m["name"] for m in plan.missing) or "none", alerts=len(plan.alerts),
                                      needed=tokens + plan.spec.safety_margin)
         fields = self._kept_fields(plan, kept)
-        lost = lost_fields(xml, {n: self._field(state, n)["text"] for n in plan.protected})
+        lost = lost_fields(xml, {n: self._field(state, n)["text"] for n in plan.protected
+                                      if self.domain.fields[n].pii != "drop"})
         if lost:
             return self._fallback(plan, state, messages, lost, summary, anchors, retrieved)
         visible = [m for m in messages if m.role != "system"]
@@ -490,7 +491,8 @@ class Renderer:
                "phase": state.phase, "system": self.system, "goal": plan.anchors.get("goal"),
                "subtask": plan.anchors.get("subtask"),
                "fields": [tagged(self._field(state, n), "optional", plan.optional.index(n)) if n in optional
-                          else self._field(state, n) for n in self._kept_fields(plan, kept)],
+                          else self._field(state, n) for n in self._kept_fields(plan, kept)
+                          if self.domain.fields[n].pii != "drop"],
                "missing": plan.missing,
                "alerts": [tagged(a, "alerts", first_alert + j) for j, a in enumerate(plan.alerts[first_alert:])]
                + plan.fixed_alerts,
@@ -560,8 +562,10 @@ class Renderer:
 
     def _field(self, state: State, name: str) -> dict[str, Any]:
         fs = state.fields[name]
+        policy = self.domain.fields[name].pii
+        text = format_value(fs.value)
         return {"name": name, "round": fs.set_round, "source": fs.source,
-                "text": format_value(fs.value)}
+                "text": pii.protect(policy, text, name) if policy else text}
 
     def _ask(self, name: str, language: str) -> str:
         ask = self.domain.fields[name].ask
