@@ -186,17 +186,17 @@ class ContextEditor:
     def _summarize(self, session: str, msg: Message) -> None:
         """Fold a committed message into the session's summary zone and store what changed."""
         zone = self._zone(session)
-        for key, body in zone.bodies(zone.add(msg)).items():
+        zone.add(msg)
+        for key, body in zone.bodies(zone.settled()).items():
             self.store.put_derived(session, SUMMARY_KIND, key, body)
 
     def _zone(self, session: str) -> SummaryZone:
         zone = self._zones.get(session)
         if zone is None:
             zone = SummaryZone.from_bodies(self.domain, self.store.derived(session, SUMMARY_KIND))
-            changed: set[int] = set()
             for m in self.store.messages(session, since_round=zone.resume_round()):
-                changed.update(zone.add(m))
-            for key, body in zone.bodies(sorted(changed)).items():
+                zone.add(m)
+            for key, body in zone.bodies(zone.settled()).items():
                 self.store.put_derived(session, SUMMARY_KIND, key, body)
             self._zones[session] = zone
         return zone

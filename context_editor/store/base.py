@@ -97,6 +97,15 @@ def new_head(domain: str, domain_version: str, domain_sha256: str | None, messag
                 edits[-1].hash if edits else (last_edit_hash or GENESIS_HASH))
 
 
+def head_hashes(text: str | None) -> tuple[str, str] | None:
+    """(last message hash, last edit hash) from a session's stored head, so an append checks the
+    chain with the one read of the sessions row; None when the row holds no head yet."""
+    if not text:
+        return None
+    head = json.loads(text)
+    return head["last_message_hash"], head["last_edit_hash"]
+
+
 def key_range(after: str | None, upto: str | None, column: str, mark: str) -> tuple[str, tuple[str, ...]]:
     """The SQL condition (and its parameters) for session ids in the key range (after, upto]:
     `column` compared in code-point order, `mark` the driver's placeholder. Bounds that are None
@@ -143,7 +152,7 @@ def astuple_key(key: KeyRecord) -> tuple[Any, ...]:
 
 def edit_row(e: Edit) -> tuple[Any, ...]:
     """The row of an edit in an SQL store: key columns, canonical body, hash."""
-    return (e.session, e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash)
+    return (e.session, e.seq, e.round, e.message_index, e.body_text(), e.hash)
 
 
 def edit_from_row(body: str, hash_: str) -> Edit:

@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 
 from ..errors import Errors
-from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
+from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter
 from . import migrations
 from .base import (KEY_COLUMNS, RETRY_FIX, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
                    domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row, raw_session_rows,
@@ -136,7 +136,7 @@ class PostgresStore(Store):
             n_msgs, n_edits, last_hash, last_msg, sha = locked
             check_batch(message, edits, n_msgs, n_edits, last_hash or GENESIS_HASH, last_msg or GENESIS_HASH)
             c.execute("INSERT INTO messages VALUES (%s, %s, %s, %s, %s)",
-                      (s, message.index, message.round, canonical_json(message.body()), message.hash))
+                      (s, message.index, message.round, message.body_text(), message.hash))
             with c.cursor() as cur:
                 cur.executemany("INSERT INTO edits VALUES (%s, %s, %s, %s, %s, %s)", [edit_row(e) for e in edits])
             head = new_head(domain, domain_version, sha, message, edits, n_msgs, n_edits, last_hash)

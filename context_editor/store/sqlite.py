@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Errors
-from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
+from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter
 from . import migrations
 from .base import (KEY_COLUMNS, RETRY_FIX, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
-                   domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row, raw_session_rows,
+                   domain_text, edit_from_row, edit_row, head_hashes, new_head, key_range, parse_domain_row, raw_session_rows,
                    stored_sessions)
 
 
@@ -42,6 +42,7 @@ class SQLiteStore(Store):
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        self._shas: dict[str, str] = {}  # domain version -> sha256 of its stored document
         c = self._conn()
         try:
             if self._schema_version(c) != (True, migrations.SCHEMA_VERSION):
@@ -98,18 +99,22 @@ class SQLiteStore(Store):
         try:
             c.execute("BEGIN IMMEDIATE")
             s = message.session
-            row = c.execute("SELECT messages, edits FROM sessions WHERE session = ?", (s,)).fetchone()
-            n_msgs, n_edits = row if row else (0, 0)
-            last = c.execute("SELECT hash FROM edits WHERE session = ? AND seq = ?", (s, n_edits - 1)).fetchone()
-            last_msg = c.execute("SELECT hash FROM messages WHERE session = ? AND idx = ?", (s, n_msgs - 1)).fetchone()
-            check_batch(message, edits, n_msgs, n_edits, last[0] if last else GENESIS_HASH,
-                        last_msg[0] if last_msg else GENESIS_HASH)
+            # One read: the counters and, from the head, the hashes the batch must link to.
+            row = c.execute("SELECT messages, edits, head FROM sessions WHERE session = ?", (s,)).fetchone()
+            n_msgs, n_edits, head_text = row if row else (0, 0, "")
+            hashes = head_hashes(head_text)
+            if hashes is None and row is not None:  # a row without a head: read the chain ends
+                last = c.execute("SELECT hash FROM edits WHERE session = ? AND seq = ?", (s, n_edits - 1)).fetchone()
+                last_msg = c.execute("SELECT hash FROM messages WHERE session = ? AND idx = ?", (s, n_msgs - 1)).fetchone()
+                hashes = (last_msg[0] if last_msg else GENESIS_HASH, last[0] if last else GENESIS_HASH)
+            last_msg_hash, last_hash = hashes or (GENESIS_HASH, GENESIS_HASH)
+            check_batch(message, edits, n_msgs, n_edits, last_hash, last_msg_hash)
             c.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?)",
-                      (s, message.index, message.round, canonical_json(message.body()), message.hash))
-            c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
-            sha = c.execute("SELECT sha256 FROM domains WHERE version_hash = ?", (domain_version,)).fetchone()
-            head = new_head(domain, domain_version, sha[0] if sha else None, message, edits, n_msgs, n_edits,
-                            last[0] if last else None)
+                      (s, message.index, message.round, message.body_text(), message.hash))
+            if edits:
+                c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
+            head = new_head(domain, domain_version, self._domain_sha(domain_version), message, edits, n_msgs, n_edits,
+                            last_hash if n_edits else None)
             c.execute(
                 "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session) DO UPDATE SET "
                 "domain = excluded.domain, domain_version = excluded.domain_version, messages = excluded.messages, "
@@ -123,6 +128,16 @@ class SQLiteStore(Store):
             if c.in_transaction:
                 c.execute("ROLLBACK")
             raise
+
+    def _domain_sha(self, version_hash: str) -> str | None:
+        """The SHA-256 of a stored domain document (a row never changes once written: kept)."""
+        sha = self._shas.get(version_hash)
+        if sha is None:
+            row = self._conn().execute("SELECT sha256 FROM domains WHERE version_hash = ?", (version_hash,)).fetchone()
+            sha = row[0] if row else None
+            if sha is not None:
+                self._shas[version_hash] = sha
+        return sha
 
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
         rows = self._conn().execute(
