@@ -340,9 +340,12 @@ class ContextEditor:
                     commit(edit(msg, self.domain, "alert", e.field, None, text, "machine", reason=code, stage="validate"))
                 continue
             accepted.append(e)
+        changed = {e.field for e in accepted if e.field is not None}
+        if not changed or not self.domain.rules:
+            return accepted  # a rule is only checked when a field it reads changes
         values = state.values() | {e.field: e.after for e in accepted if e.field is not None}
         now = msg.time()
-        for rule, text in violations(self.domain, values, now.date() if now else None):
+        for rule, text in violations(self.domain, values, now.date() if now else None, changed):
             touched = [e for e in accepted if e.field in rule.fields]
             if not touched:
                 continue  # the violation predates this message; it was reported then

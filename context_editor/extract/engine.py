@@ -140,7 +140,7 @@ class Extractor:
                 continue  # role policy: this role cannot speak for this field
             found = self._from_rules(msg, text, folded, spec, now)
             if name in self.enum_matchers:
-                found.extend(self._from_enum(msg, text, spec))
+                found.extend(self._from_enum(msg, text, folded, spec))
             if name in self.ner_fields:
                 ner_spans = self._spans(text, lang) if ner_spans is None else ner_spans
                 found = outrank(found, self._from_ner(msg, text, spec, ner_spans, now), self.domain.ner_margin)
@@ -298,10 +298,10 @@ class Extractor:
                                      negated=is_negated(text, start, end)))
         return out
 
-    def _from_enum(self, msg: Message, text: str, spec: FieldSpec) -> list[Candidate]:
+    def _from_enum(self, msg: Message, text: str, folded: str, spec: FieldSpec) -> list[Candidate]:
         return [Candidate(spec.name, canonical.lower() == "true" if spec.type == "bool" else canonical,
                           self._prov(msg, s, e, raw, f"enum:{spec.name}", 0.9), negated=is_negated(text, s, e))
-                for s, e, raw, canonical in self.enum_matchers[spec.name].finditer(text)]
+                for s, e, raw, canonical in self.enum_matchers[spec.name].finditer(text, folded)]
 
     def _from_tool(self, msg: Message, data: Any, now: datetime) -> list[Candidate]:
         """Values of a tool result; a list of several records is a list of options the user picks
