@@ -139,7 +139,9 @@ class ContextEditor:
             return []
         for attempt in range(APPEND_ATTEMPTS):
             upgrade_from = self._bind(session)
-            state = self._live(session)
+            # A cached fold is used without asking the store for its head: the append itself
+            # refuses a message computed on a head another writer has moved (the retry below).
+            state = self._cached(session) or self._live(session)
             msg = self._stamp(session, raw, state, now)
             try:
                 with using(self.domain.lexicon):  # the words this domain version was made with
@@ -387,6 +389,12 @@ class ContextEditor:
             evicted, _ = self._states.popitem(last=False)
             self._priors.pop(evicted, None)
             self._zones.pop(evicted, None)
+        return state
+
+    def _cached(self, session: str) -> State | None:
+        state = self._states.get(session)
+        if state is not None:
+            self._states.move_to_end(session)
         return state
 
     def state(self, session: str, as_of_round: int | None = None) -> State:
