@@ -43,6 +43,7 @@ from .validate import FieldValidator, violations
 LLM_KIND = "llm"  # model answers by prompt hash (derived data, for replay without the endpoint)
 USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
 DEFAULT_CACHE_SESSIONS = 1024
+DEFAULT_BATCH = 200  # messages per store transaction in `ingest_many`
 APPEND_ATTEMPTS = 32  # a writer losing this many races in a row on one session gives up with the conflict
 
 
@@ -128,6 +129,47 @@ class ContextEditor:
         for m in messages:
             self.add(session, m, now=now, idempotent=idempotent)
         return self.state(session)
+
+    def ingest_many(self, items: Iterable[tuple[str, dict[str, Any] | Message]], now: datetime | str | None = None,
+                    batch_size: int = DEFAULT_BATCH) -> int:
+        """A bulk load: (session, message) pairs in order, committed `batch_size` messages per
+        store transaction (one commit for many messages). Each message is still atomic, and a
+        reader sees a batch whole or not at all. If a message fails, its batch is rolled back
+        (whole messages only) and the error raised; the batches before it stay committed.
+        Returns the number of messages committed."""
+        done = 0
+        pending: list[tuple[str, dict[str, Any] | Message]] = []
+
+        def flush() -> None:
+            nonlocal done
+            touched = {s for s, _ in pending}
+            try:
+                with self.store.batch():
+                    for session, message in pending:
+                        self._bind(session)
+                        self.add(session, message, now=now)
+            except BaseException:
+                for s in touched:  # the cached folds and memory may hold what was rolled back
+                    self._forget(s)
+                raise
+            done += len(pending)
+            pending.clear()
+
+        for item in items:
+            pending.append(item)
+            if len(pending) >= max(batch_size, 1):
+                flush()
+        if pending:
+            flush()
+        return done
+
+    def _forget(self, session: str) -> None:
+        """Drop everything cached about a session: the next use reads it from the store."""
+        self._states.pop(session, None)
+        self._bound.pop(session, None)
+        self._zones.pop(session, None)
+        self._priors.pop(session, None)
+        self._indexed.discard(session)
 
     def add(self, session: str, message: dict[str, Any] | Message, now: datetime | str | None = None,
             idempotent: bool = False) -> list[Edit]:

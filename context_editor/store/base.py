@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -265,6 +266,13 @@ class Store(ABC):
     @abstractmethod
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
         """Commit one message and its edits atomically. Raises StoreError on a conflict."""
+
+    def batch(self) -> AbstractContextManager[None]:
+        """A bulk load: the appends inside commit together when the block ends (one commit for
+        many messages), or none of them if it raises. Each append stays whole: a reader sees a
+        message with all its edits or not at all. Stores without transactions commit each
+        append at once (the default)."""
+        return nullcontext()
 
     @abstractmethod
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:

@@ -129,6 +129,12 @@ class PostgresStore(Store):
                 (session,)).fetchone()
         return SessionInfo(*row) if row else None
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        # Appends inside run in this transaction (a lost race's locking path in a savepoint of it).
+        with self._conn().transaction():
+            yield
+
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
         # One round trip when this store knows where the session stands (it wrote its head, or the
         # batch says it: the message's index and prev hash, the first edit's seq and prev hash):
