@@ -36,7 +36,7 @@ from .memory import retrieval
 from .memory.retrieval import Embedder
 from .memory.summary import KIND as SUMMARY_KIND
 from .model import Candidate, Edit, Message, SearchFilter, State
-from .store import SessionInfo, Store, open_store
+from .store import MemoryStore, SessionInfo, Store, open_store
 from .transform import PhaseMachine, edit, expiry_edits, field_edits
 from .validate import FieldValidator, violations
 
@@ -44,6 +44,8 @@ LLM_KIND = "llm"  # model answers by prompt hash (derived data, for replay witho
 USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
 DEFAULT_CACHE_SESSIONS = 1024
 DEFAULT_BATCH = 200  # messages per store transaction in `ingest_many`
+UPGRADE = "DOMAIN_UPGRADE"  # the session moves to the new version; values already set stay as they are
+REDERIVE = "DOMAIN_REDERIVE"  # the same, and its state becomes what the new version makes of all its messages
 APPEND_ATTEMPTS = 32  # a writer losing this many races in a row on one session gives up with the conflict
 
 
@@ -55,6 +57,31 @@ def stored_domain(store: Store, info: SessionInfo, allow_plugins: bool = False) 
         raise Errors.DOMAIN_VERSION_MISSING(session=info.session, domain=info.domain, version=info.domain_version,
                                             store=store.url)
     return domain_from_source(source, f"<stored {info.domain} {info.domain_version}>", allow_plugins)
+
+
+def rerun(domain: Domain, session: str, messages: Iterable[Message], editor: ContextEditor | None = None) -> State:
+    """The state `domain` makes of a session's messages, computed in memory (nothing is stored).
+    `editor`: one over a MemoryStore to reuse for many sessions (building one costs milliseconds)."""
+    editor = editor or ContextEditor(domain, MemoryStore(), cache_sessions=1)
+    for m in messages:
+        editor.add(session, m)
+    return editor.state(session)
+
+
+def rederived(state: State, target: State, msg: Message, domain: Domain) -> list[Edit]:
+    """Edits (unsealed, on `msg`) that take `state` to `target`'s values and phase: a `set` with the
+    provenance the new version found, a `clear` for a value it does not find, a `transition`."""
+    out = []
+    for name in domain.fields:  # the domain's field order: deterministic, as replay needs
+        now, then = state.get(name), target.get(name)
+        if now != then:
+            fs = target.fields.get(name)
+            out.append(edit(msg, domain, "set", name, now, then, "machine", reason=REDERIVE,
+                            provenance=fs.provenance if fs else None) if then is not None else
+                       edit(msg, domain, "clear", name, now, None, "machine", reason=REDERIVE))
+    if target.phase != state.phase:
+        out.append(edit(msg, domain, "transition", None, state.phase, target.phase, "machine", reason=REDERIVE))
+    return out
 
 
 class _Chain:
@@ -80,12 +107,14 @@ class ContextEditor:
     """
 
     def __init__(self, domain: Domain | str | Path, store: Store | str | None = None, model: str | None = None,
-                 allow_plugins: bool = False, upgrade: bool = False, system: str | None = None, context_window: int | None = None,
+                 allow_plugins: bool = False, upgrade: bool | str = False, system: str | None = None, context_window: int | None = None,
                  output_reserve: float = 0.15, budget: int | str | None = None, price_per_mtok: float | None = None,
                  scorer: Any = None, cache_sessions: int = DEFAULT_CACHE_SESSIONS, retrieval: bool = False,
                  embedder: Embedder | None = None):
         """`upgrade`: a session processed with another version of this domain moves to this version
         (recorded as an `upgrade` edit with the next message); without it, adding to it is refused.
+        `upgrade=REDERIVE` (`backfill --apply`) also sets, with that message, every field to what this
+        version makes of the session's stored messages (replay re-derives it the same way).
         `system`: a system prompt rendered first in every context. `context_window`: the model's
         window in tokens; a budget may then be a share of it ("60%"), and no budget ever eats into
         `output_reserve` (a share of the window, or tokens), kept for the answer. `budget`: the
@@ -335,8 +364,13 @@ class ContextEditor:
             out.append(sealed)
 
         if upgrade_from is not None:
+            how = REDERIVE if self.upgrade == REDERIVE else UPGRADE
             commit(edit(msg, self.domain, "upgrade", None, upgrade_from, self.domain.version_hash, "machine",
-                        reason="DOMAIN_UPGRADE", stage="transform"))
+                        reason=how, stage="transform"))
+            if how == REDERIVE:
+                for e in rederived(state, rerun(self.domain, msg.session, self.store.messages(msg.session)), msg,
+                                   self.domain):
+                    commit(e)
         if self.machine and state.phase is None:
             commit(self.machine.initial_edit(msg))
         for e in expiry_edits(state, self.domain, msg):

@@ -126,3 +126,14 @@ def test_a_version_3_store_gets_the_index_by_migration_and_fills_it_from_the_log
     (hit, _), *_ = editor.search("travel", first.content, SearchFilter(rounds=(first.round, first.round)))
     assert hit.index == first.index
     assert editor.store.search_indexed("travel") == editor.state("travel").message_index
+
+
+def test_the_cli_renders_with_retrieval(tmp_path, capsys):
+    from context_editor.cli import main
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    session(ContextEditor("travel", url), "zh")
+    assert main(["render", "--store", url, "--session", "s", "--action", "book_flight", "--retrieval"]) == 0
+    assert 'reason="retrieved"' in capsys.readouterr().out
+    assert main(["render", "--store", url, "--session", "s", "--action", "book_flight"]) == 0
+    assert 'reason="retrieved"' not in capsys.readouterr().out

@@ -15,7 +15,7 @@ import re
 from typing import Iterator
 
 from ..domain import FieldSpec
-from ..domain.regexcheck import required_literals
+from .prefilter import Present
 
 _LATIN = re.compile(r"[A-Za-z0-9]")
 EXCLUDE = "!"
@@ -52,17 +52,12 @@ class EnumMatcher:
         self.by_phrase = {p.lower(): c for p, c in written.items()}
         ordered = sorted(written, key=lambda p: (-len(p), p.lower()))
         self.pattern = re.compile("|".join(_alternative(p) for p in ordered), re.IGNORECASE) if ordered else None
-        self.literals = required_literals(self.pattern) if self.pattern is not None else None
 
-    def finditer(self, text: str, folded: str | None = None) -> Iterator[tuple[int, int, str, str]]:
-        """Yield (start, end, matched text, canonical value). `folded`: text.casefold(), if the
-        caller has it (one fold per message, whatever the number of enum fields)."""
-        if self.pattern is None:
-            return
-        if self.literals is not None:
-            folded = text.casefold() if folded is None else folded
-            if not any(lit in folded for lit in self.literals):
-                return  # no phrase can be here: skip the scan (a long message costs a substring search per phrase)
+    def finditer(self, text: str, present: Present | None = None) -> Iterator[tuple[int, int, str, str]]:
+        """Yield (start, end, matched text, canonical value); `present`: the message's literals, when
+        `text` is that message."""
+        if self.pattern is None or not (present or Present(text)).could_match(self.pattern):
+            return  # no phrase can be here: skip the scan
         for m in self.pattern.finditer(text):
             key = " ".join(m.group(0).lower().split())
             yield m.start(), m.end(), m.group(0), self.by_phrase[key]
