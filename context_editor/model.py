@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import dataclasses
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Iterable, Literal
@@ -212,7 +213,8 @@ class Edit:
     at: str | None = None  # the message's timestamp: TTLs in days are measured on it
     prev_hash: str = GENESIS_HASH
     hash: str = ""
-    _text: str = field(default="", init=False, repr=False, compare=False)  # as in Message: body() as sealed
+    # As in Message: body() as sealed. (`field` is a column of this class, hence the long name.)
+    _text: str = dataclasses.field(default="", init=False, repr=False, compare=False)
 
     def body(self) -> dict[str, Any]:
         """Everything the hash covers (all but the hash itself)."""
