@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -52,6 +53,11 @@ class StoredSession:
     info: SessionInfo
     messages: tuple[Message, ...]
     edits: tuple[Edit, ...]
+
+
+def redacted(url: str) -> str:
+    """A store URL without its password, for messages and files."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
 def domain_text(source: dict[str, Any]) -> tuple[str, str]:
