@@ -10,7 +10,8 @@ asking for the fact without its value ("What am I allergic to?", "我对什么�
 is the planted message. After the whole conversation, each question is added as the latest user
 turn (with a short assistant reply, as in a live session) and `plan_trip` is rendered with
 retrieval off and on, from the same store, at the same budget. A pair counts when the answer's
-value is in the context. Also: render latency with retrieval on against off (wall p50, the same
+value is in the context; beside it, the share of all 20 facts the same contexts hold (what the
+answer's place cost the others). Also: render latency with retrieval on against off (wall p50, the same
 renders). Writes benchmarks/out/retrieval_pairs.json and prints the README table.
 """
 
@@ -59,6 +60,7 @@ def run(language: str, rounds: int, seed: int, budgets: list[int]) -> dict:
     off = ContextEditor("travel", store)
     on.ingest("s", conv)
     hits = {b: {"on": 0, "off": 0} for b in budgets}
+    held = {b: {"on": 0.0, "off": 0.0} for b in budgets}  # share of all 20 facts in the context, summed over questions
     times: dict[str, list[float]] = {"on": [], "off": []}
     retrieved_shown = 0
     for fact in facts:
@@ -69,9 +71,11 @@ def run(language: str, rounds: int, seed: int, budgets: list[int]) -> dict:
                 start = time.perf_counter()
                 ctx = editor.render("s", ACTION, budget=budget)
                 times[name].append((time.perf_counter() - start) * 1000)
-                hits[budget][name] += fact.surface.lower() in html.unescape(ctx.xml).lower()
+                text = html.unescape(ctx.xml).lower()
+                hits[budget][name] += fact.surface.lower() in text
+                held[budget][name] += sum(f.surface.lower() in text for f in facts) / len(facts)
                 retrieved_shown += name == "on" and 'reason="retrieved"' in ctx.xml
-    return {"language": language, "seed": seed, "pairs": len(facts), "hits": hits, "render_ms": times,
+    return {"language": language, "seed": seed, "pairs": len(facts), "hits": hits, "held": held, "render_ms": times,
             "renders_with_retrieved": retrieved_shown}
 
 
@@ -86,15 +90,17 @@ def main() -> int:
     runs = [run(lang, args.rounds, seed, budgets) for lang in ("zh", "en") for seed in range(args.seeds)]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"rounds": args.rounds, "seeds": args.seeds, "runs": runs}, indent=2, ensure_ascii=False))
-    print("| lang | budget | pairs | answer in context: retrieval off | retrieval on |")
-    print("|---|---|---|---|---|")
+    print("| lang | budget | pairs | answer in context: retrieval off | retrieval on | all 20 facts held: off | on |")
+    print("|---|---|---|---|---|---|---|")
     for lang in ("zh", "en"):
         mine = [r for r in runs if r["language"] == lang]
         pairs = sum(r["pairs"] for r in mine)
         for b in budgets:
             off = sum(r["hits"][b]["off"] for r in mine) / pairs
             on = sum(r["hits"][b]["on"] for r in mine) / pairs
-            print(f"| {lang} | {b} | {pairs} | {off:.1%} | **{on:.1%}** |")
+            held_off = sum(r["held"][b]["off"] for r in mine) / pairs
+            held_on = sum(r["held"][b]["on"] for r in mine) / pairs
+            print(f"| {lang} | {b} | {pairs} | {off:.1%} | **{on:.1%}** | {held_off:.1%} | {held_on:.1%} |")
     for name in ("off", "on"):
         print(f"render p50 at {args.rounds * 2}+ messages, retrieval {name}: "
               f"{statistics.median(t for r in runs for t in r['render_ms'][name]):.2f} ms")

@@ -90,14 +90,15 @@ def _plugins(args: argparse.Namespace) -> bool:
 
 
 def _editor_for_session(session: str, store_url: str | None, model: str | None = None, allow_plugins: bool = False,
-                        context_window: int | None = None) -> ContextEditor:
+                        context_window: int | None = None, retrieval: bool = False) -> ContextEditor:
     """The editor of an existing session, with the domain version it was processed with."""
     from .pipeline import ContextEditor, stored_domain
     from .store import open_store
 
     store = open_store(store_url, create=False)
     info = store.require_session(session)
-    return ContextEditor(stored_domain(store, info, allow_plugins), store, model=model, context_window=context_window)
+    return ContextEditor(stored_domain(store, info, allow_plugins), store, model=model, context_window=context_window,
+                         retrieval=retrieval)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -141,7 +142,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .pipeline import ContextEditor
 
     editor = ContextEditor(args.domain, "memory://", model=args.model, allow_plugins=_plugins(args),
-                           context_window=args.context_window)
+                           context_window=args.context_window, retrieval=args.retrieval)
     if args.action:
         editor.renderer.action(args.action)
     messages = read_conversation(args.conversation, args.format)
@@ -199,7 +200,7 @@ def cmd_state(args: argparse.Namespace) -> int:
 
 def cmd_render(args: argparse.Namespace) -> int:
     editor = _editor_for_session(args.session, args.store, model=args.model, allow_plugins=_plugins(args),
-                                 context_window=args.context_window)
+                                 context_window=args.context_window, retrieval=args.retrieval)
     print(editor.render(args.session, args.action, budget=args.budget, as_of_round=args.as_of_round).xml)
     return 0
 
@@ -439,6 +440,8 @@ def _render_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--context-window", type=int, metavar="TOKENS",
                    help="the model's context window; 15%% of it (the answer's reservation) is never budgeted")
     p.add_argument("--model", metavar="MODEL", help="model whose tokenizer counts (default gpt-4o, o200k_base)")
+    p.add_argument("--retrieval", action="store_true",
+                   help="bring back older messages that match the latest user turn (shown with reason=\"retrieved\")")
 
 
 def _format_option(p: argparse.ArgumentParser) -> None:

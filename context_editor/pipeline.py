@@ -126,7 +126,7 @@ class ContextEditor:
         `retrieval`: index every message for search (`search`), and let each render bring back the
         messages older than its window that match the action and the latest user turn (shown in
         <history> with reason="retrieved"). `embedder`: an `memory.retrieval.Embedder` that re-ranks
-        the lexical hits by cosine similarity (optional; none is bundled)."""
+        the lexical hits by cosine similarity (`memory.minilm.MiniLMEmbedder` with the [embed] extra)."""
         self.domain = domain if isinstance(domain, Domain) else load_domain(domain, allow_plugins=allow_plugins)
         self.upgrade = upgrade
         self._bound: dict[str, str | None] = {}  # session -> the version it moves from (None: already on ours)

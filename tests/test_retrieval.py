@@ -126,3 +126,31 @@ def test_a_version_3_store_gets_the_index_by_migration_and_fills_it_from_the_log
     (hit, _), *_ = editor.search("travel", first.content, SearchFilter(rounds=(first.round, first.round)))
     assert hit.index == first.index
     assert editor.store.search_indexed("travel") == editor.state("travel").message_index
+
+
+def test_the_cli_renders_with_retrieval(tmp_path, capsys):
+    from context_editor.cli import main
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    session(ContextEditor("travel", url), "zh")
+    assert main(["render", "--store", url, "--session", "s", "--action", "book_flight", "--retrieval"]) == 0
+    assert 'reason="retrieved"' in capsys.readouterr().out
+    assert main(["render", "--store", url, "--session", "s", "--action", "book_flight"]) == 0
+    assert 'reason="retrieved"' not in capsys.readouterr().out
+
+
+def test_minilm_embeds_like_the_published_model_and_ranks_by_meaning():
+    """all-MiniLM-L6-v2 from the [embed] extra, run with numpy: the pair sentence-transformers'
+    similarity example scores at 0.755 for this model scores so here, unrelated sentences near 0,
+    and a question about food to avoid finds the allergy with no word in common."""
+    from context_editor.memory.minilm import MiniLMEmbedder
+    from context_editor.memory.retrieval import rank_dense
+    from context_editor.model import Message
+
+    embedder = MiniLMEmbedder()
+    food, bread, weather = embedder.embed(["A man is eating food.", "A man is eating a piece of bread.", "The weather is sunny today."])
+    cos = lambda a, b: sum(x * y for x, y in zip(a, b))  # noqa: E731 (unit vectors)
+    assert abs(cos(food, bread) - 0.755) < 0.01 and abs(cos(food, weather)) < 0.1
+    texts = ["The weather is sunny today.", "I'm allergic to peanuts.", "A man is riding a horse."]
+    messages = [Message("s", i, 1, "user", t) for i, t in enumerate(texts)]
+    assert rank_dense(embedder, "Which foods must I avoid?", messages, 3)[0][0] == 1

@@ -60,6 +60,7 @@ class FieldSpec:
     scopes: tuple[str, ...] = ()  # empty: visible to every action
     description: str = ""
     prefer: str = "future"  # a date without a year points forward (a booking) or back (an incident)
+    pii: str | None = None  # mask | hash | drop: how a context shows the value (inject/pii.py)
 
     @property
     def is_list(self) -> bool:
@@ -244,6 +245,7 @@ def _build(d: dict[str, Any], path: Path) -> Domain:
             mentions=f.get("mentions", "affirmed"), ask=dict(f.get("ask") or {}),
             extract=tuple(field_refs(f, name)), tool_keys=tuple(f.get("tool_keys") or (name,)),
             scopes=tuple(f.get("scopes") or ()), description=f.get("description", ""), prefer=f.get("prefer", "future"),
+            pii=f.get("pii"),
         )
     machine = None
     if d.get("machine"):

@@ -180,6 +180,8 @@ class Hidden:
     keys: dict[str, str]  # lower-cased JSON key -> field
     values: dict[str, str]  # value as text (4+ characters) -> field
     allowed: set[str] = field(default_factory=set)  # personal values the action may show: its own fields' values
+    protected: dict[str, str] = field(default_factory=dict)  # a `pii:` field's value as text -> what is shown instead
+    protected_keys: dict[str, tuple[str, str]] = field(default_factory=dict)  # its JSON keys -> (policy, field)
 
 
 def mask_json(value: Any, hidden: Hidden, depth: int = 0) -> Any:
@@ -188,12 +190,25 @@ def mask_json(value: Any, hidden: Hidden, depth: int = 0) -> Any:
         return "…"
     if isinstance(value, dict):
         return {k: f"[{hidden.keys[str(k).lower()]} hidden]" if str(k).lower() in hidden.keys
+                else _protect_under(hidden.protected_keys[str(k).lower()], v)
+                if str(k).lower() in hidden.protected_keys and _scalar(v)
                 else mask_json(v, hidden, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
         return [mask_json(v, hidden, depth + 1) for v in value]
-    if not isinstance(value, bool) and isinstance(value, (str, int, float)) and str(value) in hidden.values:
+    if _scalar(value) and str(value) in hidden.values:
         return f"[{hidden.values[str(value)]} hidden]"
+    if _scalar(value) and str(value) in hidden.protected:
+        return hidden.protected[str(value)]
     return value
+
+
+def _protect_under(policy_field: tuple[str, str], value: Any) -> str:
+    policy, name = policy_field
+    return pii.protect(policy, str(value), name)
+
+
+def _scalar(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (str, int, float))
 
 
 def tool_text(domain: Domain, msg: Message, hidden: Hidden | None = None) -> str:
@@ -201,7 +216,7 @@ def tool_text(domain: Domain, msg: Message, hidden: Hidden | None = None) -> str
     by the tool's rule, or the text as is."""
     rule = domain.tools.get(msg.name or "") or domain.tools.get("*")
     content = msg.content
-    if (rule is None and not (hidden and (hidden.keys or hidden.values))) or not content.lstrip().startswith(("{", "[")):
+    if (rule is None and not (hidden and (hidden.keys or hidden.values or hidden.protected_keys or hidden.protected))) or not content.lstrip().startswith(("{", "[")):
         return content
     try:
         data = json.loads(content)
@@ -218,10 +233,17 @@ def hidden_spans(domain: Domain, action: ActionSpec, state: State) -> Hidden:
     out = Hidden({}, {}, {})
     for name in action.fields:
         value = state.get(name)
-        if isinstance(value, (str, int)) and not isinstance(value, bool):
+        spec = domain.fields.get(name)
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and not (spec and spec.pii):
             out.allowed.add(re.sub(r"[\s-]", "", str(value)))
     for name, fs in state.fields.items():
         spec = domain.fields.get(name)
+        if spec is not None and spec.pii:  # shown under its policy wherever it appears, to every action
+            out.protected_keys.update({key.lower(): (spec.pii, name) for key in (*spec.tool_keys, name)})
+            for h in fs.history:
+                for v in (h.value, h.provenance.text if h.provenance else None):
+                    if _scalar(v) and len(str(v)) >= 4:
+                        out.protected[str(v)] = pii.protect(spec.pii, str(v), name)
         if spec is None or not spec.scopes or action.scope in spec.scopes:
             continue
         out.keys.update({key.lower(): name for key in (*spec.tool_keys, name)})
@@ -249,6 +271,9 @@ def turn(domain: Domain, msg: Message, hidden: Hidden) -> dict[str, Any]:
     for value, name in hidden.values.items():
         if value in text:
             text = text.replace(value, f"[{name} hidden]")
+    for value in sorted(hidden.protected, key=len, reverse=True):  # "4111 1111…" before a part of it
+        if value in text:
+            text = text.replace(value, hidden.protected[value])
     text = pii.mask(text, hidden.allowed)
     return {"round": msg.round, "role": msg.role, "name": msg.name, "content": text,
             "tool_call": ",".join(name for name, _ in calls) or None}

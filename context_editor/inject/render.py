@@ -26,7 +26,7 @@ from ..errors import Errors
 from ..lang import detect_language
 from ..model import Message, State
 from ..resources import templates_dir
-from . import compact, history
+from . import compact, history, pii
 from .compact import STAGE_ROUNDS
 from .budget import Window, resolve_budget
 from .tokens import SegmentCounter, cuts, max_token_bytes, segment_counter, tokenizer_for
@@ -284,7 +284,8 @@ class Renderer:
                                      missing=", ".join(m["name"] for m in plan.missing) or "none", alerts=len(plan.alerts),
                                      needed=tokens + plan.spec.safety_margin)
         fields = self._kept_fields(plan, kept)
-        lost = lost_fields(xml, {n: self._field(state, n)["text"] for n in plan.protected})
+        lost = lost_fields(xml, {n: self._field(state, n)["text"] for n in plan.protected
+                                      if self.domain.fields[n].pii != "drop"})
         if lost:
             return self._fallback(plan, state, messages, lost, summary, anchors, retrieved)
         visible = [m for m in messages if m.role != "system"]
@@ -331,8 +332,14 @@ class Renderer:
         vocabulary, hidden, absorbed, hidden_key = self._state_view(state, spec)
         # What the model may see of each message: trimmed tool JSON, out-of-scope spans masked.
         # The summary zone and the entity graph are built from these texts too, so nothing hidden leaks.
-        loaded = {m.index for m in messages}
-        found = [m for m in retrieved or () if m.role != "system" and len(m.content) <= too_big and m.index not in loaded]
+        # A hit that repeats a loaded message (or an earlier hit) word for word adds nothing: the
+        # question asked again today finds itself asked before.
+        said = {m.content for m in messages}
+        found = []
+        for m in retrieved or ():
+            if m.role != "system" and len(m.content) <= too_big and m.content not in said:
+                said.add(m.content)
+                found.append(m)
         seen = {m.index: self._turn(m, hidden, hidden_key) for m in visible + found}
         wanted_back = frozenset(m.index for m in found)
         ranked = history.select_history(spec, state, older, vocabulary, self.scorer, anchors, found)[: spec.max_history]
@@ -484,7 +491,8 @@ class Renderer:
                "phase": state.phase, "system": self.system, "goal": plan.anchors.get("goal"),
                "subtask": plan.anchors.get("subtask"),
                "fields": [tagged(self._field(state, n), "optional", plan.optional.index(n)) if n in optional
-                          else self._field(state, n) for n in self._kept_fields(plan, kept)],
+                          else self._field(state, n) for n in self._kept_fields(plan, kept)
+                          if self.domain.fields[n].pii != "drop"],
                "missing": plan.missing,
                "alerts": [tagged(a, "alerts", first_alert + j) for j, a in enumerate(plan.alerts[first_alert:])]
                + plan.fixed_alerts,
@@ -554,8 +562,10 @@ class Renderer:
 
     def _field(self, state: State, name: str) -> dict[str, Any]:
         fs = state.fields[name]
+        policy = self.domain.fields[name].pii
+        text = format_value(fs.value)
         return {"name": name, "round": fs.set_round, "source": fs.source,
-                "text": format_value(fs.value)}
+                "text": pii.protect(policy, text, name) if policy else text}
 
     def _ask(self, name: str, language: str) -> str:
         ask = self.domain.fields[name].ask

@@ -10,9 +10,10 @@ Every backend gives the same guarantees, checked by one contract test suite:
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
-import re
 import math
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
@@ -192,6 +193,7 @@ class TermIndex:
     def __init__(self) -> None:
         self.docs: dict[int, SearchDoc] = {}
         self.counts: dict[int, dict[str, int]] = {}  # message index -> term -> occurrences
+        self.lengths: dict[int, int] = {}
         self.postings: dict[str, set[int]] = {}
         self.total_terms = 0
 
@@ -200,10 +202,11 @@ class TermIndex:
         counts: dict[str, int] = {}
         for term in doc.terms.split():
             counts[term] = counts.get(term, 0) + 1
-        self.docs[doc.message_index], self.counts[doc.message_index] = doc, counts
+        i = doc.message_index
+        self.docs[i], self.counts[i], self.lengths[i] = doc, counts, sum(counts.values())
         for term in counts:
-            self.postings.setdefault(term, set()).add(doc.message_index)
-        self.total_terms += sum(counts.values())
+            self.postings.setdefault(term, set()).add(i)
+        self.total_terms += self.lengths[i]
 
     def remove(self, index: int) -> None:
         counts = self.counts.pop(index, None)
@@ -212,13 +215,14 @@ class TermIndex:
         del self.docs[index]
         for term in counts:
             self.postings[term].discard(index)
-        self.total_terms -= sum(counts.values())
+        self.total_terms -= self.lengths.pop(index)
 
     def search(self, terms: list[str], where: SearchFilter, limit: int) -> list[tuple[int, float]]:
         n = len(self.docs)
         if not n:
             return []
         average = self.total_terms / n
+        admitted: dict[int, bool] = {}
         scores: dict[int, float] = {}
         for term in dict.fromkeys(terms):
             hits = self.postings.get(term, ())
@@ -226,12 +230,14 @@ class TermIndex:
                 continue
             idf = math.log(1 + (n - len(hits) + 0.5) / (len(hits) + 0.5))
             for i in hits:
-                if not where.admits(self.docs[i]):
-                    continue
-                tf, length = self.counts[i][term], sum(self.counts[i].values())
-                scores[i] = scores.get(i, 0.0) + idf * tf * (BM25_K1 + 1) / (
-                    tf + BM25_K1 * (1 - BM25_B + BM25_B * length / average))
-        return sorted(scores.items(), key=lambda x: (-x[1], -x[0]))[:limit]
+                ok = admitted.get(i)
+                if ok is None:
+                    ok = admitted[i] = where.admits(self.docs[i])
+                if ok:
+                    tf = self.counts[i][term]
+                    scores[i] = scores.get(i, 0.0) + idf * tf * (BM25_K1 + 1) / (
+                        tf + BM25_K1 * (1 - BM25_B + BM25_B * self.lengths[i] / average))
+        return heapq.nsmallest(limit, ((i, s) for i, s in scores.items()), key=lambda x: (-x[1], -x[0]))
 
 
 class Store(ABC):
