@@ -375,6 +375,36 @@ class State:
             status = "rejected"
         fs.history.append(HistoryEntry(e.after, e.round, status, e.source, e.reason, e.provenance))
 
+    def snapshot(self) -> dict[str, Any]:
+        """The whole fold as JSON (derived data: a reopened session folds only the edits after it)."""
+        def prov(p: Provenance | None) -> dict[str, Any] | None:
+            return p.to_dict() if p else None
+
+        return {
+            "domain": self.domain, "domain_version": self.domain_version, "session": self.session, "phase": self.phase,
+            "round": self.round, "message_index": self.message_index, "last_seq": self.last_seq,
+            "last_hash": self.last_hash, "last_message_hash": self.last_message_hash,
+            "alerts": [[a.code, a.round, a.message, a.field] for a in self.alerts],
+            "fields": {name: {"value": fs.value, "provenance": prov(fs.provenance), "set_round": fs.set_round,
+                              "set_at": fs.set_at, "source": fs.source, "accepted": fs.accepted,
+                              "last_accepted": fs.last_accepted,
+                              "history": [[h.value, h.round, h.status, h.source, h.reason, prov(h.provenance)]
+                                          for h in fs.history]}
+                       for name, fs in self.fields.items()},
+        }
+
+    @classmethod
+    def from_snapshot(cls, d: dict[str, Any]) -> State:
+        st = cls(d["domain"], d["domain_version"], d["session"], d["phase"], d["round"], d["message_index"],
+                 last_seq=d["last_seq"], last_hash=d["last_hash"], last_message_hash=d["last_message_hash"])
+        st.alerts = [Alert(*a) for a in d["alerts"]]
+        for name, f in d["fields"].items():
+            st.fields[name] = FieldState(f["value"], Provenance.from_dict(f["provenance"]), f["set_round"], f["set_at"],
+                                         f["source"], [HistoryEntry(v, r, status, source, reason, Provenance.from_dict(p))
+                                                       for v, r, status, source, reason, p in f["history"]],
+                                         dict(f["accepted"]), f["last_accepted"])
+        return st
+
     @classmethod
     def fold(
         cls, domain: str, domain_version: str, session: str, edits: Iterable[Edit], as_of_round: int | None = None

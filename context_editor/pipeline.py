@@ -44,6 +44,8 @@ LLM_KIND = "llm"  # model answers by prompt hash (derived data, for replay witho
 USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
 DEFAULT_CACHE_SESSIONS = 1024
 DEFAULT_BATCH = 200  # messages per store transaction in `ingest_many`
+SNAPSHOT_KIND = "snapshot"  # the session's folded state every SNAPSHOT_EVERY messages (derived data)
+SNAPSHOT_EVERY = 256  # a reopened session folds at most this many messages' edits and reads their tail
 UPGRADE = "DOMAIN_UPGRADE"  # the session moves to the new version; values already set stay as they are
 REDERIVE = "DOMAIN_REDERIVE"  # the same, and its state becomes what the new version makes of all its messages
 APPEND_ATTEMPTS = 32  # a writer losing this many races in a row on one session gives up with the conflict
@@ -237,6 +239,8 @@ class ContextEditor:
                 raise
             state.round, state.message_index, state.last_message_hash = msg.round, msg.index, msg.hash
             self._bound[session] = None
+            if (msg.index + 1) % SNAPSHOT_EVERY == 0:
+                self.store.put_derived(session, SNAPSHOT_KIND, 0, state.snapshot())
             self._summarize(session, msg)
             if self.retrieval:
                 self._index(session, msg, edits)
@@ -444,8 +448,11 @@ class ContextEditor:
             self._states.move_to_end(session)
             return state
         if state is None or state.message_index + 1 > head[0] or state.last_seq + 1 > head[1]:
-            state = State(self.domain.name, self.domain.version_hash, session)  # nothing cached, or the store went back
-        for e in self.store.edits(session, since_seq=state.last_seq):
+            state = None  # nothing cached, or the store went back
+        edits = None
+        if state is None:
+            state, edits = self._from_snapshot(session, head)
+        for e in edits if edits is not None else self.store.edits(session, since_seq=state.last_seq):
             state.apply(e)
         # The cached summary zone may lack what another writer appended: reload it from the
         # derived table and the log on next use (it resumes from its last complete stage).
@@ -463,9 +470,23 @@ class ContextEditor:
         self._states.move_to_end(session)
         while len(self._states) > self._cache_sessions:
             evicted, _ = self._states.popitem(last=False)
-            self._priors.pop(evicted, None)
-            self._zones.pop(evicted, None)
+            self._forget(evicted)  # everything kept per session goes with its state: memory stays bounded
         return state
+
+    def _from_snapshot(self, session: str, head: tuple[int, int]) -> tuple[State, list[Edit] | None]:
+        """The session's last stored snapshot and the edits after it, if the snapshot belongs to
+        this log (its last edit is the stored one at its seq); else an empty state to fold from."""
+        empty = State(self.domain.name, self.domain.version_hash, session)
+        body = self.store.derived(session, SNAPSHOT_KIND).get(0)
+        if body is None or body["message_index"] + 1 > head[0] or body["last_seq"] + 1 > head[1]:
+            return empty, None
+        snap = State.from_snapshot(body)
+        if snap.last_seq < 0:
+            return snap, None
+        edits = self.store.edits(session, since_seq=snap.last_seq - 1)
+        if not edits or edits[0].seq != snap.last_seq or edits[0].hash != snap.last_hash:
+            return empty, None  # a snapshot of another log (rewritten, or restored from elsewhere): ignore it
+        return snap, edits[1:]
 
     def _cached(self, session: str) -> State | None:
         state = self._states.get(session)
