@@ -370,7 +370,9 @@ class Renderer:
             if len(self._views) >= MEMO:
                 self._views.clear()
             hidden = history.hidden_spans(self.domain, spec, state)
-            hidden_key = (frozenset(hidden.keys.items()), frozenset(hidden.values.items()), frozenset(hidden.allowed))
+            # Everything `history.turn` reads of `hidden` but the per-message spans (added per turn).
+            hidden_key = (frozenset(hidden.keys.items()), frozenset(hidden.values.items()), frozenset(hidden.allowed),
+                          frozenset(hidden.protected.items()), frozenset(hidden.protected_keys.items()))
             view = self._views[key] = (history.action_vocabulary(self.domain, spec, state), hidden,
                                        compact.covered_spans(state), hidden_key)
         return view
