@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields as dataclass_fields, replace
 from pathlib import Path
 from typing import Any, Callable
 from xml.etree import ElementTree
@@ -370,9 +370,9 @@ class Renderer:
             if len(self._views) >= MEMO:
                 self._views.clear()
             hidden = history.hidden_spans(self.domain, spec, state)
-            # Everything `history.turn` reads of `hidden` but the per-message spans (added per turn).
-            hidden_key = (frozenset(hidden.keys.items()), frozenset(hidden.values.items()), frozenset(hidden.allowed),
-                          frozenset(hidden.protected.items()), frozenset(hidden.protected_keys.items()))
+            # Everything `history.turn` may read of `hidden`, but the per-message spans (added per
+            # turn): every field of the dataclass, so a field added later is never left out.
+            hidden_key = tuple(_frozen(getattr(hidden, f.name)) for f in dataclass_fields(hidden) if f.name != "spans")
             view = self._views[key] = (history.action_vocabulary(self.domain, spec, state), hidden,
                                        compact.covered_spans(state), hidden_key)
         return view
@@ -578,6 +578,13 @@ class Renderer:
             if m.role == "user":
                 return detect_language(m.content)
         return self.domain.languages[0]
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable copy of a dict or set of hashables (a memo key)."""
+    if isinstance(value, dict):
+        return frozenset(value.items())
+    return frozenset(value) if isinstance(value, set) else value
 
 
 def _latest_user_unit(units: list[list[Message]]) -> list[Message] | None:
