@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field, fields as dataclass_fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 from xml.etree import ElementTree
@@ -346,7 +346,7 @@ class Renderer:
         scorer_alerts: list[dict[str, Any]] = getattr(self.scorer, "drain_alerts", list)()
         if summary and summary[-1].round > recent_from:  # the zone hands lines in round order
             summary = [line for line in summary if line.round <= recent_from]
-        lines = compact.zone_lines(summary, window_from, vocabulary, absorbed, hidden.spans)
+        lines = compact.zone_lines(summary, window_from, vocabulary, absorbed, hidden)
         return _Plan(
             action=action, spec=spec, budget=resolved, limit=limit,
             template=self.env.get_template(template_name) if template_name else self._template(spec),
@@ -370,9 +370,7 @@ class Renderer:
             if len(self._views) >= MEMO:
                 self._views.clear()
             hidden = history.hidden_spans(self.domain, spec, state)
-            # Everything `history.turn` may read of `hidden`, but the per-message spans (added per
-            # turn): every field of the dataclass, so a field added later is never left out.
-            hidden_key = tuple(_frozen(getattr(hidden, f.name)) for f in dataclass_fields(hidden) if f.name != "spans")
+            hidden_key = hidden.fingerprint(spans=False)  # the per-message spans are added per turn
             view = self._views[key] = (history.action_vocabulary(self.domain, spec, state), hidden,
                                        compact.covered_spans(state), hidden_key)
         return view
@@ -578,13 +576,6 @@ class Renderer:
             if m.role == "user":
                 return detect_language(m.content)
         return self.domain.languages[0]
-
-
-def _frozen(value: Any) -> Any:
-    """A hashable copy of a dict or set of hashables (a memo key)."""
-    if isinstance(value, dict):
-        return frozenset(value.items())
-    return frozenset(value) if isinstance(value, set) else value
 
 
 def _latest_user_unit(units: list[list[Message]]) -> list[Message] | None:
