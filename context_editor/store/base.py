@@ -10,9 +10,10 @@ Every backend gives the same guarantees, checked by one contract test suite:
 from __future__ import annotations
 
 import hashlib
-import json
 import heapq
+import json
 import math
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
@@ -53,6 +54,11 @@ class StoredSession:
     info: SessionInfo
     messages: tuple[Message, ...]
     edits: tuple[Edit, ...]
+
+
+def redacted(url: str) -> str:
+    """A store URL without its password, for messages and files."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
 def domain_text(source: dict[str, Any]) -> tuple[str, str]:

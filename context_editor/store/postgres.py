@@ -9,7 +9,6 @@ Bodies are TEXT holding canonical JSON, so hashes are verified on exactly the st
 from __future__ import annotations
 
 import json
-import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +20,7 @@ from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
 from .base import (KEY_COLUMNS, RETRY_FIX, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
-                   domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row, raw_session_rows,
+                   domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row, raw_session_rows, redacted,
                    stored_sessions)
 
 
@@ -37,11 +36,6 @@ def _database_errors(action: str) -> Iterator[None]:
         raise Errors.STORE(problem=f"{action}: PostgreSQL error: {exc}",
                          fix="check that the server is running and the store URL "
                              "(postgresql://user[:password]@host[:port]/database) is right") from exc
-
-
-def _safe_url(url: str) -> str:
-    """The URL without its password, for messages."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
 def _key_range(after: str | None, upto: str | None) -> tuple[str, tuple[str, ...]]:
@@ -83,7 +77,7 @@ class PostgresStore(Store):
             version, has_tables = _one(c.execute(
                 "SELECT (SELECT max(version) FROM schema_version), to_regclass('messages') IS NOT NULL"))
             if (has_tables, version) != (True, migrations.SCHEMA_VERSION):
-                migrations.upgrade(c.execute, (version or 1) if has_tables else None, _safe_url(url), "postgres",
+                migrations.upgrade(c.execute, (version or 1) if has_tables else None, redacted(url), "postgres",
                                    psycopg.Error)
                 c.execute("DELETE FROM schema_version")
                 c.execute("INSERT INTO schema_version VALUES (%s)", (migrations.SCHEMA_VERSION,))
