@@ -15,6 +15,7 @@ import json
 import math
 import re
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -104,6 +105,15 @@ def new_head(domain: str, domain_version: str, domain_sha256: str | None, messag
                 edits[-1].hash if edits else (last_edit_hash or GENESIS_HASH))
 
 
+def head_hashes(text: str | None) -> tuple[str, str] | None:
+    """(last message hash, last edit hash) from a session's stored head, so an append checks the
+    chain with the one read of the sessions row; None when the row holds no head yet."""
+    if not text:
+        return None
+    head = json.loads(text)
+    return head["last_message_hash"], head["last_edit_hash"]
+
+
 def key_range(after: str | None, upto: str | None, column: str, mark: str) -> tuple[str, tuple[str, ...]]:
     """The SQL condition (and its parameters) for session ids in the key range (after, upto]:
     `column` compared in code-point order, `mark` the driver's placeholder. Bounds that are None
@@ -150,7 +160,7 @@ def astuple_key(key: KeyRecord) -> tuple[Any, ...]:
 
 def edit_row(e: Edit) -> tuple[Any, ...]:
     """The row of an edit in an SQL store: key columns, canonical body, hash."""
-    return (e.session, e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash)
+    return (e.session, e.seq, e.round, e.message_index, e.body_text(), e.hash)
 
 
 def edit_from_row(body: str, hash_: str) -> Edit:
@@ -268,6 +278,13 @@ class Store(ABC):
     @abstractmethod
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
         """Commit one message and its edits atomically. Raises StoreError on a conflict."""
+
+    def batch(self) -> AbstractContextManager[None]:
+        """A bulk load: the appends inside commit together when the block ends (one commit for
+        many messages), or none of them if it raises. Each append stays whole: a reader sees a
+        message with all its edits or not at all. Stores without transactions commit each
+        append at once (the default)."""
+        return nullcontext()
 
     @abstractmethod
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
