@@ -31,14 +31,15 @@ from .lang.lexicon import using
 from .inject import RenderedContext, Renderer
 from .inject.budget import Window
 from .inject.tokens import count_tokens
+from .llm import Answers
 from .memory import SummaryZone
 from .memory.summary import KIND as SUMMARY_KIND
-from .model import Candidate, Edit, Message, State
+from .memory.user import Remembered, UserMemory, memory_events, recall_edit, recalled
+from .model import Candidate, Edit, Message, State, session_owner
 from .store import SessionInfo, Store, open_store
 from .transform import PhaseMachine, edit, expiry_edits, field_edits
 from .validate import FieldValidator, violations
 
-LLM_KIND = "llm"  # model answers by prompt hash (derived data, for replay without the endpoint)
 USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
 DEFAULT_CACHE_SESSIONS = 1024
 APPEND_ATTEMPTS = 32  # a writer losing this many races in a row on one session gives up with the conflict
@@ -79,7 +80,7 @@ class ContextEditor:
     def __init__(self, domain: Domain | str | Path, store: Store | str | None = None, model: str | None = None,
                  allow_plugins: bool = False, upgrade: bool = False, system: str | None = None, context_window: int | None = None,
                  output_reserve: float = 0.15, budget: int | str | None = None, price_per_mtok: float | None = None,
-                 scorer: Any = None, cache_sessions: int = DEFAULT_CACHE_SESSIONS):
+                 scorer: Any = None, cache_sessions: int = DEFAULT_CACHE_SESSIONS, recalled: Iterable[Edit] | None = None):
         """`upgrade`: a session processed with another version of this domain moves to this version
         (recorded as an `upgrade` edit with the next message); without it, adding to it is refused.
         `system`: a system prompt rendered first in every context. `context_window`: the model's
@@ -88,9 +89,11 @@ class ContextEditor:
         default for every render (else each action's `budget_tokens`). `price_per_mtok`: the model's
         input price per million tokens, for the session's cost account (`usage`). `scorer`: how older
         messages are scored 1-5 (a registered name such as "relevance", or any Scorer, e.g.
-        `llm.ChatScorer`); the articles' thresholds apply to it. A scorer with `results` (answers by
-        prompt hash) has them stored with the session, so a replay reuses them.
-        `cache_sessions`: how many sessions' states are kept folded (least recently used out)."""
+        `llm.ChatScorer`); the articles' thresholds apply to it. A scorer with `answers` (llm.Answers)
+        has every answer a render used recorded in the session's edit log, so a re-render reuses them.
+        `cache_sessions`: how many sessions' states are kept folded (least recently used out).
+        `recalled`: the `user_memory` edits of a recorded log, given to new sessions instead of what
+        the store's user memory holds now, and nothing remembered (audit replay)."""
         self.domain = domain if isinstance(domain, Domain) else load_domain(domain, allow_plugins=allow_plugins)
         self.upgrade = upgrade
         self._bound: dict[str, str | None] = {}  # session -> the version it moves from (None: already on ours)
@@ -108,6 +111,8 @@ class ContextEditor:
         self._cache_sessions = max(cache_sessions, 1)
         self._zones: dict[str, SummaryZone] = {}
         self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
+        self._recalled = None if recalled is None else [e for e in recalled if e.source == "user_memory"]
+        self._user_scoped = any(f.scope == "user" for f in self.domain.fields.values())
         self.store.put_domain(self.domain.version_hash, self.domain.name, self.domain.source)
 
     # ------------------------------------------------------------------ ingest
@@ -156,6 +161,7 @@ class ContextEditor:
             state.round, state.message_index, state.last_message_hash = msg.round, msg.index, msg.hash
             self._bound[session] = None
             self._summarize(session, msg)
+            self._remember_user(msg, edits)
             return edits
         raise AssertionError("unreachable")  # the loop returns or raises
 
@@ -170,6 +176,32 @@ class ContextEditor:
     def set_subtask(self, session: str, subtask: str, now: datetime | str | None = None) -> None:
         """Anchor the current subtask (replaces the previous one), shown after the goal."""
         self.add(session, {"role": "system", "name": "subtask", "content": subtask}, now=now)
+
+    # ------------------------------------------------------------------ a user's memory across sessions
+    def _recall(self, msg: Message) -> list[tuple[Remembered, float]]:
+        """The remembered values (and weights) a session's first message starts from: its user's
+        memory at the message's time, or in a replay the values the recorded log was given."""
+        if self._recalled is not None:
+            return [recalled(e) for e in self._recalled if e.session == msg.session and e.message_index == msg.index]
+        owner = session_owner(msg.session)
+        now = msg.time()
+        if owner is None or now is None or not self._user_scoped or msg.index != 0:
+            return []
+        return UserMemory.fold(self.domain, self.store.user_memory(*owner)).recall(now)
+
+    def _remember_user(self, msg: Message, edits: list[Edit]) -> None:
+        """Add what a committed message said (or was given) to its user's memory. Written after the
+        message's transaction: the events can be rebuilt from the user's session logs."""
+        owner = session_owner(msg.session)
+        if owner is None or self._recalled is not None or not self._user_scoped:
+            return
+        events = memory_events(self.domain, msg, edits)
+        if events:
+            self.store.append_user_memory(*owner, events)
+
+    def user_memory(self, tenant: str, user: str) -> UserMemory:
+        """One user's memory (the fold of its events) as this domain sees it."""
+        return UserMemory.fold(self.domain, self.store.user_memory(tenant, user))
 
     # ------------------------------------------------------------------ memory (derived data)
     def _summarize(self, session: str, msg: Message) -> None:
@@ -239,6 +271,8 @@ class ContextEditor:
                         reason="DOMAIN_UPGRADE", stage="transform"))
         if self.machine and state.phase is None:
             commit(self.machine.initial_edit(msg))
+        for item, weight in self._recall(msg):
+            commit(recall_edit(item, weight, msg, self.domain))
         for e in expiry_edits(state, self.domain, msg):
             commit(e)
         now = msg.time()
@@ -357,29 +391,56 @@ class ContextEditor:
                     if (m.index <= state.message_index if as_of_round is None else m.round <= as_of_round)]
         zone = self._zone(session)
         anchors = {n: a for n in ("goal", "subtask") if (a := zone.anchor(n, as_of_round))}
-        recorded = self._recall_llm(session)
+        self._recall_llm(session)
         ctx = renderer.render(state, action, messages, budget=budget if budget is not None else self.default_budget,
                               summary=zone.lines(state.round - view.recent_rounds), anchors=anchors)
-        self._record_llm(session, recorded)
+        self._record_llm(session)
         self._account(session, ctx)
         return ctx
 
-    def _recall_llm(self, session: str) -> set[str]:
-        """Load the scorer's recorded answers for this session; returns the prompt hashes known."""
-        results = getattr(self.scorer, "results", None)
-        if not isinstance(results, dict):
-            return set()
-        for body in self.store.derived(session, LLM_KIND).values():
-            results.setdefault(body["prompt_hash"], body["result"])
-        return set(results)
+    def _answers(self) -> list[Answers]:
+        """The answer books of the model parts in use (a ChatScorer's, a ChatSummarizer's)."""
+        return [a for part in (self.scorer,) if isinstance(a := getattr(part, "answers", None), Answers)]
 
-    def _record_llm(self, session: str, known: set[str]) -> None:
-        """Store every new model answer with its prompt hash (derived data: replay reads it back)."""
-        results = getattr(self.scorer, "results", None)
-        if not isinstance(results, dict):
-            return
-        for key in sorted(set(results) - known):
-            self.store.put_derived(session, LLM_KIND, int(key[:15], 16), {"prompt_hash": key, "result": results[key]})
+    def _recall_llm(self, session: str) -> None:
+        """Give the model parts every answer recorded in the session's log: a recorded prompt is
+        never sent again (a re-render, here or in another process, needs no endpoint)."""
+        books = self._answers()
+        if books:
+            recorded = self._live(session).llm
+            for book in books:
+                book.recall(recorded)
+
+    def _record_llm(self, session: str) -> None:
+        """Record in the session's log every model answer the render used that the log lacks."""
+        used = {r["prompt_hash"]: r for book in self._answers() for r in book.drain()}
+        if used:
+            self.record(session, list(used.values()))
+
+    def record(self, session: str, records: list[dict[str, Any]]) -> list[Edit]:
+        """Append model answers to the session's edit log (`llm` edits on its last message, on the
+        hash chain), skipping those it already holds; retried on a race with another writer."""
+        for attempt in range(APPEND_ATTEMPTS):
+            state = self._live(session)
+            fresh = [r for r in records if r["prompt_hash"] not in state.llm]
+            if not fresh:
+                return []
+            chain = _Chain(state)
+            edits = [chain.seal(Edit(session=session, seq=0, message_index=state.message_index, round=state.round,
+                                     stage="inject", op="llm", field=None, before=None, after=r, source="llm",
+                                     reason=f"LLM_{str(r.get('kind', 'answer')).upper()}", provenance=None,
+                                     domain_version=state.domain_version)) for r in fresh]
+            try:
+                self.store.append_records(session, edits)
+            except StoreConflictError:
+                self._states.pop(session, None)
+                if attempt == APPEND_ATTEMPTS - 1:
+                    raise
+                continue
+            for e in edits:
+                state.apply(e)
+            return edits
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def _account(self, session: str, ctx: RenderedContext) -> None:
         """Add a render to the session's token account (what was sent, and the raw window it replaced)."""

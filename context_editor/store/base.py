@@ -49,7 +49,8 @@ class SessionInfo:
 # A domain document is kept as written (its key order is the author's field order, which replay
 # reproduces) with the SHA-256 of that text. A session's `head` is the canonical JSON of
 # session_head(): everything a truncation or a rewrite would have to change, optionally signed.
-SCHEMA_VERSION = 4  # 3: heads and domain hashes (issue 12), the `derived` table (issue 11); 4: `api_keys` (issue 14)
+SCHEMA_VERSION = 5  # 3: heads and domain hashes (issue 12), the `derived` table (issue 11); 4: `api_keys` (issue 14);
+# 5: `user_memory` (issue 11b)
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS domains (
     version_hash TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT NOT NULL, sha256 TEXT NOT NULL);
@@ -68,6 +69,9 @@ CREATE TABLE IF NOT EXISTS edits (
 CREATE TABLE IF NOT EXISTS api_keys (
     key_id TEXT PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL, role TEXT NOT NULL,
     created TEXT NOT NULL, revoked TEXT);
+CREATE TABLE IF NOT EXISTS user_memory (
+    tenant TEXT NOT NULL, user_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (tenant, user_id, seq));
 CREATE TABLE IF NOT EXISTS derived (
     session TEXT NOT NULL, kind TEXT NOT NULL, key INTEGER NOT NULL, body TEXT NOT NULL,
     PRIMARY KEY (session, kind, key));
@@ -173,6 +177,29 @@ def check_batch(message: Message, edits: list[Edit], n_messages: int, n_edits: i
         prev, seq = e.hash, seq + 1
 
 
+def check_records(session: str, edits: list[Edit], n_messages: int, n_edits: int, last_hash: str) -> None:
+    """Refuse edits appended after a session's last message (a render's recorded model answers)
+    unless they belong to that message and continue the chain exactly where it stands."""
+    where = f"session {session!r}"
+    if n_messages == 0:
+        raise Errors.STORE(problem=f"{where} has no message to attach records to", fix="add a message first")
+    prev, seq = last_hash, n_edits
+    for e in edits:
+        if e.session != session or e.message_index > n_messages - 1:
+            raise Errors.STORE(problem=f"{where}: edit {e.seq} belongs to {e.session!r} message {e.message_index}",
+                               fix="attach records to the session's last message")
+        if e.message_index != n_messages - 1 or e.seq != seq or e.prev_hash != prev:
+            raise Errors.STORE_CONFLICT(problem=f"{where}: record seq {e.seq} does not continue the chain at seq {seq}",
+                                        fix=RETRY_FIX)
+        prev, seq = e.hash, seq + 1
+
+
+def records_head(info: SessionInfo, domain_sha256: str | None, last_message_hash: str, edits: list[Edit]) -> Head:
+    """The head of a session after `edits` are appended to its last message."""
+    return Head(info.session, info.domain, info.domain_version, domain_sha256, info.messages, info.edits + len(edits),
+                last_message_hash, edits[-1].hash)
+
+
 class Store(ABC):
     """Abstract store. Implementations: MemoryStore, SQLiteStore (and PostgreSQL)."""
 
@@ -201,6 +228,12 @@ class Store(ABC):
     @abstractmethod
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
         """Commit one message and its edits atomically. Raises StoreError on a conflict."""
+
+    @abstractmethod
+    def append_records(self, session: str, edits: list[Edit]) -> None:
+        """Append edits that belong to the session's last message but were made after it (a
+        render's recorded model answers), atomically, on the same hash chain and head. Raises
+        StoreError on a conflict (a message or edit was appended since the caller read the head)."""
 
     @abstractmethod
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
@@ -265,6 +298,14 @@ class Store(ABC):
     @abstractmethod
     def drop_derived(self, session: str, kind: str) -> None:
         """Forget one kind of derived data (it is rebuilt from the log on next use)."""
+
+    @abstractmethod
+    def append_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
+        """Append events to one user's memory (memory/user.py), atomically and in order."""
+
+    @abstractmethod
+    def user_memory(self, tenant: str, user: str) -> list[dict[str, Any]]:
+        """One user's memory events in the order they were appended; only this tenant's user's."""
 
     def close(self) -> None:
         """Release connections (no-op where there are none)."""
