@@ -197,7 +197,9 @@ def cmd_why(args: argparse.Namespace) -> int:
     print(f"{info['field']} = {json.dumps(info['value'], ensure_ascii=False)}")
     if info["provenance"]:
         p = info["provenance"]
-        print(f"  from round {p['round']}, message {p['message_index']} ({p['role']}), chars {p['span'][0]}-{p['span'][1]}: "
+        # A value from the user's memory points at a message of another session (message_id session#index).
+        where = f"message {p['message_index']}" if p["message_index"] >= 0 else f"session message {p['message_id']}"
+        print(f"  from round {p['round']}, {where} ({p['role']}), chars {p['span'][0]}-{p['span'][1]}: "
               f"{p['text']!r} via {p['extractor']} (confidence {p['confidence']}, domain {p['domain_version']})")
     if info["note"]:
         print(f"  {info['note']}")

@@ -13,6 +13,7 @@ holds at most `cache_sessions` sessions, least recently used first out.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections import OrderedDict
@@ -31,7 +32,8 @@ from .lang.lexicon import using
 from .inject import RenderedContext, Renderer
 from .inject.budget import Window
 from .inject.tokens import count_tokens
-from .llm import Answers
+from .llm import Answers, distil
+from .llm.distil import MAX_CHARS
 from .memory import SummaryZone
 from .memory.summary import KIND as SUMMARY_KIND
 from .memory.user import Remembered, UserMemory, memory_events, recall_edit, recalled
@@ -40,6 +42,10 @@ from .store import SessionInfo, Store, open_store
 from .transform import PhaseMachine, edit, expiry_edits, field_edits
 from .validate import FieldValidator, violations
 
+log = logging.getLogger(__name__)
+COMPACTION_RATIO_OUT_OF_BAND = "COMPACTION_RATIO_OUT_OF_BAND"
+DEFAULT_BAND = (0.0, 1.0)  # a context larger than the raw window it stands for is out of band
+MIN_RATIO_SOURCE = 400  # below this many raw tokens the ratio measures the XML's frame, not compaction
 USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
 DEFAULT_CACHE_SESSIONS = 1024
 APPEND_ATTEMPTS = 32  # a writer losing this many races in a row on one session gives up with the conflict
@@ -80,7 +86,8 @@ class ContextEditor:
     def __init__(self, domain: Domain | str | Path, store: Store | str | None = None, model: str | None = None,
                  allow_plugins: bool = False, upgrade: bool = False, system: str | None = None, context_window: int | None = None,
                  output_reserve: float = 0.15, budget: int | str | None = None, price_per_mtok: float | None = None,
-                 scorer: Any = None, cache_sessions: int = DEFAULT_CACHE_SESSIONS, recalled: Iterable[Edit] | None = None):
+                 scorer: Any = None, summarizer: Any = None, compaction_band: tuple[float, float] | None = DEFAULT_BAND,
+                 cache_sessions: int = DEFAULT_CACHE_SESSIONS, recalled: Iterable[Edit] | None = None):
         """`upgrade`: a session processed with another version of this domain moves to this version
         (recorded as an `upgrade` edit with the next message); without it, adding to it is refused.
         `system`: a system prompt rendered first in every context. `context_window`: the model's
@@ -91,6 +98,11 @@ class ContextEditor:
         messages are scored 1-5 (a registered name such as "relevance", or any Scorer, e.g.
         `llm.ChatScorer`); the articles' thresholds apply to it. A scorer with `answers` (llm.Answers)
         has every answer a render used recorded in the session's edit log, so a re-render reuses them.
+        `summarizer`: how a `class: trace` field becomes one line (a registered name or any Summarizer,
+        e.g. `llm.ChatSummarizer`), checked by rules (llm.distil; a refused line gives the extractive
+        line, as does no summarizer). `compaction_band`: (low, high) for the compaction ratio (context
+        tokens / raw window tokens); a render outside it carries a COMPACTION_RATIO_OUT_OF_BAND
+        alert (`RenderedContext.alerts`), once the raw window has MIN_RATIO_SOURCE tokens; None: unchecked.
         `cache_sessions`: how many sessions' states are kept folded (least recently used out).
         `recalled`: the `user_memory` edits of a recorded log, given to new sessions instead of what
         the store's user memory holds now, and nothing remembered (audit replay)."""
@@ -104,7 +116,9 @@ class ContextEditor:
         self.window = Window(context_window, output_reserve) if context_window else None
         self.scorer = registry.scorers.get(scorer) if isinstance(scorer, str) else scorer
         self.system = system
-        self.renderer = Renderer(self.domain, model=model, system=system, window=self.window, scorer=self.scorer)
+        self.summarizer = registry.summarizers.get(summarizer) if isinstance(summarizer, str) else summarizer
+        self.compaction_band = compaction_band
+        self.renderer = self._new_renderer(model)
         self._renderers: dict[str, Renderer] = {}  # model -> renderer counting with that model's tokenizer
         self.default_budget, self.price_per_mtok = budget, price_per_mtok
         self._states: OrderedDict[str, State] = OrderedDict()
@@ -395,12 +409,13 @@ class ContextEditor:
         ctx = renderer.render(state, action, messages, budget=budget if budget is not None else self.default_budget,
                               summary=zone.lines(state.round - view.recent_rounds), anchors=anchors)
         self._record_llm(session)
+        self._check_ratio(ctx)
         self._account(session, ctx)
         return ctx
 
     def _answers(self) -> list[Answers]:
         """The answer books of the model parts in use (a ChatScorer's, a ChatSummarizer's)."""
-        return [a for part in (self.scorer,) if isinstance(a := getattr(part, "answers", None), Answers)]
+        return [a for part in (self.scorer, self.summarizer) if isinstance(a := getattr(part, "answers", None), Answers)]
 
     def _recall_llm(self, session: str) -> None:
         """Give the model parts every answer recorded in the session's log: a recorded prompt is
@@ -444,18 +459,43 @@ class ContextEditor:
 
     def _account(self, session: str, ctx: RenderedContext) -> None:
         """Add a render to the session's token account (what was sent, and the raw window it replaced)."""
-        usage = self.store.derived(session, USAGE_KIND).get(0) or {"renders": 0, "context_tokens": 0, "source_tokens": 0}
+        usage = self.store.derived(session, USAGE_KIND).get(0) or {"renders": 0, "context_tokens": 0, "source_tokens": 0, "out_of_band": 0}
+        out_of_band = any(a["code"] == COMPACTION_RATIO_OUT_OF_BAND for a in ctx.alerts)
         usage = {"renders": usage["renders"] + 1, "context_tokens": usage["context_tokens"] + ctx.tokens,
-                 "source_tokens": usage["source_tokens"] + ctx.source_tokens}
+                 "source_tokens": usage["source_tokens"] + ctx.source_tokens,
+                 "out_of_band": usage.get("out_of_band", 0) + int(out_of_band)}
         self.store.put_derived(session, USAGE_KIND, 0, usage)
 
     def usage(self, session: str) -> dict[str, Any]:
         """The session's token account: renders, context tokens sent, the raw-window tokens they
         stood for, and their cost at `price_per_mtok` (None when no price is set)."""
-        usage = self.store.derived(session, USAGE_KIND).get(0) or {"renders": 0, "context_tokens": 0, "source_tokens": 0}
+        usage = self.store.derived(session, USAGE_KIND).get(0) or {"renders": 0, "context_tokens": 0, "source_tokens": 0, "out_of_band": 0}
         price = self.price_per_mtok
         return {**usage, "cost": None if price is None else round(usage["context_tokens"] * price / 1e6, 6),
                 "raw_cost": None if price is None else round(usage["source_tokens"] * price / 1e6, 6)}
+
+    def _new_renderer(self, model: str | None) -> Renderer:
+        return Renderer(self.domain, model=model, system=self.system, window=self.window, scorer=self.scorer,
+                        condense=self._condense)
+
+    def _condense(self, text: str) -> str:
+        """A trace field's text as one line: the summarizer's, if the rules accept it, else the extractive line."""
+        limit = int(getattr(self.summarizer, "max_chars", MAX_CHARS))  # a summarizer may be told a longer line
+        return text if len(text) <= limit else distil(text, self.summarizer, max_chars=limit)[0]
+
+    def _check_ratio(self, ctx: RenderedContext) -> None:
+        """Flag a render whose compaction ratio leaves the band (too big for what it replaces, or
+        too little kept), once the raw window is large enough for the ratio to mean compaction."""
+        if self.compaction_band is None or ctx.source_tokens < MIN_RATIO_SOURCE:
+            return
+        low, high = self.compaction_band
+        ratio = ctx.compaction_ratio
+        if not low <= ratio <= high:
+            message, fix = Errors.COMPACTION_RATIO_OUT_OF_BAND.text(action=ctx.action, ratio=f"{ratio:.2f}", low=low,
+                                                                    high=high, source=ctx.source_tokens)
+            ctx.alerts.append({"code": COMPACTION_RATIO_OUT_OF_BAND, "catalog": Errors.COMPACTION_RATIO_OUT_OF_BAND.code,
+                               "message": message, "fix": fix})
+            log.warning("%s (fix: %s)", message, fix)
 
     def _renderer(self, model: str | None) -> Renderer:
         """The editor's renderer, or one counting with another model's tokenizer (a few are kept)."""
@@ -465,8 +505,7 @@ class ContextEditor:
             count_tokens("", model)  # an unknown model fails here, before any work
             if len(self._renderers) >= 8:
                 self._renderers.pop(next(iter(self._renderers)))
-            self._renderers[model] = Renderer(self.domain, model=model, system=self.system, window=self.window,
-                                              scorer=self.scorer)
+            self._renderers[model] = self._new_renderer(model)
         return self._renderers[model]
 
     def why(self, session: str, field: str, as_of_round: int | None = None) -> dict[str, Any]:
