@@ -421,8 +421,9 @@ def cmd_forgetting_test(args: argparse.Namespace) -> int:
         for action, r in out.items():
             print(f"# {action}: {'PASS' if r['passed'] else 'FAIL'} ({args.runs} runs, {args.k} fields deleted each)")
             for f in r["fields"]:
+                never = "" if f["present"] else "  (never in the session: missing in every run)"
                 print(f"  {f['field']:<24} {'must ask' if f['must_ask'] else 'optional':<9} "
-                      f"asked {f['asked']}/{f['deleted']} ({f['rate']:.0%})")
+                      f"asked {f['asked']}/{f['deleted']} ({f['rate']:.0%}){never}")
     return 0 if all(r["passed"] for r in out.values()) else 1
 
 
