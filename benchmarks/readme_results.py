@@ -80,9 +80,11 @@ def dataset_table(results: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def render_table(rows: list[dict]) -> list[str]:
-    lines = ["| domain | action | render ms p50 / p99 | context tokens | full history tokens | ratio |", "|---|---|---|---|---|---|"]
-    lines += [f"| {r['domain']} | {r['action']} | {r['render_ms_p50']} / {r['render_ms_p99']} | {r['context_tokens']} | "
-              f"{r['full_history_tokens']} | {r['ratio']:.1%} |" for r in rows]
+    lines = ["| domain | action | messages | render ms p50 / p99 (CPU p50) | after a new message: p50 / p99 (CPU p50) "
+             "| context tokens | full history tokens | ratio |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['domain']} | {r['action']} | {r['messages']:,} | {r['render_ms_p50']} / {r['render_ms_p99']} "
+              f"({r['render_cpu_ms_p50']}) | {r['fresh_ms_p50']} / {r['fresh_ms_p99']} ({r['fresh_cpu_ms_p50']}) | "
+              f"{r['context_tokens']} | {r['full_history_tokens']} | {r['ratio']:.1%} |" for r in rows]
     return lines
 
 

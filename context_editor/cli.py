@@ -11,21 +11,20 @@ import json
 import os
 import sys
 from datetime import datetime, timezone
-from typing import Any, Callable, TypeAlias
+from typing import TYPE_CHECKING, Any, Callable, TypeAlias
 
-from . import audit, registry
+from . import registry
 from .adapters import FORMATS
-from .conversation import read_conversation
-from .domain import lint_domain, load_domain
 from .errors import ContextEditorError, Errors
-from .inject import format_value
-from .model import Message, State, session_key
-from .pipeline import ContextEditor, stored_domain
-from .resources import sample_conversation
-from .signing import Signer, public_key_from
-from .store import DEFAULT_STORE, open_store
+from .model import Message, session_key
 
-SAMPLE = sample_conversation("ecommerce_headphones")
+if TYPE_CHECKING:
+    from .model import State
+    from .pipeline import ContextEditor
+    from .signing import Signer
+
+# The pipeline, stores and their dependencies (jsonschema, cn2an, Jinja, cryptography) are
+# imported inside the commands that use them, so `--help` and argument errors answer at once.
 
 EPILOG = """\
 examples:
@@ -60,6 +59,8 @@ def _parse_now(value: str | None) -> datetime | None:
 
 def _state_table(state: State, editor: ContextEditor) -> str:
     """A plain-text table: field, value, round, source, extractor."""
+    from .inject import format_value
+
     rows = [("field", "value", "round", "source", "extractor")]
     for name in editor.domain.fields:
         fs = state.fields.get(name)
@@ -91,12 +92,20 @@ def _plugins(args: argparse.Namespace) -> bool:
 def _editor_for_session(session: str, store_url: str | None, model: str | None = None, allow_plugins: bool = False,
                         context_window: int | None = None) -> ContextEditor:
     """The editor of an existing session, with the domain version it was processed with."""
+    from .pipeline import ContextEditor, stored_domain
+    from .store import open_store
+
     store = open_store(store_url, create=False)
     info = store.require_session(session)
     return ContextEditor(stored_domain(store, info, allow_plugins), store, model=model, context_window=context_window)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from .conversation import read_conversation
+    from .pipeline import ContextEditor
+    from .resources import sample_conversation
+    from .store import open_store
+
     store = open_store(args.store)
     editor = ContextEditor("ecommerce", store)
     taken = set(store.sessions())
@@ -104,8 +113,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     while f"demo-{n}" in taken:
         n += 1
     session = f"demo-{n}"
-    state = editor.ingest(session, read_conversation(str(SAMPLE)))
-    print(f"Ingested {SAMPLE.name} ({state.message_index + 1} messages) into {store.url} as session {session}\n")
+    sample = sample_conversation("ecommerce_headphones")
+    state = editor.ingest(session, read_conversation(str(sample)))
+    print(f"Ingested {sample.name} ({state.message_index + 1} messages) into {store.url} as session {session}\n")
     print(_state_table(state, editor))
     for action in editor.domain.actions:
         ctx = editor.render(session, action)
@@ -127,6 +137,9 @@ def _print_result(editor: ContextEditor, session: str, args: argparse.Namespace)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .conversation import read_conversation
+    from .pipeline import ContextEditor
+
     editor = ContextEditor(args.domain, "memory://", model=args.model, allow_plugins=_plugins(args),
                            context_window=args.context_window)
     if args.action:
@@ -162,6 +175,9 @@ def _already_stored(stored: list[Message], incoming: list[dict[str, Any]]) -> in
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    from .conversation import read_conversation
+    from .pipeline import ContextEditor
+
     messages = read_conversation(args.conversation, args.format)  # all checked before anything is stored
     editor = ContextEditor(args.domain, args.store, allow_plugins=_plugins(args), upgrade=args.upgrade)
     skip = 0 if args.append_all else _already_stored(editor.store.messages(args.session), messages)
@@ -212,6 +228,10 @@ def cmd_why(args: argparse.Namespace) -> int:
 
 
 def cmd_audit_verify(args: argparse.Namespace) -> int:
+    from . import audit
+    from .signing import public_key_from
+    from .store import open_store
+
     store = open_store(args.store, create=False)
     pubkey = public_key_from(args.pubkey) if args.pubkey else None
     report = audit.verify_store(store, args.session, pubkey=pubkey, checkpoint=args.checkpoint,
@@ -236,6 +256,8 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
 
 
 def _signer(args: argparse.Namespace) -> Signer:
+    from .signing import Signer
+
     signer = Signer.from_file(args.key) if args.key else Signer.from_env()
     if signer is None:
         raise Errors.SIGNING_KEY(problem="no signing key")
@@ -243,6 +265,9 @@ def _signer(args: argparse.Namespace) -> Signer:
 
 
 def cmd_audit_checkpoint(args: argparse.Namespace) -> int:
+    from . import audit
+    from .store import open_store
+
     record = audit.checkpoint(open_store(args.store, create=False), _signer(args), args.out)
     body = record["checkpoint"]
     if args.out:
@@ -253,6 +278,8 @@ def cmd_audit_checkpoint(args: argparse.Namespace) -> int:
 
 
 def cmd_audit_keygen(args: argparse.Namespace) -> int:
+    from .signing import Signer
+
     signer = Signer.generate()
     try:
         fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never overwrite a key
@@ -266,6 +293,9 @@ def cmd_audit_keygen(args: argparse.Namespace) -> int:
 
 
 def cmd_audit_export(args: argparse.Namespace) -> int:
+    from . import audit
+    from .store import open_store
+
     store = open_store(args.store, create=False)
     out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
     try:
@@ -278,6 +308,9 @@ def cmd_audit_export(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from . import audit
+    from .store import open_store
+
     report = audit.replay(open_store(args.store, create=False), args.session, _plugins(args))
     if report.identical:
         print(f"identical: {report.session} replays to the same {report.recorded} edits, byte for byte")
@@ -288,6 +321,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
+    from .domain import lint_domain, load_domain
+
     path, problems = lint_domain(args.domain, timing=args.timing)
     for p in problems:
         print(p.format(str(path)))
@@ -305,6 +340,8 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
+    from .domain import load_domain
+
     from . import domaintest  # the test runner drives whole editors: only loaded for this command
 
     domain = load_domain(args.domain, allow_plugins=_plugins(args))
@@ -331,7 +368,7 @@ def _global_options(parser: argparse.ArgumentParser, nested: bool) -> None:
     unset = argparse.SUPPRESS if nested else None
     group = parser.add_argument_group("global options (accepted before or after the command)")
     group.add_argument("--store", metavar="URL", default=unset,
-                       help=f"store URL (default $CONTEXT_EDITOR_STORE or {DEFAULT_STORE})")
+                       help="store URL (default $CONTEXT_EDITOR_STORE or ./context_editor.db)")
     group.add_argument("--tenant", metavar="ID", default=unset,
                        help="tenant the session belongs to (sessions are keyed tenant/user/session)")
     group.add_argument("--user", metavar="ID", default=unset, help="user the session belongs to")

@@ -336,6 +336,17 @@ class Errors:
     DOMAIN_DOCUMENT_CHANGED = Entry("CE506", "the stored document of domain version {version} does not match its SHA-256 "
                                     "(it was changed after it was written)",
                                     "restore the store from a backup and run `context-editor audit verify`", StoreError)
+    SCHEMA_NEWER = Entry("CE507", "{store} was written by another version of context-editor (schema {found}, newer than "
+                         "this one's {current})",
+                         "open it with the version that wrote it or a newer one (pip install -U context-editor); "
+                         "nothing was changed", StoreError)
+    SCHEMA_TOO_OLD = Entry("CE507", "{store} was written by another version of context-editor (schema {found}); this one "
+                           "upgrades schemas {oldest} to {current} in place",
+                           "export its sessions with the version that wrote it, or use a new --store", StoreError)
+    MIGRATION_FAILED = Entry("CE508", "upgrading {store} from schema {found} to {current} failed at step {step} ({why}): "
+                             "{detail}",
+                             "nothing was changed (the upgrade is one transaction); check that the database user may "
+                             "create tables and indexes, then open the store again", StoreError)
     SIGNING_KEY = Entry("CE520", "{problem}",
                         "write a key with `context-editor audit keygen --out key.hex` and pass --key key.hex, or set "
                         "CONTEXT_EDITOR_SIGNING_KEY_FILE to its path (or CONTEXT_EDITOR_SIGNING_KEY to its 64 hex digits)",

@@ -29,7 +29,7 @@ CROSSWOZ_ZIP = DATA / "crosswoz" / "val.json.zip"
 KEYS = {"dataset", "dialogues", "turns", "joint_goal_accuracy", "slot_precision", "slot_recall", "slot_f1", "per_domain",
         "tokens_median", "coverage", "ingest_ms_p50", "ingest_ms_p99", "render_ms_p50", "messages_per_s", "peak_rss_mb",
         "scaling_ratio"}
-CONTEXTS = {"full_history", "window_5", "window_10", "editor"}
+CONTEXTS = {"full_history", "window_5", "window_10", "window_equal_tokens", "editor"}
 
 
 RECORDED = json.loads((Path(__file__).with_name("bench_slices.json")).read_text("utf-8"))
@@ -133,6 +133,11 @@ def test_history_tokens_are_exact_line_sums():
     assert meter.sizes()["window_5"] == meter.total
     assert contained(meter.texts()["window_5"], Gold(("100-150元",)))
     assert norm("San  Jose") == "sanjose"
+    # The equal-token window: the newest whole lines within the given tokens, never more.
+    last_two = meter.tokens[-1] + meter.tokens[-2]
+    assert meter.equal_window(last_two) == (last_two, "".join(meter.normed[-2:]))
+    assert meter.equal_window(last_two - 1)[0] == meter.tokens[-1]
+    assert meter.equal_window(0) == (0, "") and meter.equal_window(10**6)[0] == meter.total
 
 
 def test_percentile_interpolates():

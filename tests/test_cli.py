@@ -126,3 +126,16 @@ def test_lint_accepts_bundled_domain():
 def test_help_teaches():
     out = cli("--help")
     assert out.returncode == 0 and "examples:" in out.stdout and "demo" in out.stdout
+
+
+def test_help_imports_no_pipeline_dependencies():
+    # `--help` and usage errors must answer at once: the pipeline's dependencies (each 20-130 ms
+    # to import) load only inside the command that runs.
+    code = ("import sys; from context_editor.cli import build_parser\n"
+            "try:\n    build_parser(['--help']).parse_args(['--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = {'jsonschema', 'cn2an', 'jinja2', 'cryptography', 'tiktoken', 'pydantic', 'yaml', 'sqlite3',"
+            " 'psycopg', 'regex', 'spacy', 'fastapi'}\n"
+            "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -135,6 +135,8 @@ def test_session_head_and_raw_views(store):
                                 "messages": 2, "edits": 3, "last_message_hash": m.hash, "last_edit_hash": edits[-1].hash}
     assert json.loads(rows["t"][4])["domain_sha256"] == store.raw_domains()[VERSION][2]
     assert json.loads(rows["t"][4])["last_edit_hash"] == GENESIS_HASH
+    assert store.raw_sessions("s") == {"t": rows["t"]} and store.raw_sessions(upto="s") == {"s": rows["s"]}
+    assert store.raw_sessions("s", "s") == {} and store.raw_sessions(None, "t") == rows
 
 
 def test_heads_are_signed_with_the_store_signer(store):
@@ -447,3 +449,31 @@ def test_user_memory_is_appended_in_order_and_kept_per_tenant_and_user(store, st
         again = open_store(store_url)
         assert again.user_memory("acme", "u1") == store.user_memory("acme", "u1")
         again.close()
+def test_key_ranges_walk_sessions_in_code_point_order(store):
+    keys = ["acme/u/1", "acme/u/2", "acme/v/1", "acme0", "b", "ä", "中/1", "A"]
+    for s in keys:
+        add(store, s, n_edits=1)
+    ordered = sorted(keys)
+    assert store.session_keys() == ordered == store.sessions()
+    assert store.session_keys("acme/", "acme/\U0010ffff") == ["acme/u/1", "acme/u/2", "acme/v/1"]  # a tenant
+    assert store.session_keys("acme/u/1", "b") == ["acme/u/2", "acme/v/1", "acme0", "b"]  # (after, upto]
+    assert store.session_keys(upto="A") == ["A"] and store.session_keys("\uffff") == []
+    assert store.session_keys("acme0", limit=2) == ["b", "ä"]
+    pages, after = [], None  # paging by key, as a batch driver does, visits each session once
+    while page := store.session_keys(after, limit=3):
+        pages.append(page)
+        after = page[-1]
+    assert sum(pages, []) == ordered and [len(p) for p in pages] == [3, 3, 2]
+
+
+def test_a_batch_read_returns_each_session_as_its_own_reads_do(store):
+    for s, turns in (("s2", 3), ("s1", 1), ("中", 2)):
+        for i in range(turns):
+            add(store, s, f"{s} turn {i} </state>", n_edits=i + 1)
+    batch = store.read_sessions(["中", "s1", "missing", "s2"])
+    assert [b.info.session for b in batch] == ["中", "s1", "s2"]  # the order asked for; unknown ids left out
+    for b in batch:
+        assert b.info == store.session(b.info.session)
+        assert [m.to_dict() for m in b.messages] == [m.to_dict() for m in store.messages(b.info.session)]
+        assert [e.to_dict() for e in b.edits] == [e.to_dict() for e in store.edits(b.info.session)]
+    assert store.read_sessions([]) == []

@@ -31,3 +31,34 @@ def test_counts_without_network_or_cache(tmp_path):
     assert out.returncode == 0, out.stderr
     assert int(out.stdout) == count_tokens("预算2000以内")
     assert list(tmp_path.iterdir()) == []
+
+
+def _fresh_ranks(cache_dir, expected_hash=None):
+    """The o200k ranks read in a new process with the given cache dir (as a CLI start would)."""
+    code = ("import sys; from context_editor.inject import tokens as T;"
+            "r = T._packaged_bpe('x/o200k_base.tiktoken'); print(len(r), r[b'hello'], T.count_tokens('预算2000以内'))")
+    env = {**os.environ, "CONTEXT_EDITOR_CACHE": str(cache_dir)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+def test_parsed_ranks_cache_is_used_and_a_damaged_one_is_rebuilt(tmp_path):
+    first = _fresh_ranks(tmp_path)
+    caches = sorted(tmp_path.glob("o200k_base*.ranks"))  # one per pinned hash asked for
+    assert caches and _fresh_ranks(tmp_path) == first  # read back from the cache
+    for cache in caches:
+        blob = bytearray(cache.read_bytes())
+        blob[len(blob) // 2] ^= 0xFF  # a flipped byte: the checksum no longer matches
+        cache.write_bytes(bytes(blob))
+    assert _fresh_ranks(tmp_path) == first  # ignored and parsed again
+    assert all(cache.read_bytes() != bytes(blob) for cache in caches)  # and rewritten whole
+    for cache in caches:
+        cache.write_bytes(b"short")
+    assert _fresh_ranks(tmp_path) == first
+
+
+def test_unwritable_cache_dir_only_costs_the_parse(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    assert _fresh_ranks(blocker / "cache") == _fresh_ranks(tmp_path / "cache")

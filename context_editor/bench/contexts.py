@@ -1,4 +1,6 @@
-"""The contexts the editor is compared with: the full history and last-K-utterance windows.
+"""The contexts the editor is compared with: the full history, last-K-utterance windows, and
+the window an agent could send for the editor's price (the most recent whole utterances that fit
+in as many tokens as the editor's context).
 
 Each utterance is one line `role: text` ending in a newline. o200k_base never merges a token
 across a newline followed by a letter, so the tokens of the joined history are exactly the sum
@@ -42,3 +44,12 @@ class HistoryMeter:
         for k in WINDOWS:
             out[f"window_{k}"] = "".join(self.normed[-k:])
         return out
+
+    def equal_window(self, tokens: int) -> tuple[int, str]:
+        """The most recent whole utterances whose tokens sum to at most `tokens`: their token
+        count and normalised text. Never larger than the editor's context it is compared with."""
+        used, first = 0, len(self.tokens)
+        while first > 0 and used + self.tokens[first - 1] <= tokens:
+            first -= 1
+            used += self.tokens[first]
+        return used, "".join(self.normed[first:])

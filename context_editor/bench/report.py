@@ -19,13 +19,26 @@ from .metrics import DomainScore, median, percentile
 from .runner import Harness, TurnRow
 from .speed import ScalingResult
 
-CONTEXTS = ("full_history", "window_5", "window_10", "editor")
+CONTEXTS = ("full_history", "window_5", "window_10", "window_equal_tokens", "editor")
 LATE_TURN = 20
+TURN_BUCKETS = ((0, 10), (10, 20), (20, 40), (40, None))  # utterance index ranges: coverage per stage of a dialogue
 
 
 def _coverage(rows: list[TurnRow], key: str) -> float:
     gold = sum(r.gold_values for r in rows)
     return round(sum(r.covered[key] for r in rows) / gold, 4) if gold else 0.0
+
+
+def _buckets(rows: list[TurnRow]) -> dict[str, dict[str, Any]]:
+    """Median tokens and coverage of every context per range of turns."""
+    out = {}
+    for lo, hi in TURN_BUCKETS:
+        part = [r for r in rows if r.turn >= lo and (hi is None or r.turn < hi)]
+        if part:
+            out[f"{lo}-{hi - 1}" if hi else f"{lo}+"] = {
+                "turns": len(part), "tokens_median": {k: median([r.tokens[k] for r in part]) for k in CONTEXTS},
+                "coverage": {k: _coverage(part, k) for k in CONTEXTS}}
+    return out
 
 
 def _top(errors: dict[str, int], n: int) -> dict[str, int]:
@@ -61,6 +74,7 @@ def summarise(harness: Harness, scaling: ScalingResult, seconds: float, config: 
         f"turns_at_{LATE_TURN}": len(late),
         f"tokens_median_at_{LATE_TURN}": {k: median([r.tokens[k] for r in late]) for k in CONTEXTS},
         f"coverage_at_{LATE_TURN}": {k: _coverage(late, k) for k in CONTEXTS},
+        "by_turn_bucket": _buckets(rows),
         "ingest_ms_p50": round(percentile(harness.ingest_ms, 50), 4),
         "ingest_ms_p99": round(percentile(harness.ingest_ms, 99), 4),
         "render_ms_p50": round(percentile(harness.render_ms, 50), 4),
@@ -148,7 +162,10 @@ def markdown(results: dict[str, Any]) -> str:
     dom += [(d, s["frames"], f"{s['joint_goal_accuracy']:.3f}", f"{s['slot_precision']:.3f}", f"{s['slot_recall']:.3f}",
              f"{s['slot_f1']:.3f}", ", ".join(f"{k} {v}" for k, v in list(s["top_errors"].items())[:3]))
             for d, s in r["per_domain"].items()]
-    parts = [f"## {r['dataset']}", _table(head), _table(ctx), _table(dom)]
+    buckets = [("turns", "scored", *(f"{k}: tokens / contained" for k in CONTEXTS))]
+    buckets += [(name, b["turns"], *(f"{b['tokens_median'][k]:.0f} / {b['coverage'][k]:.1%}" for k in CONTEXTS))
+                for name, b in r.get("by_turn_bucket", {}).items()]
+    parts = [f"## {r['dataset']}", _table(head), _table(ctx), _table(buckets), _table(dom)]
     if r.get("ablation"):
         parts += _ablation_tables(r["ablation"])
     return "\n\n".join(parts) + "\n"

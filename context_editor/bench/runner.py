@@ -2,8 +2,9 @@
 
 One `ContextEditor` per imported domain (in-memory store), one session per dialogue. Every
 utterance is ingested into the editor of each of the dialogue's domains; after each user
-utterance that has gold, the harness scores the frames, sizes the four contexts (full history,
-last 5 and 10 utterances, the editor's `track` context of the frame domains) and checks which
+utterance that has gold, the harness scores the frames, sizes the five contexts (full history,
+last 5 and 10 utterances, the editor's `track` context of the frame domains, and the most recent
+utterances that fit in the editor's tokens) and checks which
 gold values each still contains. Ingest and render calls are timed one by one.
 """
 
@@ -104,6 +105,7 @@ class Harness:
             self.render_ms.append((time.perf_counter() - start) * 1000)
         tokens = {**meter.sizes(), "editor": sum(c.tokens for c in xml)}
         texts = {**meter.texts(), "editor": norm("".join(c.xml for c in xml))}
+        tokens["window_equal_tokens"], texts["window_equal_tokens"] = meter.equal_window(tokens["editor"])
         values = [g for gold in frames.values() for g in gold.values() if g.surface]
         covered = {k: sum(contained(text, g) for g in values) for k, text in texts.items()}
         self.rows.append(TurnRow(t, tokens, len(values), covered))

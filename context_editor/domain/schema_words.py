@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Any, Iterator
-
-import jsonschema
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ..errors import DomainProblem, Entry, Errors
 from ..resources import schema_path
 from .yamlines import LinedYaml
+
+if TYPE_CHECKING:
+    import jsonschema
 
 SCHEMA_PATH = schema_path()
 
@@ -44,6 +45,8 @@ def schema() -> dict[str, Any]:
 def validator() -> jsonschema.Draft202012Validator:
     global _validator
     if _validator is None:
+        import jsonschema  # ~50 ms; only a process that reads a domain file pays it
+
         _validator = jsonschema.Draft202012Validator(schema())
     return _validator
 

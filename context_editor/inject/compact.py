@@ -85,7 +85,10 @@ def stage_of(round_: int) -> int:
     return (max(round_, 1) - 1) // STAGE_ROUNDS
 
 
-def covered_spans(state: State) -> tuple[dict[int, list[tuple[int, int]]], list[str]]:
+Absorbed = tuple[dict[int, list[tuple[int, int]]], list[str]]  # provenance spans by message, present value texts
+
+
+def covered_spans(state: State) -> Absorbed:
     """What the state has absorbed: provenance spans of accepted values (by message index) and
     the present values' texts (lowercased), so a line whose value-like spans are all there can give way."""
     by_message: dict[int, list[tuple[int, int]]] = {}
@@ -146,9 +149,32 @@ def mask(line: SummaryLine, hidden: list[tuple[int, int, str]]) -> str:
     return text
 
 
+ZONE_MEMO = 256  # zone_lines results kept (a session's renders between two of its messages reuse one)
+_zone_memo: dict[tuple[Any, ...], tuple[list[SummaryLine], list[ZoneLine]]] = {}
+
+
 def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
                absorbed: tuple[dict[int, list[tuple[int, int]]], list[str]],
                hidden: dict[int, list[tuple[int, int, str]]]) -> list[ZoneLine]:
+    """`_zone_lines`, remembered: the summary zone hands the same list object for as long as no
+    message arrives, so a repeated render (another action, another budget) reuses the work. The
+    entry holds the list itself, so its id cannot be reused while the entry lives."""
+    key = (id(lines), len(lines), window_from, frozenset(vocabulary),
+           tuple(sorted((i, tuple(spans)) for i, spans in absorbed[0].items())), tuple(absorbed[1]),
+           tuple(sorted((i, tuple(spans)) for i, spans in hidden.items())))
+    hit = _zone_memo.get(key)
+    if hit is not None and hit[0] is lines:
+        return hit[1]
+    if len(_zone_memo) >= ZONE_MEMO:
+        _zone_memo.clear()
+    result = _zone_lines(lines, window_from, vocabulary, absorbed, hidden)
+    _zone_memo[key] = (lines, result)
+    return result
+
+
+def _zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
+                absorbed: tuple[dict[int, list[tuple[int, int]]], list[str]],
+                hidden: dict[int, list[tuple[int, int, str]]]) -> list[ZoneLine]:
     """The lines this action's context may show, in order, each with its budget tier.
 
     Lines older than `window_from` roll up into the session summary: facts, values the state
@@ -164,7 +190,7 @@ def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
         # the state absorbing its number says nothing about the allergy.
         if rank != NOTE and not (line.cued and line.spans) and is_covered(line, absorbed):
             rank = NOTE
-        overlap = len(words(line.text) & vocabulary)
+        overlap = len(words(line.text) & vocabulary) if rank == NOTE else 0
         if rank == NOTE and overlap < 2:
             continue
         stage = -1 if line.round < window_from else stage_of(line.round)

@@ -24,6 +24,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable
 
 from ..domain import ActionSpec, Domain
@@ -58,12 +59,14 @@ class Unit:
         return self.messages[0].round
 
 
-def words(text: str) -> set[str]:
-    """Latin words and CJK character bigrams (single Chinese characters match far too much)."""
+@lru_cache(maxsize=1 << 16)
+def words(text: str) -> frozenset[str]:
+    """Latin words and CJK character bigrams (single Chinese characters match far too much).
+    Cached: the same message and summary-line texts are matched on every render."""
     out = {w.lower() for w in _LATIN_WORD.findall(text)}
     for run in _CJK_RUN.findall(text):
         out.update(run[i:i + 2] for i in range(max(len(run) - 1, 1)))
-    return out
+    return frozenset(out)
 
 
 _STOP = {"the", "a", "of", "to", "and", "is"}

@@ -10,13 +10,15 @@ exact count of the whole output, itself included.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import logging
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 from xml.etree import ElementTree
 
 from markupsafe import Markup, escape
-from jinja2 import ChoiceLoader, DictLoader, FileSystemLoader, StrictUndefined, Template, TemplateNotFound
+from jinja2 import ChoiceLoader, Environment, nodes, DictLoader, FileSystemLoader, StrictUndefined, Template, TemplateNotFound
 from jinja2.sandbox import SandboxedEnvironment
 
 from ..domain import ActionSpec, Domain
@@ -27,9 +29,10 @@ from ..resources import templates_dir
 from . import compact, history
 from .compact import STAGE_ROUNDS
 from .budget import Window, resolve_budget
-from .tokens import count_tokens, max_token_bytes, tokenizer_for
+from .tokens import SegmentCounter, cuts, max_token_bytes, segment_counter, tokenizer_for
 from .xmltext import text_node, xml_safe
 
+log = logging.getLogger(__name__)
 CRITICAL_COMPRESSION_FAILURE = "CRITICAL_COMPRESSION_FAILURE"
 _TOKENS_SLOT = "TOKENS-SLOT-7F3A"  # placeholder for the `tokens` attribute, filled after counting
 TEMPLATES_DIR = templates_dir()
@@ -84,7 +87,14 @@ def lost_fields(xml: str, expected: dict[str, str]) -> list[str]:
 def _finalize(value: Any) -> Any:
     if isinstance(value, Markup):  # already made safe by the `text` filter
         return value
+    if isinstance(value, _Tag):
+        return value.mark + xml_safe(value)
     return xml_safe(value) if isinstance(value, str) else value
+
+
+def _text(value: Any) -> Markup:
+    """The `text` filter, passing an item's mark on."""
+    return Markup(value.mark) + text_node(value) if isinstance(value, _Tag) else text_node(value)
 
 
 # Tiers in the order they give way to the budget. Within a tier the oldest (or, for history,
@@ -92,6 +102,110 @@ def _finalize(value: Any) -> Any:
 # that fits is found by bisection. The latest user message outlives every optional field, and
 # facts of the summary zone give way only after the optional fields.
 TIERS = ("entities", "notes", "history", "values", "recent", "alerts", "optional", "facts", "latest")
+
+
+MEMO = 64  # states whose render views a renderer keeps (a few sessions, every action)
+MAX_CORRECTIONS = 4  # estimate corrections before the plain bisection takes over
+_MARK = re.compile("\x00(\\d+)\x01")  # an item's mark in a probe render: NUL, owner number, SOH
+_MARK_PATTERN = cuts(_MARK.pattern)
+
+
+class _Tag(str):
+    """A string of one droppable item. Rendered, it carries an invisible mark in front (removed
+    before counting), so a probe can tell which output pieces each item produced."""
+
+    owner: int
+
+    @classmethod
+    def of(cls, value: str, owner: int) -> _Tag:
+        tagged = cls(value)
+        tagged.owner = owner
+        return tagged
+
+    @property
+    def mark(self) -> str:
+        return f"\x00{self.owner}\x01"
+
+
+def _markable(template: Template) -> bool:
+    """Marks can be taken out of the output afterwards unless the template post-processes output
+    it captured (filter, call and set blocks, macros): such templates are rendered unmarked."""
+    cached: bool | None = getattr(template, "_ce_markable", None)
+    if cached is None:
+        cached = template.name is None or not _post_processes(template.environment, template.name)
+        template._ce_markable = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _post_processes(env: Environment, name: str, depth: int = 0) -> bool:
+    assert env.loader is not None
+    tree = env.parse(env.loader.get_source(env, name)[0])
+    if depth > 8 or any(True for _ in tree.find_all((nodes.FilterBlock, nodes.CallBlock, nodes.AssignBlock, nodes.Macro))):
+        return True
+    parents: list[str] = []
+    for node in tree.find_all((nodes.Extends, nodes.Include)):
+        target = getattr(node, "template", None)
+        if not (isinstance(target, nodes.Const) and isinstance(target.value, str)):
+            return True  # a computed parent: cannot tell
+        parents.append(target.value)
+    return any(_post_processes(env, parent, depth + 1) for parent in parents)
+
+
+@dataclass
+class _Probe:
+    """One rendered candidate: its XML, exact tokens and drops, and for a marked render the base
+    count of each item's output pieces ((tier, position) -> tokens) and of all its pieces."""
+
+    xml: str
+    tokens: int
+    dropped: list[str]
+    costs: dict[tuple[str, int], int]
+    base: int
+
+
+class _Costs:
+    """The search's view of a full render: a candidate's count as the sum of the counts of the
+    pieces it keeps (everything not an item's counts as fixed)."""
+
+    def __init__(self, plan: _Plan, full: _Probe, counter: SegmentCounter):
+        self.counter, self.sizes = counter, plan.sizes()
+        self.fixed = full.base - sum(full.costs.values())
+        self.prefix: dict[str, list[int]] = {}
+        for tier in TIERS:
+            positions = sorted({p for t, p in full.costs if t == tier}, reverse=tier in _NEWEST_FIRST)
+            acc = [0]
+            for p in positions:
+                acc.append(acc[-1] + full.costs[(tier, p)])
+            self.prefix[tier] = acc
+
+    def _cost(self, tier: str, k: int) -> int:
+        acc = self.prefix[tier]
+        return acc[min(k, len(acc) - 1)]
+
+    def estimate(self, kept: dict[str, int]) -> int:
+        return self.counter.total(self.fixed + sum(self._cost(t, kept[t]) for t in TIERS))
+
+    def search(self, limit: int) -> dict[str, int]:
+        """The tier-by-tier bisection of `_bisect`, on estimates."""
+        kept = dict(self.sizes)
+        total = self.fixed + sum(self._cost(t, kept[t]) for t in TIERS)
+        for tier in TIERS:
+            if self.counter.total(total) <= limit:
+                break
+            rest = total - self._cost(tier, kept[tier])
+            lo, hi = 0, kept[tier]  # costs only grow with k: bisect
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if self.counter.total(rest + self._cost(tier, mid)) <= limit:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            kept[tier] = lo
+            total = rest + self._cost(tier, lo)
+        return kept
+
+
+_NEWEST_FIRST = {"recent", "alerts", "notes", "values", "facts"}  # tiers that keep their last items
 
 
 @dataclass
@@ -140,7 +254,10 @@ class Renderer:
         loader = ChoiceLoader([DictLoader(domain.templates), FileSystemLoader(str(templates_dir))])
         self.env = SandboxedEnvironment(loader=loader, autoescape=True,
                                         undefined=StrictUndefined, finalize=_finalize, keep_trailing_newline=False)
-        self.env.filters["text"] = text_node
+        self.env.filters["text"] = _text
+        self._views: dict[tuple[Any, ...], tuple[set[str], history.Hidden, compact.Absorbed, Any]] = {}
+        self._turns: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self._templates: dict[str, Template] = {}
 
     def action(self, name: str) -> ActionSpec:
         if name not in self.domain.actions:
@@ -155,7 +272,14 @@ class Renderer:
         `summary`: the session's summary-zone lines up to the recent window (`context_editor.memory`);
         `anchors`: the task goal and subtask ({"goal": {"text", "round"}, …})."""
         plan = self._plan(state, action, messages, budget, language, summary or [], anchors or {}, _template, _alerts)
-        kept, (xml, tokens, dropped) = self._fit(plan, state)
+        kept, probe = self._fit(plan, state)
+        xml, tokens, dropped = probe.xml, probe.tokens, probe.dropped
+        counter = segment_counter(self.model)
+        if counter.additive and counter.tokenizer.count(xml) != tokens:
+            # Summed piece counts disagree with the whole: never trust them for this tokenizer again.
+            log.warning("token counts of %s do not add up piece by piece; counting whole texts", counter.tokenizer.name)
+            counter.additive = False
+            return self.render(state, action, messages, budget, language, summary, anchors, _template, _alerts)
         if tokens > plan.limit:
             raise Errors.OVER_BUDGET(action=action, tokens=tokens, limit=plan.limit, protected=", ".join(plan.protected) or "none",
                                      missing=", ".join(m["name"] for m in plan.missing) or "none", alerts=len(plan.alerts),
@@ -165,7 +289,7 @@ class Renderer:
         if lost:
             return self._fallback(plan, state, messages, lost, summary, anchors)
         visible = [m for m in messages if m.role != "system"]
-        source = count_tokens("\n".join(f"{m.role}: {m.content}" for m in visible), self.model)
+        source = counter.count("\n".join(f"{m.role}: {m.content}" for m in visible))
         return RenderedContext(action, xml, tokens, plan.budget, fields, [m["name"] for m in plan.missing], dropped, source,
                                tokenizer_for(self.model).estimated)
 
@@ -202,15 +326,15 @@ class Renderer:
         units = history.chains([m for m in visible if m.round > recent_from])
         latest = _latest_user_unit(units)
         older = [m for m in visible if window_from <= m.round <= recent_from]
-        vocabulary = history.action_vocabulary(self.domain, spec, state)
+        vocabulary, hidden, absorbed, hidden_key = self._state_view(state, spec)
         # What the model may see of each message: trimmed tool JSON, out-of-scope spans masked.
         # The summary zone and the entity graph are built from these texts too, so nothing hidden leaks.
-        hidden = history.hidden_spans(self.domain, spec, state)
-        seen = {m.index: history.turn(self.domain, m, hidden) for m in visible}
+        seen = {m.index: self._turn(m, hidden, hidden_key) for m in visible}
         ranked = history.select_history(spec, state, older, vocabulary, self.scorer, anchors)[: spec.max_history]
         scorer_alerts: list[dict[str, Any]] = getattr(self.scorer, "drain_alerts", list)()
-        lines = compact.zone_lines([line for line in summary if line.round <= recent_from], window_from,
-                                   vocabulary, compact.covered_spans(state), hidden.spans)
+        if summary and summary[-1].round > recent_from:  # the zone hands lines in round order
+            summary = [line for line in summary if line.round <= recent_from]
+        lines = compact.zone_lines(summary, window_from, vocabulary, absorbed, hidden.spans)
         return _Plan(
             action=action, spec=spec, budget=resolved, limit=limit,
             template=self.env.get_template(template_name) if template_name else self._template(spec),
@@ -226,69 +350,175 @@ class Renderer:
                   for tier, rank in (("notes", compact.NOTE), ("values", compact.VALUE), ("facts", compact.FACT))},
             window_from=window_from, oversized=sum(1 for m in messages if m.role != "system" and len(m.content) > too_big))
 
+    def _state_view(self, state: State, spec: ActionSpec) -> tuple[set[str], history.Hidden, compact.Absorbed, Any]:
+        """What the action's render reads off the state (its vocabulary, what it may not see, what
+        the state absorbed), worked out once per state: the edit chain's head names the state."""
+        key = (state.session, state.last_seq, state.last_hash, state.round, state.message_index, spec.name)
+        view = self._views.get(key)
+        if view is None:
+            if len(self._views) >= MEMO:
+                self._views.clear()
+            hidden = history.hidden_spans(self.domain, spec, state)
+            hidden_key = (frozenset(hidden.keys.items()), frozenset(hidden.values.items()), frozenset(hidden.allowed))
+            view = self._views[key] = (history.action_vocabulary(self.domain, spec, state), hidden,
+                                       compact.covered_spans(state), hidden_key)
+        return view
+
+    def _turn(self, msg: Message, hidden: history.Hidden, hidden_key: Any) -> dict[str, Any]:
+        """`history.turn`, remembered by the message's hash and what is hidden from it."""
+        if not msg.hash:
+            return history.turn(self.domain, msg, hidden)
+        key = (msg.hash, msg.index, hidden_key, tuple(hidden.spans.get(msg.index, ())))
+        seen = self._turns.get(key)
+        if seen is None:
+            if len(self._turns) >= MEMO * 64:
+                self._turns.clear()
+            seen = self._turns[key] = history.turn(self.domain, msg, hidden)
+        return seen
+
     def _alerts(self, state: State, spec: ActionSpec, names: list[str]) -> list[dict[str, Any]]:
         """A field's alert stays until the field gets a valid value; an alert about no field
         (a context loop, say) is news only while its round is among the recent ones."""
         return [{"code": a.code, "round": a.round, "message": a.message} for a in state.alerts
                 if a.field in names or (a.field is None and a.round > state.round - max(spec.recent_rounds, 1))]
 
-    def _fit(self, plan: _Plan, state: State) -> tuple[dict[str, int], tuple[str, int, list[str]]]:
-        """The most of each tier that fits the budget, tiers giving way in TIERS order."""
-        kept = plan.sizes()
-        result = self._build(plan, state, kept)
+    def _fit(self, plan: _Plan, state: State) -> tuple[dict[str, int], _Probe]:
+        """The most of each tier that fits the budget, tiers giving way in TIERS order.
+
+        The answer is the one exact bisection over whole renders finds (the count only grows with
+        what is kept), reached with three renders instead of a dozen: one render of everything,
+        marked, tells what each item costs; the search runs on those summed costs; then renders of
+        the chosen candidate and of one item more check it exactly, and the estimate is corrected
+        and the search re-run while they disagree. Tokenizers whose counts do not add up piece by
+        piece (and templates that post-process their own output) take the plain bisection."""
+        sizes = plan.sizes()
+        counter = segment_counter(self.model)
+        if not (counter.additive and _markable(plan.template)):
+            return self._bisect(plan, state, sizes, {})
+        probes: dict[tuple[int, ...], _Probe] = {}
+        full = self._probe(plan, state, sizes, probes, counter, marked=True)
+        if full.tokens <= plan.limit:
+            return sizes, full
+        costs = _Costs(plan, full, counter)
+        offset = 0
+        for _ in range(MAX_CORRECTIONS):
+            kept = costs.search(plan.limit - offset)
+            cut = [t for t in TIERS if kept[t] < sizes[t]]
+            probe = self._probe(plan, state, kept, probes, counter)
+            if probe.tokens > plan.limit:
+                if not any(kept.values()):
+                    return kept, probe  # nothing optional left: the render reports what is over
+                offset = probe.tokens - costs.estimate(kept)
+                continue
+            tier = cut[-1]
+            more = {**kept, tier: kept[tier] + 1}
+            bigger = self._probe(plan, state, more, probes, counter)
+            if bigger.tokens > plan.limit:
+                return kept, probe
+            offset = bigger.tokens - costs.estimate(more)
+        return self._bisect(plan, state, sizes, probes)
+
+    def _bisect(self, plan: _Plan, state: State, sizes: dict[str, int],
+                probes: dict[tuple[int, ...], _Probe]) -> tuple[dict[str, int], _Probe]:
+        """Tier by tier, the most that fits, by bisection over exact renders."""
+        counter = segment_counter(self.model)
+        kept = dict(sizes)
+        result = self._probe(plan, state, kept, probes, counter)
         for tier in TIERS:
-            if result[1] <= plan.limit:
+            if result.tokens <= plan.limit:
                 break
             lo, hi = 0, kept[tier]  # invariant: keeping hi is too many
             while lo < hi:
                 mid = (lo + hi + 1) // 2
-                if self._build(plan, state, {**kept, tier: mid})[1] <= plan.limit:
+                if self._probe(plan, state, {**kept, tier: mid}, probes, counter).tokens <= plan.limit:
                     lo = mid
                 else:
                     hi = mid - 1
             kept[tier] = lo
-            result = self._build(plan, state, kept)
+            result = self._probe(plan, state, kept, probes, counter)
         return kept, result
 
     def _kept_fields(self, plan: _Plan, kept: dict[str, int]) -> list[str]:
         return [n for n in plan.names if n in plan.protected or n in plan.optional[: kept["optional"]]]
 
-    def _build(self, plan: _Plan, state: State, kept: dict[str, int]) -> tuple[str, int, list[str]]:
-        """Render with the first kept[tier] items of each tier; returns the XML, its tokens and what was dropped."""
-        hist = sorted(plan.ranked[: kept["history"]], key=lambda u: u.messages[0].index)
-        units = plan.recent[len(plan.recent) - kept["recent"]:] + plan.latest[: kept["latest"]]
-        turns = sorted((m for unit in units for m in unit), key=lambda m: m.index)
-        shown = {m.index for u in hist for m in u.messages} | {m.index for m in turns}
+    def _probe(self, plan: _Plan, state: State, kept: dict[str, int], probes: dict[tuple[int, ...], _Probe],
+               counter: SegmentCounter, marked: bool = False) -> _Probe:
+        """The render keeping the first kept[tier] items of each tier (each candidate rendered once)."""
+        key = tuple(kept[t] for t in TIERS)
+        if key not in probes:
+            probes[key] = self._build(plan, state, kept, counter, marked)
+        return probes[key]
+
+    def _build(self, plan: _Plan, state: State, kept: dict[str, int], counter: SegmentCounter,
+               marked: bool = False) -> _Probe:
+        """Render with the first kept[tier] items of each tier: the XML, its exact tokens, what was
+        dropped, and if `marked`, what each item's output pieces cost."""
+        marks: list[tuple[str, int]] = []  # owner number -> (tier, position of the item in its tier)
+
+        def tag(value: Any, tier: str, position: int) -> Any:
+            if not marked or not isinstance(value, str):
+                return value
+            marks.append((tier, position))
+            return _Tag.of(value, len(marks) - 1)
+
+        def tagged(item: dict[str, Any], tier: str, position: int) -> dict[str, Any]:
+            return {k: tag(v, tier, position) for k, v in item.items()} if marked else item
+
+        hist = sorted(range(kept["history"]), key=lambda i: plan.ranked[i].messages[0].index)
+        first_recent = len(plan.recent) - kept["recent"]
+        units = [("recent", first_recent + j, u) for j, u in enumerate(plan.recent[first_recent:])]
+        units += [("latest", j, u) for j, u in enumerate(plan.latest[: kept["latest"]])]
+        turns = sorted(((tier, j, m) for tier, j, unit in units for m in unit), key=lambda x: x[2].index)
+        shown = {m.index for i in hist for m in plan.ranked[i].messages} | {m.index for _, _, m in turns}
         shown_text = "\n".join(plan.seen[i]["content"] for i in shown)
         zone, lost, zone_dropped = _kept_zone(plan, kept, shown, shown_text)
         dropped = _dropped_summary(plan, kept, zone_dropped)
+        first_alert = len(plan.alerts) - kept["alerts"]
+        optional = set(plan.optional[: kept["optional"]])
         ctx = {"action": plan.action, "domain": self.domain.name, "round": state.round, "budget": plan.budget,
                "tokens_estimated": tokenizer_for(self.model).estimated,
                "phase": state.phase, "system": self.system, "goal": plan.anchors.get("goal"),
                "subtask": plan.anchors.get("subtask"),
-               "fields": [self._field(state, n) for n in self._kept_fields(plan, kept)], "missing": plan.missing,
-               "alerts": plan.alerts[len(plan.alerts) - kept["alerts"]:] + plan.fixed_alerts,
+               "fields": [tagged(self._field(state, n), "optional", plan.optional.index(n)) if n in optional
+                          else self._field(state, n) for n in self._kept_fields(plan, kept)],
+               "missing": plan.missing,
+               "alerts": [tagged(a, "alerts", first_alert + j) for j, a in enumerate(plan.alerts[first_alert:])]
+               + plan.fixed_alerts,
                "dropped": ", ".join(dropped), "lost": " ".join(f"m{i}" for i in lost),
-               "entities": plan.entities[: kept["entities"]], "summary": _zone_groups(zone, plan.window_from),
-               "history": [plan.seen[m.index] for u in hist for m in u.messages],
-               "turns": [plan.seen[m.index] for m in turns]}
-        return (*self._fixed_point(plan.template, ctx), dropped)
+               "entities": [replace(e, name=tag(e.name, "entities", j)) if marked else e
+                            for j, e in enumerate(plan.entities[: kept["entities"]])],
+               "summary": _zone_groups(zone, plan.window_from, tag),
+               "history": [tagged(plan.seen[m.index], "history", i) for i in hist for m in plan.ranked[i].messages],
+               "turns": [tagged(plan.seen[m.index], tier, j) for tier, j, m in turns]}
+        draft: str = plan.template.render(**ctx, tokens=_TOKENS_SLOT)
+        if not marked:
+            return _Probe(*self._fixed_point(draft, counter), dropped, {}, 0)
+        costs: dict[tuple[str, int], int] = {}
+        clean = []
+        for piece in counter.pieces(draft, _MARK_PATTERN):
+            owners = _MARK.findall(piece)
+            if owners:
+                piece = _MARK.sub("", piece)
+                key = marks[int(owners[0])]
+                costs[key] = costs.get(key, 0) + counter.piece(piece)
+            clean.append(piece)
+        xml, tokens = self._fixed_point("".join(clean), counter)
+        return _Probe(xml, tokens, dropped, costs, sum(counter.piece(p) for p in counter.pieces(xml)))
 
     def _shown(self, name: str, state: State) -> bool:
         """Transient fields are instructions: shown only in the round they were given."""
         spec = self.domain.fields[name]
         return spec.cls != "transient" or state.fields[name].set_round == state.round
 
-    def _fixed_point(self, template: Template, ctx: dict[str, Any]) -> tuple[str, int]:
-        """Render once, then settle the `tokens` attribute on the exact count of the output containing it."""
-        draft: str = template.render(**ctx, tokens=_TOKENS_SLOT)
+    def _fixed_point(self, draft: str, counter: SegmentCounter) -> tuple[str, int]:
+        """Settle the `tokens` attribute on the exact count of the output containing it."""
 
         def fill(n: int, pad: int = 0) -> str:
             return draft.replace(_TOKENS_SLOT, str(n), 1).replace("<context ", "<context " + " " * pad, 1)
 
-        claimed = count_tokens(fill(0), self.model)
+        claimed = counter.count(fill(0))
         for _ in range(4):
-            actual = count_tokens(fill(claimed), self.model)
+            actual = counter.count(fill(claimed))
             if actual == claimed:
                 return fill(claimed), actual
             claimed = actual
@@ -296,13 +526,20 @@ class Renderer:
         # (both only grow, so this ends).
         for pad in range(1, 256):
             xml = fill(claimed, pad)
-            actual = count_tokens(xml, self.model)
+            actual = counter.count(xml)
             if actual == claimed:
                 return xml, actual
             claimed = max(claimed, actual)
         raise Errors.TOKENS_UNSETTLED()
 
     def _template(self, spec: ActionSpec) -> Template:
+        """The action's template, looked up once (a template is fixed for a renderer's life)."""
+        template = self._templates.get(spec.name)
+        if template is None:
+            template = self._templates[spec.name] = self._find_template(spec)
+        return template
+
+    def _find_template(self, spec: ActionSpec) -> Template:
         own = f"{spec.name}.xml.j2"
         name = spec.template or (own if own in self.domain.templates or (TEMPLATES_DIR / own).exists() else DEFAULT_TEMPLATE)
         try:
@@ -345,30 +582,34 @@ def _latest_user_unit(units: list[list[Message]]) -> list[Message] | None:
 
 
 def _kept_zone(plan: _Plan, kept: dict[str, int], shown: set[int],
-               shown_text: str) -> tuple[list[compact.ZoneLine], list[int], int]:
-    """The summary lines kept (newest of each tier), leaving out what is shown verbatim; and the
-    sources of the facts and open values the budget pushed out (named in <truncated_context>)."""
-    out: list[compact.ZoneLine] = []
+               shown_text: str) -> tuple[list[tuple[str, int, compact.ZoneLine]], list[int], int]:
+    """The summary lines kept (newest of each tier; with their tier and position in it), leaving
+    out what is shown verbatim; and the sources of the facts and open values the budget pushed
+    out (named in <truncated_context>)."""
+    out: list[tuple[str, int, compact.ZoneLine]] = []
     lost: list[int] = []
     dropped = 0
     for tier in ("notes", "values", "facts"):
-        candidates = [z for z in plan.zone[tier] if not set(z.sources) <= shown and z.text not in shown_text]
+        candidates = [(tier, i, z) for i, z in enumerate(plan.zone[tier])
+                      if not set(z.sources) <= shown and z.text not in shown_text]
         n = min(kept[tier], len(candidates))
         out.extend(candidates[len(candidates) - n:])
         dropped += len(candidates) - n
         if tier != "notes":
-            lost.extend(z.sources[-1] for z in candidates[: len(candidates) - n])
-    return sorted(out, key=lambda z: (z.round, z.sources)), sorted(lost), dropped
+            lost.extend(z.sources[-1] for _, _, z in candidates[: len(candidates) - n])
+    return sorted(out, key=lambda x: (x[2].round, x[2].sources)), sorted(lost), dropped
 
 
-def _zone_groups(lines: list[compact.ZoneLine], window_from: int) -> list[dict[str, Any]]:
+def _zone_groups(lines: list[tuple[str, int, compact.ZoneLine]], window_from: int,
+                 tag: Callable[[Any, str, int], Any]) -> list[dict[str, Any]]:
     """Lines grouped as the template shows them: the rolled-up session summary, then each stage."""
     groups: dict[int, list[dict[str, Any]]] = {}
-    for z in lines:
+    for tier, position, z in lines:
         # A sentence said many times names its first and latest source and how often it was said.
         src = z.sources if len(z.sources) <= 2 else (z.sources[0], z.sources[-1])
-        groups.setdefault(z.stage, []).append({"round": z.round, "sources": " ".join(f"m{i}" for i in src),
-                                               "times": len(z.sources) if len(z.sources) > 2 else None, "text": z.text})
+        groups.setdefault(z.stage, []).append({"round": z.round, "sources": tag(" ".join(f"m{i}" for i in src), tier, position),
+                                               "times": len(z.sources) if len(z.sources) > 2 else None,
+                                               "text": tag(z.text, tier, position)})
     out = []
     for stage in sorted(groups):
         first, last = (1, window_from - 1) if stage < 0 else (stage * STAGE_ROUNDS + 1, (stage + 1) * STAGE_ROUNDS)

@@ -13,7 +13,10 @@ import gzip
 import hashlib
 import importlib.util
 import json
+import marshal
 import math
+import os
+import re
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -39,9 +42,16 @@ def _bpe_data_dir() -> Path:
 
 
 def _packaged_bpe(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
-    """Stand-in for tiktoken's downloader: read the packaged file and check tiktoken's hash."""
+    """Stand-in for tiktoken's downloader: the packaged file's ranks, checked against tiktoken's hash.
+
+    Parsing 200,000 base64 lines costs ~150 ms at every process start, so the parsed ranks are
+    kept in a cache file (see `_RanksCache`); the packaged file is read only when that is missing."""
     name = url.rsplit("/", 1)[-1]
-    data = gzip.decompress((_bpe_data_dir() / f"{name}.gz").read_bytes())
+    source = _bpe_data_dir() / f"{name}.gz"
+    cache = _RanksCache(source, expected_hash)
+    if (ranks := cache.read()) is not None:
+        return ranks
+    data = gzip.decompress(source.read_bytes())
     actual = hashlib.sha256(data).hexdigest()
     if expected_hash and actual != expected_hash:
         raise Errors.BPE_HASH(name=name, actual=actual, expected=expected_hash)
@@ -50,7 +60,46 @@ def _packaged_bpe(url: str, expected_hash: str | None = None) -> dict[bytes, int
         if line:
             token, rank = line.split()
             ranks[base64.b64decode(token)] = int(rank)
+    cache.write(ranks)
     return ranks
+
+
+class _RanksCache:
+    """Parsed BPE ranks in `$CONTEXT_EDITOR_CACHE` (default `~/.cache/context-editor`), as marshal.
+
+    The file's name binds it to the packaged file it came from (path, size, mtime) and to
+    tiktoken's pinned hash of that file; its first 32 bytes are the SHA-256 of the rest, so a
+    truncated or altered cache is ignored and rebuilt, never trusted. An unwritable cache directory
+    only costs the parse."""
+
+    def __init__(self, source: Path, expected_hash: str | None):
+        stat = source.stat()
+        key = hashlib.sha256(f"{source}|{stat.st_size}|{stat.st_mtime_ns}|{expected_hash}".encode()).hexdigest()[:24]
+        root = os.environ.get("CONTEXT_EDITOR_CACHE") or Path.home() / ".cache" / "context-editor"
+        self.path = Path(root) / f"{source.name.removesuffix('.gz')}-{key}.ranks"
+
+    def read(self) -> dict[bytes, int] | None:
+        try:
+            blob = self.path.read_bytes()
+        except OSError:
+            return None
+        if hashlib.sha256(blob[32:]).digest() != blob[:32]:
+            return None
+        try:
+            ranks = marshal.loads(blob[32:])
+        except (EOFError, ValueError, TypeError):
+            return None
+        return ranks if isinstance(ranks, dict) else None
+
+    def write(self, ranks: dict[bytes, int]) -> None:
+        body = marshal.dumps(ranks)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(hashlib.sha256(body).digest() + body)
+            os.replace(tmp, self.path)  # readers see the old file or the whole new one
+        except OSError:
+            pass  # a read-only home: every start parses the packaged file, as without a cache
 
 
 def _tiktoken(name: str) -> tiktoken.Encoding:
@@ -113,13 +162,76 @@ class Tokenizer(Protocol):
     def count(self, text: str) -> int: ...
 
 
+# Where a text may be cut so that its count is the sum of its pieces' counts, for tiktoken's
+# split patterns (o200k_base, cl100k_base): right after a newline followed by spaces or tabs and
+# then a character that is neither whitespace nor "/" (an indented XML line). No pre-token spans
+# such a point. The only patterns that take a newline are a punctuation run (with `[\r\n/]*` after
+# it: it stops at a space or any other character) and a whitespace run ending in its last newline
+# (none follows before the non-space); the letter patterns exclude newlines; no pattern looks
+# behind, so the piece after the cut splits as it does in place. BPE merges only inside a
+# pre-token, so the counts add up exactly. `SegmentCounter` relies on this and checks it: the
+# renderer compares the sum with one whole count of its final output, and a test compares them on
+# every golden conversation.
+_CUT = re.compile(r"\n(?=[ \t]*[^\s/])")
+
+
+def cuts(marks: str) -> re.Pattern[str]:
+    """The same cut points in a text that also holds marks matching `marks` (a pattern whose
+    matches start with NUL, which no XML text holds): they are looked past, as if absent."""
+    return re.compile(rf"\n(?=[ \t]*(?:{marks})*[^\s/\x00])")
+
+
+SEGMENT_CACHE = 1 << 16  # cached piece counts per tokenizer (render outputs repeat line by line)
+
+
+class SegmentCounter:
+    """Exact counts of texts that repeat piece by piece (a context re-rendered as its history
+    grows): the text is cut where the tokenizer's pre-tokens never span, and each piece's count is
+    cached. `additive` is False for tokenizers without that guarantee; they are counted whole."""
+
+    def __init__(self, tokenizer: Tokenizer):
+        self.tokenizer = tokenizer
+        base = tokenizer.base if isinstance(tokenizer, EstimatedCounter) else tokenizer
+        self.additive = isinstance(base, TiktokenCounter)
+        self._base = base
+        self._cache: dict[str, int] = {}
+
+    def pieces(self, text: str, cut: re.Pattern[str] = _CUT) -> list[str]:
+        out, start = [], 0
+        for m in cut.finditer(text):
+            out.append(text[start:m.end()])
+            start = m.end()
+        out.append(text[start:])
+        return out
+
+    def piece(self, text: str) -> int:
+        """The base count of one piece (before an estimate's margin), cached."""
+        n = self._cache.get(text)
+        if n is None:
+            if len(self._cache) >= SEGMENT_CACHE:
+                self._cache.clear()
+            n = self._cache[text] = self._base.count(text)
+        return n
+
+    def total(self, base_count: int) -> int:
+        """A sum of base counts as the tokenizer's count (an estimate adds its margin once)."""
+        if isinstance(self.tokenizer, EstimatedCounter):
+            return self.tokenizer.scale(base_count)
+        return base_count
+
+    def count(self, text: str) -> int:
+        if not self.additive:
+            return self.tokenizer.count(text)
+        return self.total(sum(self.piece(p) for p in self.pieces(text)))
+
+
 class TiktokenCounter:
     estimated = False
 
     def __init__(self, encoding: tiktoken.Encoding):
         self.encoding = encoding
         self.name = encoding.name
-        self.max_token_bytes = max(len(t) for t in self.encoding.token_byte_values())
+        self.max_token_bytes = max(map(len, self.encoding.token_byte_values()))  # map: C speed over 200k tokens
 
     def count(self, text: str) -> int:
         return len(self.encoding.encode(text, disallowed_special=()))  # special-token text counts as plain text
@@ -184,7 +296,11 @@ class EstimatedCounter:
         self.max_token_bytes = self.base.max_token_bytes  # the estimate is never below the base count
 
     def count(self, text: str) -> int:
-        return math.ceil(self.base.count(text) * (1 + ESTIMATE_MARGIN))
+        return self.scale(self.base.count(text))
+
+    @staticmethod
+    def scale(base_count: int) -> int:
+        return math.ceil(base_count * (1 + ESTIMATE_MARGIN))
 
 
 def claude() -> EstimatedCounter:
@@ -216,6 +332,12 @@ def tokenizer_for(model: str | None = None) -> Tokenizer:
     return EncoderCounter(name, encoder)
 
 
+@lru_cache(maxsize=16)
+def segment_counter(model: str | None = None) -> SegmentCounter:
+    """The model's tokenizer with cached piece counts (one per model, shared by every renderer)."""
+    return SegmentCounter(tokenizer_for(model))
+
+
 def max_token_bytes(model: str | None = None) -> int:
     """The longest token of the model's vocabulary, in bytes. A text of C characters has at
     least C UTF-8 bytes, hence at least C / this many tokens: a message longer than
@@ -229,4 +351,4 @@ def count_tokens(text: str, model: str | None = None) -> int:
 
 
 __all__ = ["count_tokens", "encoding_for_model", "get_encoding", "tokenizer_for", "Tokenizer", "DEFAULT_MODEL",
-           "ESTIMATE_MARGIN"]
+           "ESTIMATE_MARGIN", "SegmentCounter", "segment_counter"]

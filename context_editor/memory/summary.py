@@ -127,6 +127,7 @@ class SummaryZone:
     stages: dict[int, Stage] = field(default_factory=dict)
     anchors: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_index: int = -1
+    _lines: tuple[tuple[int, int | None], list[SummaryLine]] | None = field(default=None, repr=False, compare=False)
 
     def add(self, msg: Message) -> list[int]:
         """Fold one message in; returns the keys of what changed (for the store)."""
@@ -143,9 +144,13 @@ class SummaryZone:
         return [number]
 
     def lines(self, up_to_round: int | None = None) -> list[SummaryLine]:
-        """Every line of rounds <= up_to_round, oldest first."""
-        out = [line for n in sorted(self.stages) for line in self.stages[n].lines]
-        return out if up_to_round is None else [line for line in out if line.round <= up_to_round]
+        """Every line of rounds <= up_to_round, oldest first. The same list object is handed out
+        until a message arrives (the renderer remembers its work per list); do not modify it."""
+        key = (self.last_index, up_to_round)
+        if self._lines is None or self._lines[0] != key:
+            out = [line for n in sorted(self.stages) for line in self.stages[n].lines]
+            self._lines = (key, out if up_to_round is None else [line for line in out if line.round <= up_to_round])
+        return self._lines[1]
 
     def anchor(self, name: str, up_to_round: int | None = None) -> dict[str, Any] | None:
         a = self.anchors.get(name)

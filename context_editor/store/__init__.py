@@ -7,7 +7,7 @@ import os
 from .. import registry
 from ..errors import Errors
 from ..signing import Signer
-from .base import KeyRecord, SessionInfo, Store
+from .base import KeyRecord, SessionInfo, Store, StoredSession
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
 
@@ -40,5 +40,5 @@ def open_store(url: str | None = None, create: bool = True, signer: Signer | Non
     return store
 
 
-__all__ = ["open_store", "scheme_of", "Store", "SessionInfo", "KeyRecord", "MemoryStore", "SQLiteStore",
+__all__ = ["open_store", "scheme_of", "Store", "SessionInfo", "KeyRecord", "StoredSession", "MemoryStore", "SQLiteStore",
            "DEFAULT_STORE"]

@@ -44,40 +44,13 @@ class SessionInfo:
     edits: int
 
 
-# One schema for every SQL backend. Bodies are TEXT (canonical JSON) so `audit verify` hashes
-# exactly the bytes that were written; seq/round/index columns exist for indexed reads.
-# A domain document is kept as written (its key order is the author's field order, which replay
-# reproduces) with the SHA-256 of that text. A session's `head` is the canonical JSON of
-# session_head(): everything a truncation or a rewrite would have to change, optionally signed.
-SCHEMA_VERSION = 5  # 3: heads and domain hashes (issue 12), the `derived` table (issue 11); 4: `api_keys` (issue 14);
-# 5: `user_memory` (issue 11b)
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS domains (
-    version_hash TEXT PRIMARY KEY, name TEXT NOT NULL, source TEXT NOT NULL, sha256 TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sessions (
-    session TEXT PRIMARY KEY, domain TEXT NOT NULL, domain_version TEXT NOT NULL,
-    messages INTEGER NOT NULL DEFAULT 0, edits INTEGER NOT NULL DEFAULT 0,
-    head TEXT NOT NULL DEFAULT '', signature TEXT);
-CREATE TABLE IF NOT EXISTS messages (
-    session TEXT NOT NULL, idx INTEGER NOT NULL, round INTEGER NOT NULL, body TEXT NOT NULL, hash TEXT NOT NULL,
-    PRIMARY KEY (session, idx));
-CREATE INDEX IF NOT EXISTS messages_round ON messages (session, round);
-CREATE TABLE IF NOT EXISTS edits (
-    session TEXT NOT NULL, seq INTEGER NOT NULL, round INTEGER NOT NULL, message_index INTEGER NOT NULL,
-    body TEXT NOT NULL, hash TEXT NOT NULL,
-    PRIMARY KEY (session, seq));
-CREATE TABLE IF NOT EXISTS api_keys (
-    key_id TEXT PRIMARY KEY, key_hash TEXT NOT NULL UNIQUE, tenant TEXT NOT NULL, role TEXT NOT NULL,
-    created TEXT NOT NULL, revoked TEXT);
-CREATE TABLE IF NOT EXISTS user_memory (
-    tenant TEXT NOT NULL, user_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
-    PRIMARY KEY (tenant, user_id, seq));
-CREATE TABLE IF NOT EXISTS derived (
-    session TEXT NOT NULL, kind TEXT NOT NULL, key INTEGER NOT NULL, body TEXT NOT NULL,
-    PRIMARY KEY (session, kind, key));
-"""
-# `derived` holds data computed from the log (summary-zone stages …): never part of the record,
-# never hashed, rebuildable at any time, so it is written outside the message transaction.
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """One session as a batch read returns it: what is known about it, its messages and its log."""
+
+    info: SessionInfo
+    messages: tuple[Message, ...]
+    edits: tuple[Edit, ...]
 
 
 def domain_text(source: dict[str, Any]) -> tuple[str, str]:
@@ -123,15 +96,40 @@ def new_head(domain: str, domain_version: str, domain_sha256: str | None, messag
                 edits[-1].hash if edits else (last_edit_hash or GENESIS_HASH))
 
 
-def raw_session_rows(query: Callable[[str], Iterable[Sequence[Any]]]) -> dict[str, tuple[Any, ...] | None]:
-    """`Store.raw_sessions` for an SQL store, given a function that runs a query: every session
+def key_range(after: str | None, upto: str | None, column: str, mark: str) -> tuple[str, tuple[str, ...]]:
+    """The SQL condition (and its parameters) for session ids in the key range (after, upto]:
+    `column` compared in code-point order, `mark` the driver's placeholder. Bounds that are None
+    are left out rather than tested in SQL, so the planner always sees the index."""
+    bounds = [(f"{column} {op} {mark}", v) for op, v in ((">", after), ("<=", upto)) if v is not None]
+    return " AND ".join(b for b, _ in bounds) or "1 = 1", tuple(v for _, v in bounds if v is not None)
+
+
+def raw_session_rows(query: Callable[[str, tuple[Any, ...]], Iterable[Sequence[Any]]], where: str,
+                     params: tuple[Any, ...]) -> dict[str, tuple[Any, ...] | None]:
+    """`Store.raw_sessions` for an SQL store, given a function that runs a query with parameters
+    and the store's key-range condition on `session` (`where`, with its `params`): every session
     id in any table, with its sessions row or None."""
     found: dict[str, tuple[Any, ...] | None] = {}
     for table in ("messages", "edits"):
-        found.update((r[0], None) for r in query(f"SELECT DISTINCT session FROM {table}"))
+        found.update((r[0], None) for r in query(f"SELECT DISTINCT session FROM {table} WHERE {where}", params))
     found.update((r[0], tuple(r[1:])) for r in query(
-        "SELECT session, domain, domain_version, messages, edits, head, signature FROM sessions"))
+        f"SELECT session, domain, domain_version, messages, edits, head, signature FROM sessions WHERE {where}", params))
     return found
+
+
+def stored_sessions(keys: list[str], infos: Iterable[Sequence[Any]], messages: Iterable[Sequence[Any]],
+                    edits: Iterable[Sequence[Any]]) -> list[StoredSession]:
+    """`Store.read_sessions` for an SQL store, from the rows of its three batch queries:
+    sessions rows (session, domain, domain_version, messages, edits), then (session, body, hash)
+    of messages in index order and of edits in seq order."""
+    msgs: dict[str, list[Message]] = {}
+    for s, body, hash_ in messages:
+        msgs.setdefault(s, []).append(Message.from_dict({**json.loads(body), "hash": hash_}))
+    log: dict[str, list[Edit]] = {}
+    for s, body, hash_ in edits:
+        log.setdefault(s, []).append(edit_from_row(body, hash_))
+    found = {row[0]: SessionInfo(*row) for row in infos}
+    return [StoredSession(found[k], tuple(msgs.get(k, ())), tuple(log.get(k, ()))) for k in keys if k in found]
 
 
 KEY_COLUMNS = "key_id, key_hash, tenant, role, created, revoked"
@@ -268,15 +266,27 @@ class Store(ABC):
         """All session ids, sorted."""
 
     @abstractmethod
+    def session_keys(self, after: str | None = None, upto: str | None = None, limit: int | None = None) -> list[str]:
+        """Session ids in the key range (`after`, `upto`]: greater than `after`, at most `upto` (no bound
+        where None), in code-point order, at most `limit`. How a batch job pages through a store and
+        splits it into key ranges without listing it whole."""
+
+    @abstractmethod
+    def read_sessions(self, keys: list[str]) -> list[StoredSession]:
+        """A batch read: these sessions with their messages and edits, in the order given (ids
+        without a session are left out), in a fixed number of queries whatever the batch size."""
+
+    @abstractmethod
     def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         """Rows exactly as stored, for `audit verify`: messages as (index, round, body, hash) and
         edits as (seq, round, message_index, body, hash), each in storage order of its key."""
 
     @abstractmethod
-    def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
-        """For `audit verify`: every session id found in any table, mapped to its sessions row
-        as stored, (domain, domain_version, messages, edits, head, signature), or to None when
-        messages or edits exist for a session the sessions table does not list."""
+    def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:
+        """For `audit verify`: every session id found in any table (in the key range (`after`,
+        `upto`] when given, as in `session_keys`), mapped to its sessions row as stored, (domain,
+        domain_version, messages, edits, head, signature), or to None when messages or edits
+        exist for a session the sessions table does not list."""
 
     @abstractmethod
     def raw_domains(self) -> dict[str, tuple[Any, ...]]:

@@ -9,8 +9,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
-from .base import (KeyRecord, SessionInfo, Store, check_batch, check_records, domain_text, new_head, parse_domain_row,
-                   records_head)
+from .base import (KeyRecord, SessionInfo, Store, StoredSession, check_batch, check_records, domain_text, new_head,
+                   parse_domain_row, records_head)
 
 
 class MemoryStore(Store):
@@ -102,14 +102,25 @@ class MemoryStore(Store):
     def sessions(self) -> list[str]:
         return sorted(self._sessions)
 
+    def session_keys(self, after: str | None = None, upto: str | None = None, limit: int | None = None) -> list[str]:
+        keys = sorted(self._sessions)
+        chosen = keys[bisect_right(keys, after) if after is not None else 0:
+                      bisect_right(keys, upto) if upto is not None else None]
+        return chosen[:limit] if limit is not None else chosen
+
+    def read_sessions(self, keys: list[str]) -> list[StoredSession]:
+        return [StoredSession(info, tuple(self._messages[k]), tuple(self._edits[k]))
+                for k in keys if (info := self.session(k)) is not None]
+
     def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         msgs = [(m.index, m.round, canonical_json(m.body()), m.hash) for m in self._messages.get(session, [])]
         edits = [(e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash) for e in self._edits.get(session, [])]
         return msgs, edits
 
-    def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
+    def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:
+        chosen = self._sessions if after is None and upto is None else set(self.session_keys(after, upto))
         return {s: (d, v, len(self._messages[s]), len(self._edits[s]), head, sig)
-                for s, (d, v, head, sig) in self._sessions.items()}
+                for s, (d, v, head, sig) in self._sessions.items() if s in chosen}
 
     def raw_domains(self) -> dict[str, tuple[Any, ...]]:
         return dict(self._domains)

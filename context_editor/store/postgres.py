@@ -9,6 +9,7 @@ Bodies are TEXT holding canonical JSON, so hashes are verified on exactly the st
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,9 +19,10 @@ import psycopg
 
 from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
-from .base import (KEY_COLUMNS, RETRY_FIX, SCHEMA, SCHEMA_VERSION, KeyRecord, SessionInfo, Store, astuple_key,
-                   check_batch, check_records, domain_text, edit_from_row, edit_row, new_head, parse_domain_row,
-                   raw_session_rows, records_head)
+from . import migrations
+from .base import (KEY_COLUMNS, RETRY_FIX, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
+                   check_records, domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row,
+                   raw_session_rows, records_head, stored_sessions)
 
 
 @contextmanager
@@ -37,6 +39,16 @@ def _database_errors(action: str) -> Iterator[None]:
                              "(postgresql://user[:password]@host[:port]/database) is right") from exc
 
 
+def _safe_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+def _key_range(after: str | None, upto: str | None) -> tuple[str, tuple[str, ...]]:
+    # COLLATE "C" is code-point order whatever the database locale; index sessions_key_range serves it.
+    return key_range(after, upto, 'session COLLATE "C"', "%s")
+
+
 def _one(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:
     """The single row an aggregate query always returns."""
     row = cursor.fetchone()
@@ -49,21 +61,20 @@ class PostgresStore(Store):
         self.url = url
         self._local = threading.local()  # one connection per thread: a transaction is per connection
         self._opened: list[psycopg.Connection] = []
-        with _database_errors("creating the schema"), self._conn().transaction():
+        with _database_errors("creating or upgrading the schema"), self._conn().transaction():
             # CREATE TABLE IF NOT EXISTS is not safe against itself: two processes opening a new
             # database at once can both try to create a table. The lock makes them take turns.
+            # Tables, every migration step and the version stamp commit together or not at all.
             c = self._conn()
             c.execute("SELECT pg_advisory_xact_lock(hashtext('context_editor.schema'))")
             c.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             version, has_tables = _one(c.execute(
                 "SELECT (SELECT max(version) FROM schema_version), to_regclass('messages') IS NOT NULL"))
-            if has_tables and version != SCHEMA_VERSION:
-                raise Errors.STORE(problem=f"{url} was written by another version of context-editor "
-                                           f"(schema {version or 1}, this is {SCHEMA_VERSION})",
-                                   fix="export its sessions with the version that wrote it, or use a new database")
-            c.execute(SCHEMA)
-            if version is None:
-                c.execute("INSERT INTO schema_version VALUES (%s)", (SCHEMA_VERSION,))
+            if (has_tables, version) != (True, migrations.SCHEMA_VERSION):
+                migrations.upgrade(c.execute, (version or 1) if has_tables else None, _safe_url(url), "postgres",
+                                   psycopg.Error)
+                c.execute("DELETE FROM schema_version")
+                c.execute("INSERT INTO schema_version VALUES (%s)", (migrations.SCHEMA_VERSION,))
 
     def _conn(self) -> psycopg.Connection:
         conn = getattr(self._local, "conn", None)
@@ -187,6 +198,24 @@ class PostgresStore(Store):
         with _database_errors("listing sessions"):
             return [r[0] for r in self._conn().execute('SELECT session FROM sessions ORDER BY session COLLATE "C"')]
 
+    def session_keys(self, after: str | None = None, upto: str | None = None, limit: int | None = None) -> list[str]:
+        where, params = _key_range(after, upto)
+        with _database_errors("listing session keys"):
+            rows = self._conn().execute(f'SELECT session FROM sessions WHERE {where} ORDER BY session COLLATE "C" LIMIT %s',
+                                        (*params, limit)).fetchall()
+        return [r[0] for r in rows]
+
+    def read_sessions(self, keys: list[str]) -> list[StoredSession]:
+        with _database_errors(f"reading a batch of {len(keys)} sessions"):
+            c = self._conn()
+            infos = c.execute("SELECT session, domain, domain_version, messages, edits FROM sessions "
+                              "WHERE session = ANY(%s)", (keys,)).fetchall()
+            msgs = c.execute("SELECT session, body, hash FROM messages WHERE session = ANY(%s) ORDER BY session, idx",
+                             (keys,)).fetchall()
+            edits = c.execute("SELECT session, body, hash FROM edits WHERE session = ANY(%s) ORDER BY session, seq",
+                              (keys,)).fetchall()
+        return stored_sessions(keys, infos, msgs, edits)
+
     def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         with _database_errors(f"reading rows of session {session!r}"):
             c = self._conn()
@@ -195,9 +224,10 @@ class PostgresStore(Store):
                               (session,)).fetchall()
         return msgs, edits
 
-    def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
+    def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:
+        where, params = _key_range(after, upto)
         with _database_errors("listing every stored session"):
-            return raw_session_rows(lambda sql: self._conn().execute(sql).fetchall())
+            return raw_session_rows(lambda sql, p: self._conn().execute(sql, p).fetchall(), where, params)
 
     def raw_domains(self) -> dict[str, tuple[Any, ...]]:
         with _database_errors("reading the domains table"):

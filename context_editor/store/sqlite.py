@@ -15,9 +15,10 @@ from typing import Any
 
 from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, canonical_json
-from .base import (KEY_COLUMNS, RETRY_FIX, SCHEMA, SCHEMA_VERSION, KeyRecord, SessionInfo, Store, astuple_key,
-                   check_batch, check_records, domain_text, edit_from_row, edit_row, new_head, parse_domain_row, raw_session_rows,
-                   records_head)
+from . import migrations
+from .base import (KEY_COLUMNS, RETRY_FIX, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
+                   check_records, domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row,
+                   raw_session_rows, records_head, stored_sessions)
 
 
 class SQLiteStore(Store):
@@ -31,24 +32,23 @@ class SQLiteStore(Store):
         self._local = threading.local()
         c = self._conn()
         try:
-            if self._schema_version(c) != (True, SCHEMA_VERSION):
-                # One transaction for the tables and the version stamp: a kill in between leaves neither.
+            if self._schema_version(c) != (True, migrations.SCHEMA_VERSION):
+                # One transaction for the tables, every migration step and the version stamp:
+                # a kill or a failing step in between leaves the store as it was.
                 c.execute("BEGIN IMMEDIATE")
                 has_tables, version = self._schema_version(c)
-                if has_tables and version != SCHEMA_VERSION:
-                    c.execute("ROLLBACK")
-                    raise Errors.STORE(problem=f"{self.path} was written by another version of context-editor "
-                                               f"(schema {version}, this is {SCHEMA_VERSION})",
-                                       fix="export its sessions with the version that wrote it, or use a new --store file")
-                for statement in SCHEMA.split(";"):
-                    if statement.strip():
-                        c.execute(statement)
-                c.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                if (has_tables, version) != (True, migrations.SCHEMA_VERSION):
+                    migrations.upgrade(c.execute, version if has_tables else None, self.path, "sqlite", sqlite3.Error)
+                    c.execute(f"PRAGMA user_version = {migrations.SCHEMA_VERSION}")
                 c.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             if c.in_transaction:
                 c.execute("ROLLBACK")
             raise Errors.STORE(problem=f"{self.path} is not a usable SQLite database ({exc})", fix="pass another --store path") from exc
+        except BaseException:
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+            raise
 
     @staticmethod
     def _schema_version(c: sqlite3.Connection) -> tuple[bool, int]:
@@ -174,6 +174,24 @@ class SQLiteStore(Store):
     def sessions(self) -> list[str]:
         return [r[0] for r in self._conn().execute("SELECT session FROM sessions ORDER BY session")]
 
+    def session_keys(self, after: str | None = None, upto: str | None = None, limit: int | None = None) -> list[str]:
+        # BINARY collation compares UTF-8 bytes: code-point order, served by the primary key.
+        where, params = key_range(after, upto, "session", "?")
+        rows = self._conn().execute(f"SELECT session FROM sessions WHERE {where} ORDER BY session LIMIT ?",
+                                    (*params, -1 if limit is None else limit))
+        return [r[0] for r in rows]
+
+    def read_sessions(self, keys: list[str]) -> list[StoredSession]:
+        c, wanted = self._conn(), json.dumps(keys)
+        # json_each keeps one bound parameter whatever the batch size (SQLite caps their number).
+        infos = c.execute("SELECT session, domain, domain_version, messages, edits FROM sessions "
+                          "WHERE session IN (SELECT value FROM json_each(?))", (wanted,)).fetchall()
+        msgs = c.execute("SELECT session, body, hash FROM messages WHERE session IN (SELECT value FROM json_each(?)) "
+                         "ORDER BY session, idx", (wanted,)).fetchall()
+        edits = c.execute("SELECT session, body, hash FROM edits WHERE session IN (SELECT value FROM json_each(?)) "
+                          "ORDER BY session, seq", (wanted,)).fetchall()
+        return stored_sessions(keys, infos, msgs, edits)
+
     def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         c = self._conn()
         msgs = c.execute("SELECT idx, round, body, hash FROM messages WHERE session = ? ORDER BY idx", (session,)).fetchall()
@@ -181,8 +199,8 @@ class SQLiteStore(Store):
                           (session,)).fetchall()
         return msgs, edits
 
-    def raw_sessions(self) -> dict[str, tuple[Any, ...] | None]:
-        return raw_session_rows(self._conn().execute)
+    def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:
+        return raw_session_rows(self._conn().execute, *key_range(after, upto, "session", "?"))
 
     def raw_domains(self) -> dict[str, tuple[Any, ...]]:
         return {r[0]: tuple(r[1:]) for r in self._conn().execute("SELECT version_hash, name, source, sha256 FROM domains")}

@@ -18,9 +18,7 @@ import re
 import sys
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Callable, Iterable, Protocol, TypeVar
-
-import cn2an
+from typing import Any, Callable, Iterable, Protocol, TypeVar
 
 from .lexicon import FLAGS, Vocabulary, alt, vocabulary, words_pattern
 
@@ -208,6 +206,16 @@ def _scaled_arabic_value(s: str) -> int | float | None:
     return tidy(value)
 
 
+@functools.cache
+def _cn2an() -> Callable[[str, str], Any]:
+    """cn2an's converter, imported on first use: the package builds all of its converters at import
+    (~120 ms), which only a process that meets a Chinese numeral should pay."""
+    import cn2an
+
+    convert: Callable[[str, str], Any] = cn2an.cn2an
+    return convert
+
+
 @functools.lru_cache(maxsize=4096)
 def _cn_value(s: str) -> int | float | None:
     """Chinese or mixed numerals via cn2an, which raises (ValueError, KeyError...) on odd shapes."""
@@ -216,7 +224,7 @@ def _cn_value(s: str) -> int | float | None:
     if _is_approximate_pair(s):
         return None
     try:
-        return tidy(cn2an.cn2an(s.replace("俩", "两").replace(",", ""), "smart"))
+        return tidy(_cn2an()(s.replace("俩", "两").replace(",", ""), "smart"))
     except Exception:  # cn2an's failure modes are not a documented exception family
         return _scaled_arabic_value(s)
 

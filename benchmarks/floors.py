@@ -1,0 +1,341 @@
+"""Each cost of the product beside its floor, measured in one run (issue 15).
+
+    python benchmarks/floors.py                 # everything; writes benchmarks/out/floors.json
+    python benchmarks/floors.py --quick         # smaller sizes, for a smoke run
+    python benchmarks/floors.py --readme        # write the last results into README.md
+
+A floor is what the same job costs with nothing of ours around it, measured in the same process
+and run, interleaved, so the ratio survives a noisy machine better than either figure:
+- ingest: the domain's rule patterns run over the message (regex alone) + one bare WAL insert
+  and commit of the message's JSON in a plain SQLite table;
+- PostgreSQL ingest: round trips per message (every statement and commit the store sends,
+  counted at the driver), beside one `SELECT 1` round trip and one bare insert + commit;
+- render: one exact token count of the final XML (what any exact-budget render must do);
+- reopening a session: one indexed read of its last message;
+- start-up: `python -c pass`; first render in a process: the second render in that process;
+- memory: resident size of a process that cycles through sessions, against a ceiling.
+Medians (p50) throughout; the targets are the issue's, printed beside each row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
+
+from context_editor import ContextEditor  # noqa: E402
+from context_editor.inject.tokens import count_tokens  # noqa: E402
+from context_editor.model import Message  # noqa: E402
+from render_speed import cycled  # noqa: E402
+
+OUT = ROOT / "benchmarks" / "out" / "floors.json"
+README = ROOT / "README.md"
+MARKERS = ("<!-- floors:start -->\n", "<!-- floors:end -->")
+LANG_DOMAIN = {"zh": "ecommerce", "en": "travel"}  # the bundled samples' main language per domain
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+def p50(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def conversation(domain: str, n: int, lang: str | None = None) -> list[dict[str, Any]]:
+    """n messages cycled from the domain's samples (only user turns of one language if asked)."""
+    pool = cycled(domain, max(1, n))
+    if lang == "zh":
+        pool = [m for m in pool if any("\u4e00" <= ch <= "\u9fff" for ch in m["content"])] or pool
+    elif lang == "en":
+        pool = [m for m in pool if not any("\u4e00" <= ch <= "\u9fff" for ch in m["content"])] or pool
+    start = datetime(2024, 5, 1, 9, tzinfo=timezone.utc)
+    return [{**pool[i % len(pool)], "timestamp": (start + timedelta(seconds=20 * i)).isoformat()} for i in range(n)]
+
+
+def regex_floor(editor: ContextEditor, text: str) -> float:
+    """Every rule pattern of the domain run over the text, nothing else."""
+    rules = [r for rs in editor.domain.field_rules.values() for r in rs]
+    t = time.perf_counter()
+    for rule in rules:
+        for _ in rule.pattern.finditer(text):
+            pass
+    return time.perf_counter() - t
+
+
+def ingest_sqlite(lang: str, n: int, tmp: Path) -> dict[str, Any]:
+    domain = LANG_DOMAIN[lang]
+    messages = conversation(domain, n, lang)
+    editor = ContextEditor(domain, f"sqlite:///{tmp}/ingest-{lang}.db")
+    bare = sqlite3.connect(tmp / f"bare-{lang}.db", isolation_level=None)
+    bare.execute("PRAGMA journal_mode=WAL")
+    bare.execute("PRAGMA synchronous=NORMAL")  # what the store sets
+    bare.execute("CREATE TABLE m (session TEXT, idx INTEGER, body TEXT, PRIMARY KEY (session, idx))")
+    ours, regex, commit = [], [], []
+    for i, m in enumerate(messages):  # interleaved: the three see the same machine at the same moment
+        t = time.perf_counter()
+        editor.add(f"s-{lang}", m)
+        ours.append(time.perf_counter() - t)
+        regex.append(regex_floor(editor, m["content"]))
+        body = json.dumps(m, ensure_ascii=False)
+        t = time.perf_counter()
+        bare.execute("BEGIN")
+        bare.execute("INSERT INTO m VALUES (?, ?, ?)", ("s", i, body))
+        bare.execute("COMMIT")
+        commit.append(time.perf_counter() - t)
+    floor = p50(regex) + p50(commit)
+    return {"what": f"SQLite ingest p50, {lang}", "now_ms": ms(p50(ours)), "floor_ms": ms(floor),
+            "floor": f"regex alone {ms(p50(regex))} + bare WAL commit {ms(p50(commit))} ms",
+            "ratio": round(p50(ours) / floor, 1), "target": "≤ 2.5× floor" + (", ≤ 0.12 ms" if lang == "zh" else ""),
+            "met": p50(ours) <= 2.5 * floor and (lang != "zh" or p50(ours) <= 0.00012)}
+
+
+class RoundTrips:
+    """Counts what a psycopg connection sends: each execute, executemany and commit is one trip
+    (pipeline mode would batch them; the count is then an upper bound)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._undo: list[Callable[[], None]] = []
+
+    def __enter__(self) -> RoundTrips:
+        import psycopg
+
+        for cls, names in ((psycopg.Connection, ("execute", "commit")), (psycopg.Cursor, ("execute", "executemany"))):
+            for name in names:
+                original = getattr(cls, name)
+
+                def counted(*a: Any, _f: Any = original, **k: Any) -> Any:
+                    self.count += 1
+                    return _f(*a, **k)
+
+                setattr(cls, name, counted)
+                self._undo.append(lambda cls=cls, name=name, original=original: setattr(cls, name, original))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for undo in self._undo:
+            undo()
+
+
+def ingest_postgres(n: int) -> list[dict[str, Any]]:
+    import pg_server
+    import psycopg
+
+    if reason := pg_server.unavailable_reason():
+        return [{"what": "PostgreSQL ingest", "skipped": reason}]
+    with pg_server.postgres_url() as url:
+        editor = ContextEditor("ecommerce", url)
+        messages = conversation("ecommerce", n)
+        with psycopg.connect(url, autocommit=True) as bare:
+            bare.execute("CREATE TABLE IF NOT EXISTS bare_m (session TEXT, idx INTEGER, body TEXT, PRIMARY KEY (session, idx))")
+            ours, trip, commit, total = [], [], [], 0
+            with RoundTrips() as trips:
+                for i, m in enumerate(messages):
+                    before = trips.count
+                    t = time.perf_counter()
+                    editor.add("pg", m)
+                    ours.append(time.perf_counter() - t)
+                    total += trips.count - before  # the floor's own statements below are not ours
+                    t = time.perf_counter()
+                    bare.execute("SELECT 1")
+                    trip.append(time.perf_counter() - t)
+                    t = time.perf_counter()
+                    with bare.transaction():
+                        bare.execute("INSERT INTO bare_m VALUES (%s, %s, %s)", ("s", i, json.dumps(m, ensure_ascii=False)))
+                    commit.append(time.perf_counter() - t)
+    per_message = round(total / len(messages), 1)
+    return [{"what": "PostgreSQL ingest p50", "now_ms": ms(p50(ours)), "floor_ms": ms(p50(commit)),
+             "floor": f"bare insert + commit {ms(p50(commit))} ms; one round trip {ms(p50(trip))} ms",
+             "ratio": round(p50(ours) / p50(commit), 1), "target": "≤ 2 round trips per message",
+             "round_trips_per_message": per_message, "met": per_message <= 2}]
+
+
+def render_rows(sizes: list[int], repeat: int, tmp: Path) -> list[dict[str, Any]]:
+    rows = []
+    for domain in ("ecommerce", "finance", "travel"):
+        for size in sizes:
+            editor = ContextEditor(domain, f"sqlite:///{tmp}/render-{domain}-{size}.db")
+            session = f"r-{size}"
+            editor.ingest(session, conversation(domain, size))
+            for action in editor.domain.actions:
+                editor.render(session, action)  # warm: the tokenizer and templates are loaded once per process
+                times, floors = [], []
+                for _ in range(repeat):
+                    t = time.perf_counter()
+                    ctx = editor.render(session, action)
+                    times.append(time.perf_counter() - t)
+                    t = time.perf_counter()
+                    count_tokens(ctx.xml)
+                    floors.append(time.perf_counter() - t)
+                rows.append({"what": f"render p50, {domain} `{action}` at {size:,} messages", "now_ms": ms(p50(times)),
+                             "floor_ms": ms(p50(floors)), "floor": "one exact count of the final XML",
+                             "ratio": round(p50(times) / max(p50(floors), 1e-9), 1), "target": "≤ 2 ms",
+                             "met": p50(times) <= 0.002})
+    return rows
+
+
+def reopen_row(size: int, tmp: Path) -> dict[str, Any]:
+    url = f"sqlite:///{tmp}/reopen.db"
+    ContextEditor("ecommerce", url).ingest("long", conversation("ecommerce", size))
+    firsts, reads = [], []
+    for _ in range(5):
+        editor = ContextEditor("ecommerce", url)
+        t = time.perf_counter()
+        editor.render("long", "place_order")
+        firsts.append(time.perf_counter() - t)
+        con = sqlite3.connect(f"{tmp}/reopen.db")
+        t = time.perf_counter()
+        con.execute("SELECT body FROM messages WHERE session = ? ORDER BY idx DESC LIMIT 1", ("long",)).fetchone()
+        reads.append(time.perf_counter() - t)
+        con.close()
+    return {"what": f"first render after reopening a {size:,}-message session", "now_ms": ms(p50(firsts)),
+            "floor_ms": ms(p50(reads)), "floor": "one indexed read of the last message",
+            "ratio": round(p50(firsts) / p50(reads), 1), "target": "≤ 10 ms", "met": p50(firsts) <= 0.010}
+
+
+def command_ms(cmd: list[str], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        subprocess.run(cmd, capture_output=True, check=False)
+        times.append(time.perf_counter() - t)
+    return p50(times)
+
+
+FIRST_RENDER = """
+import json, time
+from context_editor import ContextEditor
+e = ContextEditor("ecommerce", "memory://")
+e.ingest("s", [{"role": "user", "content": "我想买蓝牙耳机，预算2000以内，要黑色"}])
+t = time.perf_counter(); e.render("s", "place_order"); first = time.perf_counter() - t
+t = time.perf_counter(); e.render("s", "place_order"); second = time.perf_counter() - t
+print(json.dumps([first, second]))
+"""
+
+
+def startup_rows(repeat: int) -> list[dict[str, Any]]:
+    exe = str(Path(sys.executable).parent / "context-editor")
+    bare = command_ms([sys.executable, "-c", "pass"], repeat)
+    helps = command_ms([exe, "--help"], repeat)
+    sample = str(ROOT / "domains" / "samples" / "ecommerce_headphones.jsonl")
+    run = command_ms([exe, "run", "ecommerce", sample, "--json", "--store", "memory://"], max(3, repeat // 3))
+    pairs = [json.loads(subprocess.run([sys.executable, "-c", FIRST_RENDER], capture_output=True, text=True,
+                                       check=True).stdout) for _ in range(max(3, repeat // 3))]
+    extra = p50([f - s for f, s in pairs])
+    return [
+        {"what": "`context-editor --help`", "now_ms": ms(helps), "floor_ms": ms(bare), "floor": "`python -c pass`",
+         "ratio": round(helps / bare, 1), "target": "≤ 150 ms", "met": helps <= 0.150},
+        {"what": "`context-editor run ecommerce … --json`", "now_ms": ms(run), "floor_ms": ms(bare),
+         "floor": "`python -c pass`", "ratio": round(run / bare, 1), "target": "—", "met": None},
+        {"what": "first render in a fresh process, over the second", "now_ms": ms(extra),
+         "floor_ms": ms(p50([s for _, s in pairs])), "floor": "the second render", "ratio": None,
+         "target": "≤ 80 ms over the second", "met": extra <= 0.080},
+    ]
+
+
+def rss_kib() -> int:
+    """Resident memory now (not the peak: earlier rows of this run peaked higher)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # not Linux: the peak, an upper bound
+
+
+def memory_row(sessions: int, tmp: Path) -> dict[str, Any]:
+    """Resident memory of one editor cycling through many sessions of one message each (the log
+    is in SQLite, so what grows is what the editor keeps per session)."""
+    editor = ContextEditor("ecommerce", f"sqlite:///{tmp}/memory.db")
+    message = {"role": "user", "content": "我想买蓝牙耳机，预算2000以内"}
+    editor.add("warm", message)
+    gc.collect()
+    base = rss_kib()
+    for i in range(sessions):
+        editor.add(f"s{i}", message)
+        editor.render(f"s{i}", "place_order")
+    gc.collect()
+    grown = rss_kib() - base
+    per = grown / sessions
+    return {"what": f"memory growth cycling {sessions:,} sessions",
+            "now_ms": None, "floor_ms": None, "floor": "—", "ratio": None,
+            "growth_kib": grown, "kib_per_session": round(per, 2), "target": "bounded by the live-state LRU",
+            "met": None}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run, not figures)")
+    parser.add_argument("--no-pg", action="store_true", help="skip the PostgreSQL rows")
+    parser.add_argument("--readme", action="store_true", help="only write the last results into README.md")
+    args = parser.parse_args()
+    if args.readme:
+        return write_readme()
+    n, sizes, repeat = (200, [200], 5) if args.quick else (2000, [1000, 10000], 31)
+    rows: list[dict[str, Any]] = []
+    with ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        for lang in ("zh", "en"):
+            rows.append(ingest_sqlite(lang, n, tmp))
+        if not args.no_pg:
+            rows.extend(ingest_postgres(n // 2))
+        rows.extend(render_rows(sizes, repeat, tmp))
+        rows.append(reopen_row(sizes[-1], tmp))
+        rows.extend(startup_rows(repeat))
+        rows.append(memory_row(2000 if args.quick else 20000, tmp))
+    result = {"date": time.strftime("%Y-%m-%d"), "quick": args.quick, "load_avg_1min_at_end": round(os.getloadavg()[0], 1),
+              "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}",
+              "rows": rows}
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(result, ensure_ascii=False, indent=2) + "\n", "utf-8")
+    print(table(result))
+    return 0
+
+
+def table(result: dict[str, Any]) -> str:
+    lines = [f"Measured on {result['date']} ({result['machine']}; load {result['load_avg_1min_at_end']} at the end) "
+             f"by `python benchmarks/floors.py{' --quick' if result.get('quick') else ''}`: medians, each beside its floor "
+             "from the same run.\n",
+             "| what | now ms | floor ms | floor | ratio | target | met |", "|---|---|---|---|---|---|---|"]
+    for r in result["rows"]:
+        if "skipped" in r:
+            lines.append(f"| {r['what']} | — | — | skipped: {r['skipped']} | — | — | — |")
+            continue
+        now = r["now_ms"] if r["now_ms"] is not None else f"{r['kib_per_session']} KiB/session"
+        floor = r["floor"] + (f"; {r['round_trips_per_message']} round trips/message" if "round_trips_per_message" in r else "")
+        met = {True: "yes", False: "**no**", None: "—"}[r["met"]]
+        lines.append(f"| {r['what']} | {now} | {r['floor_ms'] if r['floor_ms'] is not None else '—'} | {floor} | "
+                     f"{r['ratio'] if r['ratio'] is not None else '—'} | {r['target']} | {met} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_readme() -> int:
+    if not OUT.exists():
+        print("no results: run python benchmarks/floors.py first", file=sys.stderr)
+        return 1
+    text = README.read_text("utf-8")
+    if MARKERS[0] not in text:
+        print(f"README.md has no {MARKERS[0].strip()} block", file=sys.stderr)
+        return 1
+    start, end = text.index(MARKERS[0]) + len(MARKERS[0]), text.index(MARKERS[1])
+    README.write_text(text[:start] + table(json.loads(OUT.read_text("utf-8"))) + text[end:], "utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

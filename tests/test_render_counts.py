@@ -1,0 +1,102 @@
+"""Render speed without giving up exact budgets (issues 10, 11, 15): token counts summed piece by
+piece must equal the whole count for every tokenizer that uses them; the search on summed counts
+must land where the exact bisection does; anything else falls back to counting whole texts."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from context_editor import ContextEditor
+from context_editor.domaintest import load_cases
+from context_editor.inject import render as render_module
+from context_editor.inject.tokens import SegmentCounter, segment_counter, tokenizer_for
+
+from conftest import ROOT
+from long_conversation import long_travel_conversation
+
+ADDITIVE = ("gpt-4o", "gpt-4", "claude-3-5-sonnet")  # o200k_base, cl100k_base, the estimate on o200k_base
+GOLDEN = ROOT / "tests" / "golden"
+
+# Characters around which pre-tokenizers decide: newlines of every kind, spaces and tabs before
+# and after them, slashes (o200k's punctuation run takes `[\r\n/]*`), tags, digits, CJK, contractions.
+PIECES = st.sampled_from(list("\n\n\n  \t/<>aZé1中文。，\r\x0b\x0c\x85\u2028'&\"")
+                         + ["</turn>", "\n    <", "'s", "\r\n", "  \n", "12345", "\n/", "\n  /"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(PIECES, max_size=40).map("".join))
+def test_piece_counts_add_up_to_the_whole_count_on_any_text(text):
+    for model in ADDITIVE:
+        counter = SegmentCounter(tokenizer_for(model))
+        assert counter.additive
+        assert counter.count(text) == counter.tokenizer.count(text), (model, counter.pieces(text))
+
+
+@pytest.mark.parametrize("model", ADDITIVE)
+def test_every_golden_context_counts_the_same_piece_by_piece(model):
+    counter = SegmentCounter(tokenizer_for(model))
+    checked = 0
+    for domain in ("ecommerce", "travel", "finance"):
+        editor = ContextEditor(domain, "memory://", model=model)
+        for case in load_cases(GOLDEN / domain):
+            editor.ingest(case.id, case.messages)
+            for action in editor.domain.actions:
+                ctx = editor.render(case.id, action, budget=100_000)
+                assert counter.count(ctx.xml) == counter.tokenizer.count(ctx.xml) == ctx.tokens
+                checked += 1
+    assert checked > 100
+
+
+def test_a_tokenizer_json_is_counted_whole(tmp_path):
+    """Hugging Face pre-tokenizers differ in where they split (a byte-level one keeps a newline
+    with the spaces after it): no piece sums for them, the plain bisection on whole counts."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.train_from_iterator(["<turn>hello 你好</turn>\n    <turn>2000 元</turn>"] * 10,
+                            trainers.BpeTrainer(vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                                show_progress=False))
+    path = tmp_path / "tokenizer.json"
+    tok.save(str(path))
+    assert not segment_counter(str(path)).additive
+    editor = ContextEditor("travel", "memory://", model=str(path))
+    editor.ingest("s", long_travel_conversation(30))
+    full = editor.render("s", "book_flight", budget=100_000)
+    ctx = editor.render("s", "book_flight", budget=full.tokens - 60)
+    assert ctx.tokens == tokenizer_for(str(path)).count(ctx.xml) <= full.tokens - 60 < full.tokens
+
+
+def _bisected(editor: ContextEditor, monkeypatch: pytest.MonkeyPatch, *args: object) -> str:
+    with monkeypatch.context() as m:
+        m.setattr(render_module.Renderer, "_fit", lambda self, plan, state: self._bisect(plan, state, plan.sizes(), {}))
+        return editor.render(*args).xml
+
+
+@pytest.mark.parametrize("model", ADDITIVE[::2])
+def test_the_search_on_summed_counts_finds_what_the_bisection_finds(model, monkeypatch):
+    editor = ContextEditor("travel", "memory://", model=model)
+    editor.ingest("s", long_travel_conversation(60))
+    builds = []
+    original = render_module.Renderer._build
+    monkeypatch.setattr(render_module.Renderer, "_build", lambda self, *a, **k: builds.append(1) or original(self, *a, **k))
+    for action in editor.domain.actions:
+        for budget in range(260, 900, 41):
+            builds.clear()
+            fast = editor.render("s", action, budget=budget)
+            fast_builds = len(builds)
+            assert fast.xml == _bisected(editor, monkeypatch, "s", action, budget)
+            assert fast.tokens == tokenizer_for(model).count(fast.xml) <= budget
+            assert fast_builds <= 5, (action, budget, fast_builds)  # one full render, the candidate, one more item
+
+
+def test_a_sum_that_disagrees_switches_the_tokenizer_to_whole_counts(monkeypatch):
+    editor = ContextEditor("ecommerce", "memory://", model="gpt-4")
+    editor.ingest("s", long_travel_conversation(10))
+    counter = segment_counter("gpt-4")
+    monkeypatch.setattr(counter, "piece", lambda text: len(text))  # a wrong count for every piece
+    monkeypatch.setattr(counter, "additive", True)
+    ctx = editor.render("s", "place_order", budget=400)
+    assert not counter.additive
+    assert ctx.tokens == tokenizer_for("gpt-4").count(ctx.xml) <= 400
