@@ -53,6 +53,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=500)
     ap.add_argument("--repeat", type=int, default=50)
     ap.add_argument("--fresh", type=int, default=20, help="messages that arrive one by one, each followed by a render")
+    ap.add_argument("--retrieval", action="store_true", help="render with retrieval on (ContextEditor(retrieval=True))")
     args = ap.parse_args()
     rows = []
     for path in sorted(DOMAINS_DIR.glob("*.yaml")):
@@ -62,7 +63,7 @@ def main() -> int:
             print(f"{domain}: no sample conversation, skipped", file=sys.stderr)
             continue
         head, tail = conv[: len(conv) - args.fresh], conv[len(conv) - args.fresh:]
-        editor = ContextEditor(domain, "memory://")
+        editor = ContextEditor(domain, "memory://", retrieval=args.retrieval)
         editor.ingest("bench", head)
         full = count_tokens("\n".join(f"{m['role']}: {m['content']}" for m in conv))
         fresh: dict[str, list[tuple[float, float]]] = {action: [] for action in editor.domain.actions}
@@ -81,7 +82,7 @@ def main() -> int:
                          "full_history_tokens": full, "ratio": round(ctx.tokens / full, 4), "dropped": ", ".join(ctx.dropped)})
     out = ROOT / "benchmarks" / "out"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "render_speed.json").write_text(json.dumps(rows, indent=2, ensure_ascii=False))
+    (out / f"render_speed{'_retrieval' if args.retrieval else ''}.json").write_text(json.dumps(rows, indent=2, ensure_ascii=False))
     print(f"{'domain':<10} {'action':<20} {'p50 ms':>7} {'p99 ms':>7} {'cpu p50':>7} {'fresh p50':>9} {'fresh cpu':>9} "
           f"{'tokens':>7} {'history':>8} {'ratio':>6}")
     for r in rows:

@@ -184,27 +184,72 @@ def _verify_rows(store: Store, session: str, row: tuple[Any, ...] | None, domain
     return v
 
 
+@dataclass(frozen=True)
+class DomainChecks:
+    """The domains table as stored, and what is wrong with each row (checked once per run)."""
+
+    rows: dict[str, tuple[Any, ...]]
+    problems: dict[str, str | None]  # version -> why the row is unusable
+    notes: dict[str, str | None]  # version -> why it is only a limit (it rebuilds under other rule packs)
+
+
+def domain_checks(store: Store, allow_plugins: bool = False) -> DomainChecks:
+    rows = store.raw_domains()
+    checked = {version: _domain_problem(version, *row, allow_plugins) for version, row in rows.items()}
+    return DomainChecks(rows, {v: why for v, (why, _) in checked.items()}, {v: note for v, (_, note) in checked.items()})
+
+
+def verify_range(store: Store, after: str | None, upto: str | None, checks: DomainChecks,
+                 pubkey: str | None = None) -> list[Verdict]:
+    """Verdicts for every session id found in any table in the key range (after, upto], in order:
+    the unit of work of `audit verify --all` (and, with no bounds, of `verify_store`)."""
+    found = store.raw_sessions(after, upto)
+    return [_verify_rows(store, s, found[s], checks.rows, checks.problems, pubkey) for s in sorted(found)]
+
+
+def _store_problems(checks: DomainChecks, used: set[str]) -> tuple[list[str], list[str]]:
+    """Problems of the store as a whole and the limits of this run, given the domain versions sessions use."""
+    problems = [f"domain version {version}: {why}" for version, why in sorted(checks.problems.items()) if why]
+    limits = []
+    for version, note in sorted(checks.notes.items()):
+        if note and version not in used:  # no session names it: nothing vouches for it
+            problems.append(f"domain version {version}: no session uses it and it does not rebuild to its id")
+        elif note:
+            limits.append(note)
+    return problems, limits
+
+
+def store_checks(store: Store, pubkey: str | None = None, allow_plugins: bool = False,
+                 page: int = 1000) -> tuple[list[str], list[str]]:
+    """The whole-store part of `verify_store` (domain rows; the limits of a run with or without a
+    trusted key), for a run whose sessions are verified elsewhere. Sessions rows are read a page
+    of key range at a time, so memory does not grow with the store."""
+    used: set[str] = set()
+    after: str | None = None
+    while keys := store.session_keys(after, None, page):
+        used.update(row[1] for row in store.raw_sessions(after, keys[-1]).values() if row is not None)
+        after = keys[-1]
+    problems, limits = _store_problems(domain_checks(store, allow_plugins), used)
+    return problems, limits + ([NO_KEY_LIMITS] if pubkey is None else [NO_CHECKPOINT_LIMITS])
+
+
 def verify_store(store: Store, session: str | None = None, pubkey: str | None = None,
                  checkpoint: str | Path | None = None, allow_plugins: bool = False) -> AuditReport:
     """Check every stored session (or one), every domain it uses, and optionally its signed heads
     (`pubkey`, hex) against the last checkpoint of a checkpoint file."""
-    found = store.raw_sessions()
-    if session is not None and session not in found:
-        raise Errors.NO_SESSION(session=session, store=store.url, known=", ".join(sorted(found)[:10]) or "none yet")
-    domains = store.raw_domains()
-    checked = {version: _domain_problem(version, *row, allow_plugins) for version, row in domains.items()}
-    domain_problems = {version: why for version, (why, _) in checked.items()}
-    report = AuditReport([_verify_rows(store, s, found[s], domains, domain_problems, pubkey)
-                          for s in sorted(found) if session in (None, s)])
-    if session is None:
-        report.store_problems += [f"domain version {version}: {why}" for version, why in sorted(domain_problems.items())
-                                  if why]
-    used = {row[1] for row in found.values() if row is not None}
-    for version, (_, note) in sorted(checked.items()):
-        if note and version not in used and session is None:  # no session names it: nothing vouches for it
-            report.store_problems.append(f"domain version {version}: no session uses it and it does not rebuild to its id")
-        elif note:
-            report.limits.append(note)
+    checks = domain_checks(store, allow_plugins)
+    if session is not None:
+        # The key range (just below the id, the id]: the one session, whatever the store's size.
+        below = session[:-1] + chr(ord(session[-1]) - 1) + "\U0010ffff" if session and session[-1] > "\0" else None
+        found = store.raw_sessions(below, session)
+        if session not in found:
+            raise Errors.NO_SESSION(session=session, store=store.url, known=", ".join(store.session_keys(limit=10)) or "none yet")
+        report = AuditReport([_verify_rows(store, session, found[session], checks.rows, checks.problems, pubkey)])
+        report.limits += [note for v, note in sorted(checks.notes.items()) if note]
+    else:
+        found = store.raw_sessions()
+        report = AuditReport([_verify_rows(store, s, found[s], checks.rows, checks.problems, pubkey) for s in sorted(found)])
+        report.store_problems, report.limits = _store_problems(checks, {row[1] for row in found.values() if row is not None})
     if pubkey is None:
         report.limits.append(NO_KEY_LIMITS)
     if checkpoint is None:
@@ -332,7 +377,7 @@ class ReplayReport:
 
 def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayReport:
     """Re-run the stored messages through the recorded domain version; compare the edit logs."""
-    from .pipeline import ContextEditor, stored_domain  # the pipeline depends on audit's neighbours, not the reverse
+    from .pipeline import REDERIVE, ContextEditor, stored_domain  # the pipeline depends on audit's neighbours, not the reverse
 
     info = store.require_session(session)
 
@@ -341,7 +386,8 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
 
     edits = store.edits(session)
     # Each segment runs under the version it ran with: the first one, then each `upgrade` edit's.
-    upgrades = {e.message_index: str(e.after) for e in edits if e.op == "upgrade"}
+    # An upgrade that re-derived the state (`backfill --apply`) is replayed as one again.
+    upgrades = {e.message_index: (str(e.after), REDERIVE if e.reason == REDERIVE else True) for e in edits if e.op == "upgrade"}
     first = next((str(e.before) if e.op == "upgrade" else e.domain_version for e in edits[:1]), info.domain_version)
     domain = version(first)
     # A render's recorded model answers (`llm` edits) are inputs, like the messages: they are
@@ -354,8 +400,8 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
     editor = ContextEditor(domain, MemoryStore(), recalled=edits)
     for m in store.messages(session):
         if m.index in upgrades:
-            domain = version(upgrades[m.index])
-            editor = ContextEditor(domain, editor.store, upgrade=True, recalled=edits)
+            domain = version(upgrades[m.index][0])
+            editor = ContextEditor(domain, editor.store, upgrade=upgrades[m.index][1], recalled=edits)
         editor.add(session, Message.from_dict(m.to_dict()))
         if m.index in answers:
             editor.record(session, answers[m.index])

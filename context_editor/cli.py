@@ -90,14 +90,15 @@ def _plugins(args: argparse.Namespace) -> bool:
 
 
 def _editor_for_session(session: str, store_url: str | None, model: str | None = None, allow_plugins: bool = False,
-                        context_window: int | None = None) -> ContextEditor:
+                        context_window: int | None = None, retrieval: bool = False) -> ContextEditor:
     """The editor of an existing session, with the domain version it was processed with."""
     from .pipeline import ContextEditor, stored_domain
     from .store import open_store
 
     store = open_store(store_url, create=False)
     info = store.require_session(session)
-    return ContextEditor(stored_domain(store, info, allow_plugins), store, model=model, context_window=context_window)
+    return ContextEditor(stored_domain(store, info, allow_plugins), store, model=model, context_window=context_window,
+                         retrieval=retrieval)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -141,7 +142,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .pipeline import ContextEditor
 
     editor = ContextEditor(args.domain, "memory://", model=args.model, allow_plugins=_plugins(args),
-                           context_window=args.context_window)
+                           context_window=args.context_window, retrieval=args.retrieval)
     if args.action:
         editor.renderer.action(args.action)
     messages = read_conversation(args.conversation, args.format)
@@ -199,7 +200,7 @@ def cmd_state(args: argparse.Namespace) -> int:
 
 def cmd_render(args: argparse.Namespace) -> int:
     editor = _editor_for_session(args.session, args.store, model=args.model, allow_plugins=_plugins(args),
-                                 context_window=args.context_window)
+                                 context_window=args.context_window, retrieval=args.retrieval)
     print(editor.render(args.session, args.action, budget=args.budget, as_of_round=args.as_of_round).xml)
     return 0
 
@@ -227,7 +228,23 @@ def cmd_why(args: argparse.Namespace) -> int:
     return 0
 
 
+def _all_sessions(kind: str, args: argparse.Namespace) -> int | None:
+    """`--all`: the job fanned out over every selected session (backfill.cli); None without it."""
+    if not args.all:
+        if args.engine != "local" or args.out or args.sessions or args.address:
+            raise Errors.BAD_ENGINE_OPTION(problem="--engine, --address, --out and --sessions go with --all",
+                                           fix=f"add --all to {kind} every selected session, or drop them")
+        return None
+    if args.session:
+        raise Errors.BAD_ENGINE_OPTION(problem="--session and --all", fix="pass one of them")
+    from .backfill.cli import run_checks
+
+    return run_checks(kind, args)
+
+
 def cmd_audit_verify(args: argparse.Namespace) -> int:
+    if (code := _all_sessions("verify", args)) is not None:
+        return code
     from . import audit
     from .signing import public_key_from
     from .store import open_store
@@ -308,6 +325,10 @@ def cmd_audit_export(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    if (code := _all_sessions("replay", args)) is not None:
+        return code
+    if not args.session:
+        raise Errors.BAD_ENGINE_OPTION(problem="replay needs --session ID or --all", fix="pass one of them")
     from . import audit
     from .store import open_store
 
@@ -398,6 +419,15 @@ def _session_option(p: argparse.ArgumentParser, required: bool = True) -> None:
     p.add_argument("--session", required=required, metavar="ID", help="session id")
 
 
+def _all_options(p: argparse.ArgumentParser, kind: str) -> None:
+    from .backfill.options import add_engine_options
+
+    p.add_argument("--all", action="store_true", help=f"{kind} every selected session as a job of batches on --engine, "
+                   "results in --out DIR (verify.jsonl / replay.jsonl, report.md)")
+    p.add_argument("--sessions", metavar="GLOB", help="with --all: only session ids matching this glob")
+    add_engine_options(p, out_required=False)
+
+
 def _view_options(p: argparse.ArgumentParser, action: bool) -> None:
     p.add_argument("--json", action="store_true", help="print the state as JSON")
     p.add_argument("--as-of-round", type=int, metavar="N", help="the state as it stood at the end of round N")
@@ -412,6 +442,8 @@ def _render_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--context-window", type=int, metavar="TOKENS",
                    help="the model's context window; 15%% of it (the answer's reservation) is never budgeted")
     p.add_argument("--model", metavar="MODEL", help="model whose tokenizer counts (default gpt-4o, o200k_base)")
+    p.add_argument("--retrieval", action="store_true",
+                   help="bring back older messages that match the latest user turn (shown with reason=\"retrieved\")")
 
 
 def _format_option(p: argparse.ArgumentParser) -> None:
@@ -490,7 +522,8 @@ def _add_read_commands(sub: Subcommands) -> None:
     p.add_argument("--as-of-round", type=int, metavar="N", help="the field's history as it stood at the end of round N")
     p = _command(sub, "replay", cmd_replay, "Re-run a session's stored messages through its recorded domain version; "
                  "exit 0 if the edit log is identical.")
-    _session_option(p)
+    _session_option(p, required=False)
+    _all_options(p, "replay")
 
 
 def _add_audit_commands(sub: Subcommands) -> None:
@@ -503,6 +536,7 @@ def _add_audit_commands(sub: Subcommands) -> None:
     v.add_argument("--checkpoint", metavar="FILE",
                    help="checkpoint file (`audit checkpoint --out`): prove no anchored session was deleted, "
                         "truncated or rewritten since its last checkpoint (needs --pubkey)")
+    _all_options(v, "verify")
     v.set_defaults(func=cmd_audit_verify)
     c = audit_sub.add_parser("checkpoint", help="sign a Merkle tree head over every session head",
                              description="Verify the store, then sign a Merkle tree head over all session heads and "

@@ -153,6 +153,12 @@ class NoEndpointError(ContextEditorError):
     code = "CE908"
 
 
+class BackfillError(ContextEditorError):
+    """A job over many sessions (backfill, verify --all, replay --all) cannot start as asked."""
+
+    code = "CE530"
+
+
 class AuditError(ContextEditorError):
     """A signing key or a checkpoint file cannot be used."""
 
@@ -218,7 +224,7 @@ def _e(code: str, message: str, fix: str) -> Entry[ContextEditorError]:
 class Errors:
     """The catalog of every error a user can meet. Codes by hundreds: 0xx the basics (CLI input,
     session keys, extras, registries, lexicons), 1xx domain files and rule packs, 2xx
-    conversations, 3xx actions and fields, 4xx rendering and tokens, 5xx stores, 6xx NER models,
+    conversations, 3xx actions and fields, 4xx rendering and tokens, 5xx stores and audit (CE530–CE532: jobs over many sessions), 6xx NER models,
     7xx importers, 8xx domain test cases, 9xx training data (CE900) and the HTTP service (CE901–CE909:
     keys, limits, requests).
     Entries whose message is `{problem}` cover a family of checks that each say what they found."""
@@ -352,6 +358,15 @@ class Errors:
                         "CONTEXT_EDITOR_SIGNING_KEY_FILE to its path (or CONTEXT_EDITOR_SIGNING_KEY to its 64 hex digits)",
                         AuditError)
     CHECKPOINT = Entry("CE521", "{problem}", "{fix}", AuditError)
+
+    RAY_ADDRESS = Entry("CE530", "cannot reach a Ray cluster at {address}: {detail}",
+                        "start one (`ray start --head`) or check the address (ray://HOST:10001 for Ray Client, "
+                        "HOST:6379 for the head node); nothing was run", BackfillError)
+    OUT_OF_ANOTHER_JOB = Entry("CE531", "{out} holds the results of another run (another command, store, domain "
+                               "version or selection), or files that are not a run's",
+                               "pass a new --out directory, or repeat the exact command that wrote it to resume it",
+                               BackfillError)
+    BAD_ENGINE_OPTION = Entry("CE532", "{problem}", "{fix}", BackfillError)
 
     BAD_DATASET = Entry("CE700", "{problem}", "{fix}", DatasetError)
     BAD_TEST_CASE = Entry("CE800", "{problem}", "{fix}", TestCaseError)

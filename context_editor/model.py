@@ -124,6 +124,36 @@ class Message:
 
 
 @dataclass(frozen=True, slots=True)
+class SearchDoc:
+    """One message as the search index holds it (derived data, rebuilt from the log): its
+    metadata, and its text as space-separated terms (Latin words, CJK character bigrams), so
+    every store indexes the same terms whatever its own tokenizer does with Chinese."""
+
+    message_index: int
+    round: int
+    role: str
+    tool: str | None  # the tool's name for a tool result
+    fields: tuple[str, ...]  # the fields this message set or changed
+    terms: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilter:
+    """Which messages a search may return; None means any. `fields`: messages that set any of them."""
+
+    roles: tuple[str, ...] | None = None
+    rounds: tuple[int, int] | None = None  # inclusive
+    tools: tuple[str, ...] | None = None
+    fields: tuple[str, ...] | None = None
+
+    def admits(self, doc: SearchDoc) -> bool:
+        return ((self.roles is None or doc.role in self.roles)
+                and (self.rounds is None or self.rounds[0] <= doc.round <= self.rounds[1])
+                and (self.tools is None or doc.tool in self.tools)
+                and (self.fields is None or any(f in self.fields for f in doc.fields)))
+
+
+@dataclass(frozen=True, slots=True)
 class Provenance:
     """Where a value came from, down to the character span and the rule that matched it."""
 

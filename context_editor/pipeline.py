@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable
 
 from . import registry
 from .conversation import check_value, normalise_message
-from .domain import Domain, domain_from_source, load_domain
+from .domain import ActionSpec, Domain, domain_from_source, load_domain
 from .echo import CONTEXT_LOOP_DETECTED, mask_echoes
 from .errors import Errors, StoreConflictError
 from .extract import Extractor, Prior
@@ -35,10 +35,12 @@ from .inject.tokens import count_tokens
 from .llm import Answers, distil
 from .llm.distil import MAX_CHARS
 from .memory import SummaryZone
+from .memory import retrieval
+from .memory.retrieval import Embedder
 from .memory.summary import KIND as SUMMARY_KIND
 from .memory.user import Remembered, UserMemory, memory_events, recall_edit, recalled
-from .model import Candidate, Edit, Message, State, session_owner
-from .store import SessionInfo, Store, open_store
+from .model import Candidate, Edit, Message, SearchFilter, State, session_owner
+from .store import MemoryStore, SessionInfo, Store, open_store
 from .transform import PhaseMachine, edit, expiry_edits, field_edits
 from .validate import FieldValidator, violations
 
@@ -48,6 +50,8 @@ DEFAULT_BAND = (0.0, 1.0)  # a context larger than the raw window it stands for 
 MIN_RATIO_SOURCE = 400  # below this many raw tokens the ratio measures the XML's frame, not compaction
 USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
 DEFAULT_CACHE_SESSIONS = 1024
+UPGRADE = "DOMAIN_UPGRADE"  # the session moves to the new version; values already set stay as they are
+REDERIVE = "DOMAIN_REDERIVE"  # the same, and its state becomes what the new version makes of all its messages
 APPEND_ATTEMPTS = 32  # a writer losing this many races in a row on one session gives up with the conflict
 
 
@@ -59,6 +63,31 @@ def stored_domain(store: Store, info: SessionInfo, allow_plugins: bool = False) 
         raise Errors.DOMAIN_VERSION_MISSING(session=info.session, domain=info.domain, version=info.domain_version,
                                             store=store.url)
     return domain_from_source(source, f"<stored {info.domain} {info.domain_version}>", allow_plugins)
+
+
+def rerun(domain: Domain, session: str, messages: Iterable[Message], editor: ContextEditor | None = None) -> State:
+    """The state `domain` makes of a session's messages, computed in memory (nothing is stored).
+    `editor`: one over a MemoryStore to reuse for many sessions (building one costs milliseconds)."""
+    editor = editor or ContextEditor(domain, MemoryStore(), cache_sessions=1)
+    for m in messages:
+        editor.add(session, m)
+    return editor.state(session)
+
+
+def rederived(state: State, target: State, msg: Message, domain: Domain) -> list[Edit]:
+    """Edits (unsealed, on `msg`) that take `state` to `target`'s values and phase: a `set` with the
+    provenance the new version found, a `clear` for a value it does not find, a `transition`."""
+    out = []
+    for name in domain.fields:  # the domain's field order: deterministic, as replay needs
+        now, then = state.get(name), target.get(name)
+        if now != then:
+            fs = target.fields.get(name)
+            out.append(edit(msg, domain, "set", name, now, then, "machine", reason=REDERIVE,
+                            provenance=fs.provenance if fs else None) if then is not None else
+                       edit(msg, domain, "clear", name, now, None, "machine", reason=REDERIVE))
+    if target.phase != state.phase:
+        out.append(edit(msg, domain, "transition", None, state.phase, target.phase, "machine", reason=REDERIVE))
+    return out
 
 
 class _Chain:
@@ -84,12 +113,15 @@ class ContextEditor:
     """
 
     def __init__(self, domain: Domain | str | Path, store: Store | str | None = None, model: str | None = None,
-                 allow_plugins: bool = False, upgrade: bool = False, system: str | None = None, context_window: int | None = None,
+                 allow_plugins: bool = False, upgrade: bool | str = False, system: str | None = None, context_window: int | None = None,
                  output_reserve: float = 0.15, budget: int | str | None = None, price_per_mtok: float | None = None,
                  scorer: Any = None, summarizer: Any = None, compaction_band: tuple[float, float] | None = DEFAULT_BAND,
-                 cache_sessions: int = DEFAULT_CACHE_SESSIONS, recalled: Iterable[Edit] | None = None):
+                 cache_sessions: int = DEFAULT_CACHE_SESSIONS, retrieval: bool = False, embedder: Embedder | None = None,
+                 recalled: Iterable[Edit] | None = None):
         """`upgrade`: a session processed with another version of this domain moves to this version
         (recorded as an `upgrade` edit with the next message); without it, adding to it is refused.
+        `upgrade=REDERIVE` (`backfill --apply`) also sets, with that message, every field to what this
+        version makes of the session's stored messages (replay re-derives it the same way).
         `system`: a system prompt rendered first in every context. `context_window`: the model's
         window in tokens; a budget may then be a share of it ("60%"), and no budget ever eats into
         `output_reserve` (a share of the window, or tokens), kept for the answer. `budget`: the
@@ -105,7 +137,11 @@ class ContextEditor:
         alert (`RenderedContext.alerts`), once the raw window has MIN_RATIO_SOURCE tokens; None: unchecked.
         `cache_sessions`: how many sessions' states are kept folded (least recently used out).
         `recalled`: the `user_memory` edits of a recorded log, given to new sessions instead of what
-        the store's user memory holds now, and nothing remembered (audit replay)."""
+        the store's user memory holds now, and nothing remembered (audit replay).
+        `retrieval`: index every message for search (`search`), and let each render bring back the
+        messages older than its window that match the action and the latest user turn (shown in
+        <history> with reason="retrieved"). `embedder`: an `memory.retrieval.Embedder` that re-ranks
+        the lexical hits by cosine similarity (`memory.minilm.MiniLMEmbedder` with the [embed] extra)."""
         self.domain = domain if isinstance(domain, Domain) else load_domain(domain, allow_plugins=allow_plugins)
         self.upgrade = upgrade
         self._bound: dict[str, str | None] = {}  # session -> the version it moves from (None: already on ours)
@@ -127,6 +163,8 @@ class ContextEditor:
         self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
         self._recalled = None if recalled is None else [e for e in recalled if e.source == "user_memory"]
         self._user_scoped = any(f.scope == "user" for f in self.domain.fields.values())
+        self.retrieval, self.embedder = retrieval or embedder is not None, embedder
+        self._indexed: set[str] = set()  # sessions whose search index has caught up with the log in this process
         self.store.put_domain(self.domain.version_hash, self.domain.name, self.domain.source)
 
     # ------------------------------------------------------------------ ingest
@@ -175,6 +213,8 @@ class ContextEditor:
             state.round, state.message_index, state.last_message_hash = msg.round, msg.index, msg.hash
             self._bound[session] = None
             self._summarize(session, msg)
+            if self.retrieval:
+                self._index(session, msg, edits)
             self._remember_user(msg, edits)
             return edits
         raise AssertionError("unreachable")  # the loop returns or raises
@@ -237,10 +277,55 @@ class ContextEditor:
         return zone
 
     def rebuild_memory(self, session: str) -> SummaryZone:
-        """Drop the session's derived memory and recompute it from the raw log."""
+        """Drop the session's derived memory (summary zone, search index) and recompute it from the raw log."""
         self.store.drop_derived(session, SUMMARY_KIND)
         self._zones.pop(session, None)
+        self.store.drop_search(session)
+        self._indexed.discard(session)
+        if self.retrieval:
+            self._catch_up_index(session)
         return self._zone(session)
+
+    def _index(self, session: str, msg: Message, edits: list[Edit]) -> None:
+        """Add a committed message to the session's search index (after catching up on the log)."""
+        if session not in self._indexed:
+            self._catch_up_index(session)  # indexes this message too
+            return
+        doc = retrieval.document(self.domain, msg, edits)
+        if doc is not None:
+            self.store.index_search(session, [doc])
+
+    def _catch_up_index(self, session: str) -> None:
+        """Index what the log holds beyond the search index (a store written without retrieval,
+        a crash between the message and its index row, another writer's messages)."""
+        last = self.store.search_indexed(session)
+        messages = [m for m in self.store.messages(session) if m.index > last]
+        if messages:
+            by_message: dict[int, list[Edit]] = {}
+            for e in self.store.edits(session):
+                if e.message_index > last:
+                    by_message.setdefault(e.message_index, []).append(e)
+            docs = [d for m in messages if (d := retrieval.document(self.domain, m, by_message.get(m.index, []))) is not None]
+            if docs:
+                self.store.index_search(session, docs)
+        self._indexed.add(session)
+
+    def search(self, session: str, query: str | list[str], where: SearchFilter | None = None,
+               limit: int = retrieval.RETRIEVE_K) -> list[tuple[Message, float]]:
+        """The session's messages matching any term of `query` (text, or terms), best first, with
+        their scores; `where` filters by role, round range, tool name and the fields a message set.
+        Works whether or not `retrieval` is on (the index catches up on first use)."""
+        if session not in self._indexed:
+            self._catch_up_index(session)
+        terms = query if isinstance(query, list) else retrieval.terms(query)
+        hits = self.store.search(session, terms, where or SearchFilter(), limit * 3 if self.embedder else limit)
+        found = {m.index: m for m in self.store.messages_at(session, [i for i, _ in hits])}
+        ranked = [(found[i], score) for i, score in hits if i in found]
+        if self.embedder is not None and ranked:
+            text = query if isinstance(query, str) else " ".join(query)
+            dense = dict(retrieval.rank_dense(self.embedder, text, [m for m, _ in ranked], len(ranked)))
+            ranked = sorted(ranked, key=lambda x: (-dense[x[0].index], -x[0].index))
+        return ranked[:limit]
 
     def _bind(self, session: str) -> str | None:
         """Check the session belongs to this domain and version; the version it upgrades from, if any."""
@@ -281,8 +366,13 @@ class ContextEditor:
             out.append(sealed)
 
         if upgrade_from is not None:
+            how = REDERIVE if self.upgrade == REDERIVE else UPGRADE
             commit(edit(msg, self.domain, "upgrade", None, upgrade_from, self.domain.version_hash, "machine",
-                        reason="DOMAIN_UPGRADE", stage="transform"))
+                        reason=how, stage="transform"))
+            if how == REDERIVE:
+                for e in rederived(state, rerun(self.domain, msg.session, self.store.messages(msg.session)), msg,
+                                   self.domain):
+                    commit(e)
         if self.machine and state.phase is None:
             commit(self.machine.initial_edit(msg))
         for item, weight in self._recall(msg):
@@ -406,12 +496,19 @@ class ContextEditor:
         zone = self._zone(session)
         anchors = {n: a for n in ("goal", "subtask") if (a := zone.anchor(n, as_of_round))}
         self._recall_llm(session)
+        found = self._retrieve(session, state, view, messages, since) if self.retrieval and since > 1 else []
         ctx = renderer.render(state, action, messages, budget=budget if budget is not None else self.default_budget,
-                              summary=zone.lines(state.round - view.recent_rounds), anchors=anchors)
+                              summary=zone.lines(state.round - view.recent_rounds), anchors=anchors, retrieved=found)
         self._record_llm(session)
         self._check_ratio(ctx)
         self._account(session, ctx)
         return ctx
+
+    def _retrieve(self, session: str, state: State, view: ActionSpec, messages: list[Message], since: int) -> list[Message]:
+        """Messages older than the loaded window that match the action and the latest user turn."""
+        latest = next((m.content for m in reversed(messages) if m.role == "user"), None)
+        query = retrieval.action_query(self.domain, view, state, latest)
+        return [m for m, _ in self.search(session, query, retrieval.older_than(since))]
 
     def _answers(self) -> list[Answers]:
         """The answer books of the model parts in use (a ChatScorer's, a ChatSummarizer's)."""

@@ -125,3 +125,8 @@ commands: Registry[Any] = Registry("context_editor.commands", "command")
 `set_defaults(func=handler)`; the handler takes the parsed arguments and returns the exit code.
 A command is loaded only when the command line names it (`context-editor bench …`), so the main
 CLI does not import the benchmark package at start-up. Built-ins: `import`, `bench`."""
+
+engines: Registry[Any] = Registry("context_editor.engines", "engine")
+"""Name -> a factory `(address: str | None, workers: int | None) -> Engine` (see
+`backfill.engines.Engine`): where `backfill`, `audit verify --all` and `replay --all` run their
+batches. Built-ins: `local` (this process) and `ray` (a Ray cluster, the [ray] extra)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from context_editor.domain import lint_domain
 from context_editor.expressions import ExpressionBudgetError, evaluate
@@ -91,3 +92,32 @@ def test_the_literal_prefilter_never_skips_a_rule_that_would_match():
                 assert any(lit in text.casefold() for lit in literals), (rule.id, text, literals)
                 checked += 1
     assert checked > 20
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["1", "三", "两", " ", "位", "个", "名", "口", "人", "大", "小", "people", "adults", "我们",
+                                 "一家", "第", "月", ",", "，", "and", "just me", "元", "a", "2 kids"]), max_size=12))
+def test_the_people_count_cue_check_never_hides_a_count(parts):
+    """`find_people_counts` reads a text's numbers only when a people or measure word is in it;
+    the shortcut must find exactly what reading every number finds."""
+    from context_editor.extract.numbers.finders import _people_counts, find_people_counts
+    from context_editor.extract.numbers.grammar import normalize_width
+
+    text = "".join(parts)
+    assert find_people_counts(text) == _people_counts(text, normalize_width(text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["the first", " one", "the last one", "第二个", "option 2", "the 3rd one", "最后",
+                                 " ", "a", "s", "!", "the", "second", "前者", "x"]), max_size=10))
+def test_one_merged_ordinal_matcher_finds_what_one_matcher_per_number_finds(parts):
+    from context_editor.extract.cues import _anywhere, load_cues
+    from context_editor.lang import lexicon
+
+    text = "".join(parts)
+    best = None
+    for n, words in sorted((int(k), v) for k, v in lexicon().table("dialogue/ordinals").items()):
+        m = (p := _anywhere(words)) and p.search(text)
+        if m and (best is None or m.start() < best[1]):
+            best = (n, m.start(), m.end())
+    assert load_cues().ordinal(text) == best

@@ -100,3 +100,18 @@ def test_a_sum_that_disagrees_switches_the_tokenizer_to_whole_counts(monkeypatch
     ctx = editor.render("s", "place_order", budget=400)
     assert not counter.additive
     assert ctx.tokens == tokenizer_for("gpt-4").count(ctx.xml) <= 400
+
+
+def test_renders_as_messages_arrive_equal_renders_from_scratch():
+    """What renders remember (zone lines per view, turns, state views, piece counts) never shows:
+    a render after each new message equals a render by a fresh editor reading the same store."""
+    conv = long_travel_conversation(70)
+    warm = ContextEditor("travel", "memory://", retrieval=True)
+    warm.ingest("s", conv[:90])
+    for i, message in enumerate(conv[90:], 90):
+        warm.add("s", message)
+        if i % 9 == 0:
+            for action in warm.domain.actions:
+                for budget in (450, 900):
+                    cold = ContextEditor("travel", warm.store, retrieval=True)
+                    assert warm.render("s", action, budget=budget).xml == cold.render("s", action, budget=budget).xml

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 from context_editor import ContextEditor, load_domain
 from context_editor.audit import replay
@@ -18,6 +19,7 @@ from context_editor.domain.nermodel import model_hash, model_info
 from context_editor.extract.ner import outrank
 from context_editor.model import Candidate, Provenance
 from context_editor.store import open_store
+from context_editor.train.calibrate import monotone
 from context_editor.train.corpus import TrainingDataError, read_examples
 from context_editor.train.ner import TrainOptions, train_ner
 
@@ -168,6 +170,36 @@ def test_a_rule_hit_outranks_a_model_span_unless_the_model_is_surer_by_the_margi
     assert outrank([rule], [near], 0.05) == [rule]  # not surer by more than the margin: the rule stands
     assert outrank([rule, elsewhere_rule], [sure], 0.05) == [elsewhere_rule, sure]  # the overlapped rule hit gives way
     assert outrank([], [near], 0.05) == [near] and outrank([rule], [], 0.05) == [rule]
+    exact = _cand("enum:f", 0.9, (30, 35))
+    assert outrank([exact], [sure], 0.05) == [exact]  # the field's own vocabulary outranks any model span of it
+
+
+def test_spans_are_calibrated_on_the_held_out_split_and_poor_labels_are_not_served(tiny_model, tmp_path):
+    card = json.loads((tiny_model / "card.json").read_text("utf-8"))
+    cal = json.loads((tiny_model / "calibration.json").read_text("utf-8"))
+    assert card["calibration"] == cal and cal["min_f1"] == TINY.min_f1
+    info = model_info(tiny_model)
+    for label, c in cal["labels"].items():
+        assert c["served"] == (label in info.served) == (c["gold"] > 0 and c["f1"] >= TINY.min_f1)
+        assert c["precision"] == sorted(c["precision"]) and all(0 < x < 1 for x in c["precision"])  # smoothed, monotone
+        if c["served"]:  # a span's confidence is its bin's held-out precision, not the beam's probability
+            assert info.confidence(label, 0.999) == c["precision"][-1] and info.confidence(label, 0.4) is None
+    assert info.confidence("NOT_A_LABEL", 0.999) is None
+    # The calibration is part of the model: a model that serves nothing is another model, and finds nothing.
+    strict = _train(tmp_path / "strict", TrainOptions(**{**TINY.__dict__, "min_f1": 1.01}))
+    assert model_hash(strict) != card["hash"] and model_info(strict).served == ()
+    path = _domain(tmp_path, strict)
+    state = ContextEditor(load_domain(path), "memory://").ingest(
+        "s", [{"role": "user", "content": "Anna Smith is travelling to Madrid", "timestamp": "2024-05-01T10:00:00"}])
+    assert state.get("traveller") is None and state.get("destination") == "Madrid"  # the rule still finds the place
+
+
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0.1, 10)), min_size=1, max_size=8))
+def test_pool_adjacent_violators_ismonotone_and_keeps_the_weighted_mean(pairs):
+    values, weights = [v for v, _ in pairs], [w for _, w in pairs]
+    out = monotone(values, weights)
+    assert len(out) == len(values) and all(a <= b + 1e-9 for a, b in zip(out, out[1:]))
+    assert sum(o * w for o, w in zip(out, weights)) == pytest.approx(sum(v * w for v, w in zip(values, weights)))
 
 
 SGD_DEV = Path(__file__).resolve().parents[2] / "shared" / "data" / "sgd" / "dev"

@@ -67,6 +67,7 @@ class FieldSpec:
     importance: float = 1.0
     half_life_days: float | None = None
     forget_below: float = 0.1
+    pii: str | None = None  # mask | hash | drop: how a context shows the value (inject/pii.py)
 
     @property
     def is_list(self) -> bool:
@@ -259,6 +260,7 @@ def _build(d: dict[str, Any], path: Path) -> Domain:
             extract=tuple(field_refs(f, name)), tool_keys=tuple(f.get("tool_keys") or (name,)),
             scopes=tuple(f.get("scopes") or ()), description=f.get("description", ""), prefer=f.get("prefer", "future"),
             scope=f.get("scope", "session"), **_memory(f.get("memory") or {}),
+            pii=f.get("pii"),
         )
     machine = None
     if d.get("machine"):

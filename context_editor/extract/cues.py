@@ -21,6 +21,14 @@ from ..lang import Lexicon, lexicon
 _STANDS_ALONE = r"(?=[{particles}]?(?:$|(?!\.\.|……)[\s，。！!,.;；~～…]))"
 
 
+def _first_chars(words: list[str]) -> str:
+    """A class of the characters a cue can start with. Leading a pattern with it as a lookahead
+    lets a position that starts no cue fail in one step instead of trying every alternative, so a
+    hostile run (64 KB of spaces, digits or punctuation) costs one pass, not one per cue."""
+    chars = {c for w in words if w for c in (w[0], w[0].lower(), w[0].upper())}
+    return "(?=[" + "".join(re.escape(c) for c in sorted(chars)) + "])"
+
+
 def _alternation(words: list[str]) -> str:
     out = []
     for w in sorted(set(words), key=len, reverse=True):
@@ -34,13 +42,24 @@ def _opening(words: list[str], particles: list[str]) -> re.Pattern[str] | None:
     if not words:
         return None
     after = _STANDS_ALONE.format(particles="".join(re.escape(p) for p in particles) or "\\s")
-    return re.compile(r"\s*(?P<cue>" + _alternation(words) + r")" + after, re.IGNORECASE)
+    # `\s*+`: no cue starts with a space, so the run is never given back to retry the cues.
+    return re.compile(r"\s*+(?P<cue>" + _alternation(words) + r")" + after, re.IGNORECASE)
 
 
 def _anywhere(words: list[str]) -> re.Pattern[str] | None:
     if not words:
         return None
-    return re.compile(r"(?:" + _alternation(words) + r")(?![A-Za-z])", re.IGNORECASE)
+    return re.compile(_first_chars(words) + r"(?:" + _alternation(words) + r")(?![A-Za-z])", re.IGNORECASE)
+
+
+def _ordinals(table: dict[int, list[str]]) -> re.Pattern[str] | None:
+    """One matcher for every ordinal, a named group per number (`n3`, `n_1` for -1): one scan
+    finds the first pick, where a pattern per number would scan the text once each."""
+    parts = [f"(?P<n{str(n).replace('-', '_')}>{_alternation(ws)})" for n, ws in sorted(table.items()) if ws]
+    if not parts:
+        return None
+    words = [w for ws in table.values() for w in ws]
+    return re.compile(_first_chars(words) + "(?:" + "|".join(parts) + r")(?![A-Za-z])", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -49,7 +68,7 @@ class Cues:
 
     accept: re.Pattern[str] | None
     decline: re.Pattern[str] | None
-    ordinals: tuple[tuple[re.Pattern[str], int], ...]
+    ordinals: re.Pattern[str] | None
     closing: re.Pattern[str] | None
     offer: re.Pattern[str] | None
     kinds: tuple[tuple[str, re.Pattern[str]], ...]
@@ -63,12 +82,10 @@ class Cues:
 
     def ordinal(self, text: str) -> tuple[int, int, int] | None:
         """(n, start, end) of the first ordinal pick in `text` (n = -1: the last one)."""
-        best = None
-        for pattern, n in self.ordinals:
-            m = pattern.search(text)
-            if m and (best is None or m.start() < best[1]):
-                best = (n, m.start(), m.end())
-        return best
+        m = self.ordinals.search(text) if self.ordinals else None
+        if m is None or m.lastgroup is None:
+            return None  # at one position the lowest number is tried first, as its own scan would win
+        return int(m.lastgroup[1:].replace("_", "-")), m.start(), m.end()
 
     def question_kinds(self, text: str) -> set[str]:
         return {kind for kind, pattern in self.kinds if pattern.search(text)}
@@ -109,9 +126,9 @@ def _compile(lex: Lexicon) -> Cues:
     particles = lex.words("yes_particles")
     return Cues(
         accept=_opening(lex.words("yes_words") + words("accept"), particles), decline=_opening(words("decline"), particles),
-        ordinals=tuple((p, n) for n, ws in sorted(ordinals.items()) if (p := _anywhere(ws)) is not None),
+        ordinals=_ordinals(ordinals),
         closing=_anywhere(words("closing")), offer=_anywhere(words("offer")),
         kinds=tuple((k, p) for k, ws in sorted(kinds.items()) if (p := _anywhere(ws)) is not None),
         stopwords=frozenset(w.lower() for w in words("stopwords")),
-        lead=re.compile(r"(?:" + _alternation(fillers) + r")(?![A-Za-z])", re.IGNORECASE) if fillers else None,
+        lead=_anywhere(fillers),
         trail=re.compile(r"(?<![A-Za-z])(?:" + _alternation(fillers) + r")$", re.IGNORECASE) if fillers else None)

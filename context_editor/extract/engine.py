@@ -29,7 +29,6 @@ from typing import Any
 
 from .. import registry
 from ..domain import Domain, FieldSpec
-from ..domain.regexcheck import required_literals
 from ..domain.rulepacks import extractor_ref
 from ..lang import detect_language
 from ..model import Candidate, Message, Provenance
@@ -37,10 +36,11 @@ from .confirm import AskMatcher, confirmation, decline, offer_spans, pick
 from .cues import load_cues
 from .enums import EnumMatcher
 from .negation import is_negated
+from .prefilter import Present
 from ..domain.kinds import accepts
 from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, Span, ner_label, outrank, scored_spans
 from .tools import key_index, parse_json, walk
-from .values import default_parser, parse_value
+from .values import TYPED_PARSERS, default_parser, parse_value
 
 PLUGIN_CONFIDENCE = 0.8  # a registered extractor's, unless it has a `confidence` attribute
 MAX_SCAN_CHARS = 20_000  # prose beyond this is kept in the log but not scanned (bounded cost)
@@ -50,6 +50,7 @@ _EXPONENT_AFTER = re.compile(r"[0-9.]*\s*(?:[eE][+-]?[0-9]|\^\s*[0-9]|\*\*\s*[0-
 _EXPONENT_BEFORE = re.compile(r"[0-9]\s*(?:[eE][+-]?|\^\s*|\*\*\s*)$")
 _EXPONENT_TOKEN = re.compile(r"[0-9][0-9.,]*\s*(?:[eE][+-]?|\^|\*\*)\s*[0-9]+")
 NUMERIC_PARSERS = ("money", "number", "int", "float", "percent", "count")
+_WORDLIKE = re.compile(r"\w")
 MAX_FREE_ANSWER_CHARS = 60  # a free-text answer is a short reply, not a paragraph
 MAX_OPTIONS = 20  # options read from one tool result
 _TYPED_ANSWERS = ("time", "date", "datetime", "int", "float", "money", "duration", "percent")
@@ -133,14 +134,14 @@ class Extractor:
         ner_spans: list[Span] | None = None  # one model pass per message, only if a field asks for it
         spans: dict[str, list[Any]] = {}  # one pass of each registered extractor a field asks for
         lang = detect_language(text) if self.ner_fields else ""
-        folded = text.casefold()  # for the rules' literal pre-filter
+        present = Present(text)  # the rules' and enums' literal pre-filter
         for name, spec in self.domain.fields.items():
             proposing = msg.role == "assistant" and msg.role not in spec.sources and "user" in spec.sources
             if msg.role not in spec.sources and not (proposing and questions):
                 continue  # role policy: this role cannot speak for this field
-            found = self._from_rules(msg, text, folded, spec, now)
+            found = self._from_rules(msg, text, present, spec, now)
             if name in self.enum_matchers:
-                found.extend(self._from_enum(msg, text, spec))
+                found.extend(self._from_enum(msg, text, present, spec))
             if name in self.ner_fields:
                 ner_spans = self._spans(text, lang) if ner_spans is None else ner_spans
                 found = outrank(found, self._from_ner(msg, text, spec, ner_spans, now), self.domain.ner_margin)
@@ -264,17 +265,19 @@ class Extractor:
                     for s, e, t, label in spans[name] if label in labels]
         return out
 
-    def _from_rules(self, msg: Message, text: str, folded: str, spec: FieldSpec, now: datetime) -> list[Candidate]:
+    def _from_rules(self, msg: Message, text: str, present: Present, spec: FieldSpec, now: datetime) -> list[Candidate]:
         out = []
         for rule in self.domain.field_rules[spec.name]:
-            literals = required_literals(rule.pattern)
-            if literals is not None and not any(lit in folded for lit in literals):
+            if not present.could_match(rule.pattern):
                 continue  # none of the strings every match contains is here: the scan would find nothing
+            typed = (rule.parse or default_parser(spec)) in TYPED_PARSERS
             for m in rule.pattern.finditer(text):
                 group = next((g for g in rule.groups if m.group(g) is not None), None)
                 if group is None:
                     continue
                 raw = m.group(group)
+                if typed and not _WORDLIKE.search(raw):
+                    continue  # a number, date or count needs a letter, digit or ideograph: ",." holds none
                 # The value nearest the cue: a group that opens the match has its cue after it (often
                 # as a lookahead, so the cue stays free for the next match), so take its last value.
                 nearest = "last" if m.start(group) == m.start() else "first"
@@ -298,10 +301,10 @@ class Extractor:
                                      negated=is_negated(text, start, end)))
         return out
 
-    def _from_enum(self, msg: Message, text: str, spec: FieldSpec) -> list[Candidate]:
+    def _from_enum(self, msg: Message, text: str, present: Present, spec: FieldSpec) -> list[Candidate]:
         return [Candidate(spec.name, canonical.lower() == "true" if spec.type == "bool" else canonical,
                           self._prov(msg, s, e, raw, f"enum:{spec.name}", 0.9), negated=is_negated(text, s, e))
-                for s, e, raw, canonical in self.enum_matchers[spec.name].finditer(text)]
+                for s, e, raw, canonical in self.enum_matchers[spec.name].finditer(text, present)]
 
     def _from_tool(self, msg: Message, data: Any, now: datetime) -> list[Candidate]:
         """Values of a tool result; a list of several records is a list of options the user picks

@@ -15,7 +15,7 @@ import re
 from typing import Iterator
 
 from ..domain import FieldSpec
-from ..domain.regexcheck import required_literals
+from .prefilter import Present
 
 _LATIN = re.compile(r"[A-Za-z0-9]")
 EXCLUDE = "!"
@@ -53,13 +53,11 @@ class EnumMatcher:
         ordered = sorted(written, key=lambda p: (-len(p), p.lower()))
         self.pattern = re.compile("|".join(_alternative(p) for p in ordered), re.IGNORECASE) if ordered else None
 
-    def finditer(self, text: str) -> Iterator[tuple[int, int, str, str]]:
-        """Yield (start, end, matched text, canonical value)."""
-        if self.pattern is None:
-            return
-        literals = required_literals(self.pattern)
-        if literals is not None and not any(lit in text.casefold() for lit in literals):
-            return  # no phrase can be here: skip the scan (a long message costs a substring search per phrase)
+    def finditer(self, text: str, present: Present | None = None) -> Iterator[tuple[int, int, str, str]]:
+        """Yield (start, end, matched text, canonical value); `present`: the message's literals, when
+        `text` is that message."""
+        if self.pattern is None or not (present or Present(text)).could_match(self.pattern):
+            return  # no phrase can be here: skip the scan
         for m in self.pattern.finditer(text):
             key = " ".join(m.group(0).lower().split())
             yield m.start(), m.end(), m.group(0), self.by_phrase[key]

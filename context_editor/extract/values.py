@@ -90,6 +90,11 @@ def _time(text: str, nearest: str, answer: bool) -> Parsed | None:
     return Parsed(m.value, m.start, m.end) if m else None
 
 
+# Parsers that read a quantity, date or time: none finds one in text without a letter, digit or
+# ideograph. Any other parser keeps the text as written.
+TYPED_PARSERS = frozenset({"money", "number", "float", "int", "percent", "count", "duration", "date", "datetime", "time"})
+
+
 def parse_value(parser: str, text: str, spec: FieldSpec, now: datetime, default_currency: str,
                 nearest: str = "first", answer: bool = False) -> Parsed | None:
     """Parse `text` with `parser` for field `spec`; None when it does not hold such a value.

@@ -156,45 +156,73 @@ _zone_memo: dict[tuple[Any, ...], tuple[list[SummaryLine], list[ZoneLine]]] = {}
 def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
                absorbed: tuple[dict[int, list[tuple[int, int]]], list[str]],
                hidden: dict[int, list[tuple[int, int, str]]]) -> list[ZoneLine]:
-    """`_zone_lines`, remembered: the summary zone hands the same list object for as long as no
-    message arrives, so a repeated render (another action, another budget) reuses the work. The
-    entry holds the list itself, so its id cannot be reused while the entry lives."""
-    key = (id(lines), len(lines), window_from, frozenset(vocabulary),
-           tuple(sorted((i, tuple(spans)) for i, spans in absorbed[0].items())), tuple(absorbed[1]),
-           tuple(sorted((i, tuple(spans)) for i, spans in hidden.items())))
-    hit = _zone_memo.get(key)
-    if hit is not None and hit[0] is lines:
-        return hit[1]
-    if len(_zone_memo) >= ZONE_MEMO:
-        _zone_memo.clear()
-    result = _zone_lines(lines, window_from, vocabulary, absorbed, hidden)
-    _zone_memo[key] = (lines, result)
-    return result
-
-
-def _zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
-                absorbed: tuple[dict[int, list[tuple[int, int]]], list[str]],
-                hidden: dict[int, list[tuple[int, int, str]]]) -> list[ZoneLine]:
     """The lines this action's context may show, in order, each with its budget tier.
 
     Lines older than `window_from` roll up into the session summary: facts, values the state
     has not absorbed, and the few notes closest to the action. Lines inside the loaded window
     are shown per stage, notes included when they touch the action's vocabulary. A fact or a
     value the state absorbed becomes a note (it is in <state> already). Identical texts are
-    merged, keeping every source."""
-    merged: dict[str, list[Any]] = {}
-    session_notes: list[tuple[int, str]] = []
-    for line in lines:
+    merged, keeping every source.
+
+    Remembered at two levels. The whole answer, per lines list (the summary zone hands the same
+    list object until a message arrives) and inputs: a repeated render reuses it. And what each
+    line is worth (its tier, its overlap with the action, its masked text), per state view
+    (vocabulary, absorbed values, hidden spans): when a message arrives and the state's values
+    did not change, only the new lines are looked at. Entries hold the lists they were made
+    from, so a reused id can never match."""
+    view = (frozenset(vocabulary), tuple(sorted((i, tuple(spans)) for i, spans in absorbed[0].items())),
+            tuple(absorbed[1]), tuple(sorted((i, tuple(spans)) for i, spans in hidden.items())))
+    key = (id(lines), len(lines), window_from, view)
+    hit = _zone_memo.get(key)
+    if hit is not None and hit[0] is lines:
+        return hit[1]
+    if len(_zone_memo) >= ZONE_MEMO:
+        _zone_memo.clear()
+    worth = _line_worth(lines, view, vocabulary, absorbed, hidden)
+    result = _merged(lines, worth, window_from)
+    _zone_memo[key] = (lines, result)
+    return result
+
+
+ZONE_VIEWS = 32  # state views whose per-line worth is kept
+_worth_memo: dict[tuple[Any, ...], tuple[list[SummaryLine], list[tuple[str, int, str] | None]]] = {}
+
+
+def _line_worth(lines: list[SummaryLine], view: tuple[Any, ...], vocabulary: set[str],
+                absorbed: tuple[dict[int, list[tuple[int, int]]], list[str]],
+                hidden: dict[int, list[tuple[int, int, str]]]) -> list[tuple[str, int, str] | None]:
+    """Per line: (tier, overlap with the vocabulary, masked text), or None for a note too far
+    from the action to show; reusing the answers for the lines seen before under this view."""
+    known = _worth_memo.get(view)
+    done: list[tuple[str, int, str] | None] = []
+    if known is not None:
+        before, worth = known
+        n = len(before)
+        if n <= len(lines) and (n == 0 or lines[n - 1] is before[-1]) and all(a is b for a, b in zip(lines[:n:64], before[::64])):
+            done = worth
+    out = list(done)
+    for line in lines[len(done):]:
         rank = line.kind
         # A cued fact that also carries values ("allergic to nuts, budget 2000") stays a fact:
         # the state absorbing its number says nothing about the allergy.
         if rank != NOTE and not (line.cued and line.spans) and is_covered(line, absorbed):
             rank = NOTE
         overlap = len(words(line.text) & vocabulary) if rank == NOTE else 0
-        if rank == NOTE and overlap < 2:
+        out.append(None if rank == NOTE and overlap < 2 else (rank, overlap, mask(line, hidden.get(line.index, []))))
+    if len(_worth_memo) >= ZONE_VIEWS and view not in _worth_memo:
+        _worth_memo.clear()
+    _worth_memo[view] = (lines, out)
+    return out
+
+
+def _merged(lines: list[SummaryLine], worth: list[tuple[str, int, str] | None], window_from: int) -> list[ZoneLine]:
+    merged: dict[str, list[Any]] = {}
+    session_notes: list[tuple[int, str]] = []
+    for line, w in zip(lines, worth):
+        if w is None:
             continue
+        rank, overlap, text = w
         stage = -1 if line.round < window_from else stage_of(line.round)
-        text = mask(line, hidden.get(line.index, []))
         entry = merged.get(text)
         if entry is None:
             merged[text] = [line.round, [line.index], rank, stage]

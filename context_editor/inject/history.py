@@ -53,20 +53,26 @@ class Unit:
 
     messages: list[Message]
     score: float
+    reason: str | None = None  # "retrieved": brought back by search from before the loaded window
 
     @property
     def round(self) -> int:
         return self.messages[0].round
 
 
+def terms(text: str) -> list[str]:
+    """Latin words (lowercased) and CJK character bigrams, in order, repeats kept (single Chinese
+    characters match far too much; a bigram is how both languages get comparable units)."""
+    out = [w.lower() for w in _LATIN_WORD.findall(text)]
+    for run in _CJK_RUN.findall(text):
+        out.extend(run[i:i + 2] for i in range(max(len(run) - 1, 1)))
+    return out
+
+
 @lru_cache(maxsize=1 << 16)
 def words(text: str) -> frozenset[str]:
-    """Latin words and CJK character bigrams (single Chinese characters match far too much).
-    Cached: the same message and summary-line texts are matched on every render."""
-    out = {w.lower() for w in _LATIN_WORD.findall(text)}
-    for run in _CJK_RUN.findall(text):
-        out.update(run[i:i + 2] for i in range(max(len(run) - 1, 1)))
-    return frozenset(out)
+    """The set of `terms`. Cached: the same message and summary-line texts are matched on every render."""
+    return frozenset(terms(text))
 
 
 _STOP = {"the", "a", "of", "to", "and", "is"}
@@ -107,7 +113,8 @@ def default_score(msg: Message, ctx: dict[str, Any]) -> float:
     if any(ref in msg.content for ref in ctx["references"]):
         score += REFERENCE_BONUS
     low, high = MIDDLING
-    if low < score < high:
+    # A retrieved message matched this very query: its age says nothing against it.
+    if low < score < high and msg.index not in ctx.get("retrieved", ()):
         age = ctx["round"] - msg.round
         score *= 0.5 ** (age / HALF_LIFE_ROUNDS)
     return round(score, 6)
@@ -173,6 +180,8 @@ class Hidden:
     keys: dict[str, str]  # lower-cased JSON key -> field
     values: dict[str, str]  # value as text (4+ characters) -> field
     allowed: set[str] = field(default_factory=set)  # personal values the action may show: its own fields' values
+    protected: dict[str, str] = field(default_factory=dict)  # a `pii:` field's value as text -> what is shown instead
+    protected_keys: dict[str, tuple[str, str]] = field(default_factory=dict)  # its JSON keys -> (policy, field)
 
 
 def mask_json(value: Any, hidden: Hidden, depth: int = 0) -> Any:
@@ -181,12 +190,25 @@ def mask_json(value: Any, hidden: Hidden, depth: int = 0) -> Any:
         return "…"
     if isinstance(value, dict):
         return {k: f"[{hidden.keys[str(k).lower()]} hidden]" if str(k).lower() in hidden.keys
+                else _protect_under(hidden.protected_keys[str(k).lower()], v)
+                if str(k).lower() in hidden.protected_keys and _scalar(v)
                 else mask_json(v, hidden, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
         return [mask_json(v, hidden, depth + 1) for v in value]
-    if not isinstance(value, bool) and isinstance(value, (str, int, float)) and str(value) in hidden.values:
+    if _scalar(value) and str(value) in hidden.values:
         return f"[{hidden.values[str(value)]} hidden]"
+    if _scalar(value) and str(value) in hidden.protected:
+        return hidden.protected[str(value)]
     return value
+
+
+def _protect_under(policy_field: tuple[str, str], value: Any) -> str:
+    policy, name = policy_field
+    return pii.protect(policy, str(value), name)
+
+
+def _scalar(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (str, int, float))
 
 
 def tool_text(domain: Domain, msg: Message, hidden: Hidden | None = None) -> str:
@@ -194,7 +216,7 @@ def tool_text(domain: Domain, msg: Message, hidden: Hidden | None = None) -> str
     by the tool's rule, or the text as is."""
     rule = domain.tools.get(msg.name or "") or domain.tools.get("*")
     content = msg.content
-    if (rule is None and not (hidden and (hidden.keys or hidden.values))) or not content.lstrip().startswith(("{", "[")):
+    if (rule is None and not (hidden and (hidden.keys or hidden.values or hidden.protected_keys or hidden.protected))) or not content.lstrip().startswith(("{", "[")):
         return content
     try:
         data = json.loads(content)
@@ -211,10 +233,17 @@ def hidden_spans(domain: Domain, action: ActionSpec, state: State) -> Hidden:
     out = Hidden({}, {}, {})
     for name in action.fields:
         value = state.get(name)
-        if isinstance(value, (str, int)) and not isinstance(value, bool):
+        spec = domain.fields.get(name)
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and not (spec and spec.pii):
             out.allowed.add(re.sub(r"[\s-]", "", str(value)))
     for name, fs in state.fields.items():
         spec = domain.fields.get(name)
+        if spec is not None and spec.pii:  # shown under its policy wherever it appears, to every action
+            out.protected_keys.update({key.lower(): (spec.pii, name) for key in (*spec.tool_keys, name)})
+            for h in fs.history:
+                for v in (h.value, h.provenance.text if h.provenance else None):
+                    if _scalar(v) and len(str(v)) >= 4:
+                        out.protected[str(v)] = pii.protect(spec.pii, str(v), name)
         if spec is None or not spec.scopes or action.scope in spec.scopes:
             continue
         out.keys.update({key.lower(): name for key in (*spec.tool_keys, name)})
@@ -242,6 +271,9 @@ def turn(domain: Domain, msg: Message, hidden: Hidden) -> dict[str, Any]:
     for value, name in hidden.values.items():
         if value in text:
             text = text.replace(value, f"[{name} hidden]")
+    for value in sorted(hidden.protected, key=len, reverse=True):  # "4111 1111…" before a part of it
+        if value in text:
+            text = text.replace(value, hidden.protected[value])
     text = pii.mask(text, hidden.allowed)
     return {"round": msg.round, "role": msg.role, "name": msg.name, "content": text,
             "tool_call": ",".join(name for name, _ in calls) or None}
@@ -295,11 +327,16 @@ def _scores(scorer: Scorer, messages: list[Message], ctx: dict[str, Any]) -> dic
 
 
 def select_history(action: ActionSpec, state: State, older: list[Message], vocabulary: set[str],
-                   scorer: Scorer | None = None, anchors: dict[str, Any] | None = None) -> list[Unit]:
+                   scorer: Scorer | None = None, anchors: dict[str, Any] | None = None,
+                   retrieved: list[Message] | None = None) -> list[Unit]:
     """Older units in the order the budget keeps them, by the articles' thresholds applied to
     any scorer's 1-5 scores: >= 4 kept first (best first), 3 fill what is left by recency
-    (newest first), <= 2 are compressed: never shown verbatim, left to the summary zone."""
-    if not older:
+    (newest first), <= 2 are compressed: never shown verbatim, left to the summary zone.
+    `retrieved`: messages from before the loaded window that search matched, best first. They are
+    scored by the same scorer and compete in the same order, each 3 ahead of the window's 3s (in
+    search order): the search says they answer this query, recency says nothing about them."""
+    found = retrieved or []
+    if not older and not found:
         return []
     shown = set(action.fields)
     ctx = {
@@ -310,10 +347,14 @@ def select_history(action: ActionSpec, state: State, older: list[Message], vocab
         "references": {str(v) for v in state.values().values() if isinstance(v, str) and ID.fullmatch(v)},
         "action": action.name, "description": action.description,
         "goal": (anchors or {}).get("goal", {}).get("text"), "subtask": (anchors or {}).get("subtask", {}).get("text"),
+        "retrieved": {m.index for m in found},
     }
     deduped = dedupe_tool_results(older)
-    scores = _scores(scorer or rule_score, deduped, ctx)
+    scores = _scores(scorer or rule_score, deduped + found, ctx)
     units = [Unit(u, max(scores[m.index] for m in u)) for u in chains(deduped)]
-    keep = sorted((u for u in units if u.score >= KEEP), key=lambda u: (-u.score, -u.messages[0].index))
+    rank = {m.index: i for i, m in enumerate(found)}
+    back = [Unit([m], scores[m.index], "retrieved") for m in found]
+    keep = sorted((u for u in units + back if u.score >= KEEP), key=lambda u: (-u.score, -u.messages[0].index))
+    brought = sorted((u for u in back if FILL <= u.score < KEEP), key=lambda u: rank[u.messages[0].index])
     fill = sorted((u for u in units if FILL <= u.score < KEEP), key=lambda u: -u.messages[0].index)
-    return keep + fill
+    return keep + brought + fill

@@ -11,10 +11,15 @@ and English:
 - phone numbers: Chinese mobile numbers (1[3-9] and nine digits, optionally +86), and
   international numbers written with a + and 8-15 digits;
 - passport numbers after a passport cue (护照 / passport), letter(s) and 7-8 digits.
+
+A field can also declare how every context shows its value (`pii:` in the domain file, see
+`protect`): wherever it would appear, in `<state>` or in a message, it is starred, replaced by a
+pseudonym, or left out.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import date
 
@@ -78,3 +83,23 @@ def mask(text: str, allowed: set[str]) -> str:
         last = end
     out.append(text[last:])
     return "".join(out)
+
+
+POLICIES = ("mask", "hash", "drop")
+MASK_KEEP = 4  # characters a masked value keeps at its end ("************1111"), when it is long enough
+
+
+def protect(policy: str, value: str, field: str) -> str:
+    """`value` as a context may show it under the field's `pii` policy.
+
+    mask: every character but the last four starred (values shorter than 8 are starred whole);
+    hash: `sha256:` and 12 hex digits of the value's SHA-256, the same for equal values, so the
+    model can tell "the same card" without seeing it (a pseudonym, not anonymity: a short value can
+    be found by trying them all); drop: `[field withheld]` (the field itself is not rendered).
+    """
+    if policy == "hash":
+        return "sha256:" + hashlib.sha256(value.encode("utf-8")).hexdigest()[:12]
+    if policy == "mask":
+        keep = MASK_KEEP if len(value) >= 2 * MASK_KEEP else 0
+        return "*" * (len(value) - keep) + value[len(value) - keep:]
+    return f"[{field} withheld]"

@@ -26,7 +26,7 @@ from ..errors import Errors
 from ..lang import detect_language
 from ..model import Message, State
 from ..resources import templates_dir
-from . import compact, history
+from . import compact, history, pii
 from .compact import STAGE_ROUNDS
 from .budget import Window, resolve_budget
 from .tokens import SegmentCounter, cuts, max_token_bytes, segment_counter, tokenizer_for
@@ -63,6 +63,7 @@ class RenderedContext:
     dropped: list[str] = field(default_factory=list)
     source_tokens: int = 0  # tokens of the raw messages the context was compacted from
     estimated: bool = False  # counted by an estimate (a model without a published tokenizer), not exactly
+    retrieved: list[int] = field(default_factory=list)  # messages shown because search brought them back
     alerts: list[dict[str, Any]] = field(default_factory=list)  # about the render, for the caller (not in the XML)
 
     @property
@@ -232,6 +233,7 @@ class _Plan:
     zone: dict[str, list[compact.ZoneLine]]  # tier -> lines, oldest first
     window_from: int
     oversized: int
+    wanted_back: frozenset[int] = frozenset()  # messages a search brought back (their summary lines are kept first)
 
     def sizes(self) -> dict[str, int]:
         return {"entities": len(self.entities), "notes": len(self.zone["notes"]), "history": len(self.ranked),
@@ -267,11 +269,13 @@ class Renderer:
     def render(self, state: State, action: str, messages: list[Message], budget: int | str | None = None,
                language: str | None = None, summary: list[compact.SummaryLine] | None = None,
                anchors: dict[str, dict[str, Any]] | None = None, _template: str | None = None,
-               _alerts: list[Any] | None = None) -> RenderedContext:
+               _alerts: list[Any] | None = None, retrieved: list[Message] | None = None) -> RenderedContext:
         """`messages`: the session's messages from at least `recent_rounds + history_rounds` rounds back.
         `summary`: the session's summary-zone lines up to the recent window (`context_editor.memory`);
-        `anchors`: the task goal and subtask ({"goal": {"text", "round"}, …})."""
-        plan = self._plan(state, action, messages, budget, language, summary or [], anchors or {}, _template, _alerts)
+        `anchors`: the task goal and subtask ({"goal": {"text", "round"}, …}); `retrieved`: older
+        messages a search matched, best first (`memory.retrieval`), to compete in the history."""
+        plan = self._plan(state, action, messages, budget, language, summary or [], anchors or {}, _template, _alerts,
+                          retrieved or [])
         kept, probe = self._fit(plan, state)
         xml, tokens, dropped = probe.xml, probe.tokens, probe.dropped
         counter = segment_counter(self.model)
@@ -279,33 +283,37 @@ class Renderer:
             # Summed piece counts disagree with the whole: never trust them for this tokenizer again.
             log.warning("token counts of %s do not add up piece by piece; counting whole texts", counter.tokenizer.name)
             counter.additive = False
-            return self.render(state, action, messages, budget, language, summary, anchors, _template, _alerts)
+            return self.render(state, action, messages, budget, language, summary, anchors, _template, _alerts, retrieved)
         if tokens > plan.limit:
             raise Errors.OVER_BUDGET(action=action, tokens=tokens, limit=plan.limit, protected=", ".join(plan.protected) or "none",
                                      missing=", ".join(m["name"] for m in plan.missing) or "none", alerts=len(plan.alerts),
                                      needed=tokens + plan.spec.safety_margin)
         fields = self._kept_fields(plan, kept)
-        lost = lost_fields(xml, {n: self._field(state, n)["text"] for n in plan.protected})
+        lost = lost_fields(xml, {n: self._field(state, n)["text"] for n in plan.protected
+                                      if self.domain.fields[n].pii != "drop"})
         if lost:
-            return self._fallback(plan, state, messages, lost, summary, anchors)
+            return self._fallback(plan, state, messages, lost, summary, anchors, retrieved)
         visible = [m for m in messages if m.role != "system"]
         source = counter.count("\n".join(f"{m.role}: {m.content}" for m in visible))
+        shown = [m.index for u in plan.ranked[: kept["history"]] if u.reason == "retrieved" for m in u.messages]
         return RenderedContext(action, xml, tokens, plan.budget, fields, [m["name"] for m in plan.missing], dropped, source,
-                               tokenizer_for(self.model).estimated)
+                               tokenizer_for(self.model).estimated, sorted(shown))
 
     def _fallback(self, plan: _Plan, state: State, messages: list[Message], lost: list[str],
-                  summary: list[compact.SummaryLine] | None, anchors: dict[str, dict[str, Any]] | None) -> RenderedContext:
+                  summary: list[compact.SummaryLine] | None, anchors: dict[str, dict[str, Any]] | None,
+                  retrieved: list[Message] | None) -> RenderedContext:
         """The action's template dropped a critical fact: keep the plain default rendering instead."""
         if plan.template.name == DEFAULT_TEMPLATE:
             raise Errors.CRITICAL_LOST(lost=lost)
         alert = {"code": CRITICAL_COMPRESSION_FAILURE, "round": state.round,
                  "message": f"template {plan.template.name} lost protected fields {', '.join(lost)}; default template used"}
         return self.render(state, plan.action, messages, plan.budget, None, summary, anchors,
-                           _template=DEFAULT_TEMPLATE, _alerts=[alert])
+                           _template=DEFAULT_TEMPLATE, _alerts=[alert], retrieved=retrieved)
 
     def _plan(self, state: State, action: str, messages: list[Message], budget: int | str | None,
               language: str | None, summary: list[compact.SummaryLine], anchors: dict[str, dict[str, Any]],
-              template_name: str | None, extra_alerts: list[Any] | None) -> _Plan:
+              template_name: str | None, extra_alerts: list[Any] | None,
+              retrieved: list[Message] | None = None) -> _Plan:
         spec = self.action(action)
         resolved = resolve_budget(budget, spec.budget_tokens, self.window)
         limit = resolved - spec.safety_margin
@@ -329,8 +337,17 @@ class Renderer:
         vocabulary, hidden, absorbed, hidden_key = self._state_view(state, spec)
         # What the model may see of each message: trimmed tool JSON, out-of-scope spans masked.
         # The summary zone and the entity graph are built from these texts too, so nothing hidden leaks.
-        seen = {m.index: self._turn(m, hidden, hidden_key) for m in visible}
-        ranked = history.select_history(spec, state, older, vocabulary, self.scorer, anchors)[: spec.max_history]
+        # A hit that repeats a loaded message (or an earlier hit) word for word adds nothing: the
+        # question asked again today finds itself asked before.
+        said = {m.content for m in messages}
+        found = []
+        for m in retrieved or ():
+            if m.role != "system" and len(m.content) <= too_big and m.content not in said:
+                said.add(m.content)
+                found.append(m)
+        seen = {m.index: self._turn(m, hidden, hidden_key) for m in visible + found}
+        wanted_back = frozenset(m.index for m in found)
+        ranked = history.select_history(spec, state, older, vocabulary, self.scorer, anchors, found)[: spec.max_history]
         scorer_alerts: list[dict[str, Any]] = getattr(self.scorer, "drain_alerts", list)()
         if summary and summary[-1].round > recent_from:  # the zone hands lines in round order
             summary = [line for line in summary if line.round <= recent_from]
@@ -346,8 +363,9 @@ class Renderer:
                                           [v for n in names if isinstance(v := state.get(n), str)
                                            and self.domain.fields[n].cls != "trace"],
                                           self._relations(state, present)),
-            zone={tier: [line for line in lines if line.rank == rank]
+            zone={tier: _retrieved_last([line for line in lines if line.rank == rank], wanted_back)
                   for tier, rank in (("notes", compact.NOTE), ("values", compact.VALUE), ("facts", compact.FACT))},
+            wanted_back=wanted_back,
             window_from=window_from, oversized=sum(1 for m in messages if m.role != "system" and len(m.content) > too_big))
 
     def _state_view(self, state: State, spec: ActionSpec) -> tuple[set[str], history.Hidden, compact.Absorbed, Any]:
@@ -480,15 +498,17 @@ class Renderer:
                "phase": state.phase, "system": self.system, "goal": plan.anchors.get("goal"),
                "subtask": plan.anchors.get("subtask"),
                "fields": [tagged(self._field(state, n), "optional", plan.optional.index(n)) if n in optional
-                          else self._field(state, n) for n in self._kept_fields(plan, kept)],
+                          else self._field(state, n) for n in self._kept_fields(plan, kept)
+                          if self.domain.fields[n].pii != "drop"],
                "missing": plan.missing,
                "alerts": [tagged(a, "alerts", first_alert + j) for j, a in enumerate(plan.alerts[first_alert:])]
                + plan.fixed_alerts,
                "dropped": ", ".join(dropped), "lost": " ".join(f"m{i}" for i in lost),
                "entities": [replace(e, name=tag(e.name, "entities", j)) if marked else e
                             for j, e in enumerate(plan.entities[: kept["entities"]])],
-               "summary": _zone_groups(zone, plan.window_from, tag),
-               "history": [tagged(plan.seen[m.index], "history", i) for i in hist for m in plan.ranked[i].messages],
+               "summary": _zone_groups(zone, plan.window_from, tag, plan.wanted_back),
+               "history": [tagged({**plan.seen[m.index], "reason": plan.ranked[i].reason} if plan.ranked[i].reason
+                                  else plan.seen[m.index], "history", i) for i in hist for m in plan.ranked[i].messages],
                "turns": [tagged(plan.seen[m.index], tier, j) for tier, j, m in turns]}
         draft: str = plan.template.render(**ctx, tokens=_TOKENS_SLOT)
         if not marked:
@@ -549,10 +569,12 @@ class Renderer:
 
     def _field(self, state: State, name: str) -> dict[str, Any]:
         fs = state.fields[name]
+        policy = self.domain.fields[name].pii
         text = format_value(fs.value)
         if self.condense is not None and self.domain.fields[name].cls == "trace":
             text = self.condense(text)
-        return {"name": name, "round": fs.set_round, "source": fs.source, "text": text}
+        return {"name": name, "round": fs.set_round, "source": fs.source,
+                "text": pii.protect(policy, text, name) if policy else text}
 
     def _relations(self, state: State, present: list[str]) -> list[str]:
         """The values of the action's `class: relation` fields: the seeds of the entity graph."""
@@ -581,6 +603,15 @@ def _latest_user_unit(units: list[list[Message]]) -> list[Message] | None:
     return None
 
 
+def _retrieved_last(lines: list[compact.ZoneLine], retrieved: frozenset[int]) -> list[compact.ZoneLine]:
+    """A tier's lines in the order they give way, first to last: oldest first, and the lines of
+    messages a search brought back for this render last (the latest user turn asked for them)."""
+    if not retrieved:
+        return lines
+    back = [z for z in lines if retrieved.intersection(z.sources)]
+    return [z for z in lines if not retrieved.intersection(z.sources)] + back
+
+
 def _kept_zone(plan: _Plan, kept: dict[str, int], shown: set[int],
                shown_text: str) -> tuple[list[tuple[str, int, compact.ZoneLine]], list[int], int]:
     """The summary lines kept (newest of each tier; with their tier and position in it), leaving
@@ -601,15 +632,17 @@ def _kept_zone(plan: _Plan, kept: dict[str, int], shown: set[int],
 
 
 def _zone_groups(lines: list[tuple[str, int, compact.ZoneLine]], window_from: int,
-                 tag: Callable[[Any, str, int], Any]) -> list[dict[str, Any]]:
+                 tag: Callable[[Any, str, int], Any], retrieved: frozenset[int] = frozenset()) -> list[dict[str, Any]]:
     """Lines grouped as the template shows them: the rolled-up session summary, then each stage."""
     groups: dict[int, list[dict[str, Any]]] = {}
     for tier, position, z in lines:
         # A sentence said many times names its first and latest source and how often it was said.
         src = z.sources if len(z.sources) <= 2 else (z.sources[0], z.sources[-1])
-        groups.setdefault(z.stage, []).append({"round": z.round, "sources": tag(" ".join(f"m{i}" for i in src), tier, position),
-                                               "times": len(z.sources) if len(z.sources) > 2 else None,
-                                               "text": tag(z.text, tier, position)})
+        line = {"round": z.round, "sources": tag(" ".join(f"m{i}" for i in src), tier, position),
+                "times": len(z.sources) if len(z.sources) > 2 else None, "text": tag(z.text, tier, position)}
+        if retrieved.intersection(z.sources):
+            line["reason"] = "retrieved"
+        groups.setdefault(z.stage, []).append(line)
     out = []
     for stage in sorted(groups):
         first, last = (1, window_from - 1) if stage < 0 else (stage * STAGE_ROUNDS + 1, (stage + 1) * STAGE_ROUNDS)

@@ -128,6 +128,7 @@ class SummaryZone:
     anchors: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_index: int = -1
     _lines: tuple[tuple[int, int | None], list[SummaryLine]] | None = field(default=None, repr=False, compare=False)
+    _older: tuple[int, list[SummaryLine]] | None = field(default=None, repr=False, compare=False)
 
     def add(self, msg: Message) -> list[int]:
         """Fold one message in; returns the keys of what changed (for the store)."""
@@ -148,8 +149,15 @@ class SummaryZone:
         until a message arrives (the renderer remembers its work per list); do not modify it."""
         key = (self.last_index, up_to_round)
         if self._lines is None or self._lines[0] != key:
-            out = [line for n in sorted(self.stages) for line in self.stages[n].lines]
-            self._lines = (key, out if up_to_round is None else [line for line in out if line.round <= up_to_round])
+            # Rounds only grow, so only the newest stage changes: the older ones are joined once.
+            last = max(self.stages, default=-1)
+            if self._older is None or self._older[0] != last:
+                self._older = (last, [line for n in sorted(self.stages) if n != last for line in self.stages[n].lines])
+            out = self._older[1] + (self.stages[last].lines if last in self.stages else [])
+            cut = len(out)
+            while up_to_round is not None and cut and out[cut - 1].round > up_to_round:  # lines are in round order
+                cut -= 1
+            self._lines = (key, out[:cut])
         return self._lines[1]
 
     def anchor(self, name: str, up_to_round: int | None = None) -> dict[str, Any] | None:

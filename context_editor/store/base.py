@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import heapq
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import Errors
-from ..model import GENESIS_HASH, Edit, Message, canonical_json
+from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from ..signing import Signer
 
 
@@ -196,6 +198,61 @@ def records_head(info: SessionInfo, domain_sha256: str | None, last_message_hash
     """The head of a session after `edits` are appended to its last message."""
     return Head(info.session, info.domain, info.domain_version, domain_sha256, info.messages, info.edits + len(edits),
                 last_message_hash, edits[-1].hash)
+BM25_K1, BM25_B = 1.2, 0.75  # SQLite FTS5's bm25() defaults, so the in-Python index ranks alike
+
+
+class TermIndex:
+    """An inverted index of one session's search documents with BM25 ranking: the memory store's
+    search, the same ranking function as SQLite FTS5's bm25()."""
+
+    def __init__(self) -> None:
+        self.docs: dict[int, SearchDoc] = {}
+        self.counts: dict[int, dict[str, int]] = {}  # message index -> term -> occurrences
+        self.lengths: dict[int, int] = {}
+        self.postings: dict[str, set[int]] = {}
+        self.total_terms = 0
+
+    def add(self, doc: SearchDoc) -> None:
+        self.remove(doc.message_index)
+        counts: dict[str, int] = {}
+        for term in doc.terms.split():
+            counts[term] = counts.get(term, 0) + 1
+        i = doc.message_index
+        self.docs[i], self.counts[i], self.lengths[i] = doc, counts, sum(counts.values())
+        for term in counts:
+            self.postings.setdefault(term, set()).add(i)
+        self.total_terms += self.lengths[i]
+
+    def remove(self, index: int) -> None:
+        counts = self.counts.pop(index, None)
+        if counts is None:
+            return
+        del self.docs[index]
+        for term in counts:
+            self.postings[term].discard(index)
+        self.total_terms -= self.lengths.pop(index)
+
+    def search(self, terms: list[str], where: SearchFilter, limit: int) -> list[tuple[int, float]]:
+        n = len(self.docs)
+        if not n:
+            return []
+        average = self.total_terms / n
+        admitted: dict[int, bool] = {}
+        scores: dict[int, float] = {}
+        for term in dict.fromkeys(terms):
+            hits = self.postings.get(term, ())
+            if not hits:
+                continue
+            idf = math.log(1 + (n - len(hits) + 0.5) / (len(hits) + 0.5))
+            for i in hits:
+                ok = admitted.get(i)
+                if ok is None:
+                    ok = admitted[i] = where.admits(self.docs[i])
+                if ok:
+                    tf = self.counts[i][term]
+                    scores[i] = scores.get(i, 0.0) + idf * tf * (BM25_K1 + 1) / (
+                        tf + BM25_K1 * (1 - BM25_B + BM25_B * self.lengths[i] / average))
+        return heapq.nsmallest(limit, ((i, s) for i, s in scores.items()), key=lambda x: (-x[1], -x[0]))
 
 
 class Store(ABC):
@@ -316,6 +373,27 @@ class Store(ABC):
     @abstractmethod
     def user_memory(self, tenant: str, user: str) -> list[dict[str, Any]]:
         """One user's memory events in the order they were appended; only this tenant's user's."""
+    # ------------------------------------------------------------------ search (derived data)
+    @abstractmethod
+    def index_search(self, session: str, docs: list[SearchDoc]) -> None:
+        """Add (or replace, by message index) messages to the session's search index."""
+
+    @abstractmethod
+    def search(self, session: str, terms: list[str], where: SearchFilter, limit: int) -> list[tuple[int, float]]:
+        """The messages matching any of `terms` that `where` admits, as (message index, score),
+        best first (ties: newest first); a score only orders one result list."""
+
+    @abstractmethod
+    def search_indexed(self, session: str) -> int:
+        """The highest message index in the session's search index (-1: none), to catch up from."""
+
+    @abstractmethod
+    def drop_search(self, session: str) -> None:
+        """Forget the session's search index (rebuilt from the log on next use)."""
+
+    @abstractmethod
+    def messages_at(self, session: str, indexes: list[int]) -> list[Message]:
+        """The messages with these indexes, in index order (unknown indexes are skipped)."""
 
     def close(self) -> None:
         """Release connections (no-op where there are none)."""

@@ -8,9 +8,9 @@ from bisect import bisect_left, bisect_right
 from dataclasses import replace
 from typing import Any
 
-from ..model import GENESIS_HASH, Edit, Message, canonical_json
-from .base import (KeyRecord, SessionInfo, Store, StoredSession, check_batch, check_records, domain_text, new_head,
-                   parse_domain_row, records_head)
+from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
+from .base import (KeyRecord, SessionInfo, Store, StoredSession, TermIndex, check_batch, check_records, domain_text,
+                   new_head, parse_domain_row, records_head)
 
 
 class MemoryStore(Store):
@@ -25,6 +25,7 @@ class MemoryStore(Store):
         self._lock = threading.Lock()  # the service appends from several threads
         self._derived: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
         self._user_memory: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._search: dict[str, TermIndex] = {}
 
     def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
         self._domains.setdefault(version_hash, (name, *domain_text(source)))
@@ -141,3 +142,26 @@ class MemoryStore(Store):
 
     def drop_derived(self, session: str, kind: str) -> None:
         self._derived.pop((session, kind), None)
+
+    def index_search(self, session: str, docs: list[SearchDoc]) -> None:
+        with self._lock:
+            index = self._search.setdefault(session, TermIndex())
+            for doc in docs:
+                index.add(doc)
+
+    def search(self, session: str, terms: list[str], where: SearchFilter, limit: int) -> list[tuple[int, float]]:
+        with self._lock:
+            index = self._search.get(session)
+            return index.search(terms, where, limit) if index else []
+
+    def search_indexed(self, session: str) -> int:
+        index = self._search.get(session)
+        return max(index.docs, default=-1) if index else -1
+
+    def drop_search(self, session: str) -> None:
+        with self._lock:
+            self._search.pop(session, None)
+
+    def messages_at(self, session: str, indexes: list[int]) -> list[Message]:
+        msgs = self._messages.get(session, [])
+        return [msgs[i] for i in sorted(set(indexes)) if 0 <= i < len(msgs)]

@@ -76,8 +76,25 @@ STEPS: tuple[Step, ...] = (
     # database locale unless told COLLATE "C", which the primary key index cannot serve.
     Step(5, "key-range batch reads of sessions (issue 16)", "", postgres="""
         CREATE INDEX IF NOT EXISTS sessions_key_range ON sessions (session COLLATE "C")"""),
+    # The search index: derived data (rebuilt from the log, never part of the record); an
+    # upgraded store starts with it empty and the pipeline indexes the log on first use. The
+    # documents' terms are made by the pipeline (Latin words, CJK character bigrams), so no
+    # database tokenizer decides what a Chinese word is. SQLite: FTS5's unicode61 only splits on
+    # the spaces between terms, and each document also carries its session as a term, so a query
+    # intersects with one session's postings. PostgreSQL: the terms stored as lexemes as they are
+    # (positions kept for ts_rank), matched through a GIN index.
+    Step(6, "search index over raw messages (issue 11)", "", sqlite="""
+        CREATE TABLE IF NOT EXISTS search_docs (
+            session TEXT NOT NULL, message_index INTEGER NOT NULL, round INTEGER NOT NULL, role TEXT NOT NULL,
+            tool TEXT, fields TEXT NOT NULL, PRIMARY KEY (session, message_index));
+        CREATE VIRTUAL TABLE IF NOT EXISTS search_terms USING fts5(terms, tokenize = 'unicode61 remove_diacritics 0')""",
+         postgres="""
+        CREATE TABLE IF NOT EXISTS search_docs (
+            session TEXT NOT NULL, message_index INTEGER NOT NULL, round INTEGER NOT NULL, role TEXT NOT NULL,
+            tool TEXT, fields TEXT[] NOT NULL, terms TSVECTOR NOT NULL, PRIMARY KEY (session, message_index));
+        CREATE INDEX IF NOT EXISTS search_docs_terms ON search_docs USING GIN (terms)"""),
     # Append-only memory events per tenant and user (memory/user.py); reads name both.
-    Step(6, "a user's memory across sessions (issue 11)", """
+    Step(7, "a user's memory across sessions (issue 11)", """
         CREATE TABLE IF NOT EXISTS user_memory (
             tenant TEXT NOT NULL, user_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
             PRIMARY KEY (tenant, user_id, seq))"""),

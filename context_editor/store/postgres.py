@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 
 from ..errors import Errors
-from ..model import GENESIS_HASH, Edit, Message, canonical_json
+from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
 from .base import (KEY_COLUMNS, RETRY_FIX, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
                    check_records, domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row,
@@ -54,6 +54,18 @@ def _one(cursor: psycopg.Cursor[Any]) -> tuple[Any, ...]:
     row = cursor.fetchone()
     assert row is not None
     return tuple(row)
+
+
+def _lexeme(term: str) -> str:
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _tsvector(terms: str) -> str:
+    """A tsvector literal of the terms with their positions (1-based, capped as PostgreSQL caps them)."""
+    positions: dict[str, list[int]] = {}
+    for i, term in enumerate(terms.split()[:16383], 1):
+        positions.setdefault(term, []).append(i)
+    return " ".join(f"{_lexeme(t)}:{','.join(map(str, p[:256]))}" for t, p in positions.items())
 
 
 class PostgresStore(Store):
@@ -266,6 +278,54 @@ class PostgresStore(Store):
     def drop_derived(self, session: str, kind: str) -> None:
         with _database_errors(f"dropping derived {kind} of session {session!r}"):
             self._conn().execute("DELETE FROM derived WHERE session = %s AND kind = %s", (session, kind))
+
+    def index_search(self, session: str, docs: list[SearchDoc]) -> None:
+        c = self._conn()
+        with _database_errors(f"indexing messages of session {session!r}"), c.transaction():
+            for d in docs:
+                c.execute("INSERT INTO search_docs VALUES (%s, %s, %s, %s, %s, %s, %s::tsvector) "
+                          "ON CONFLICT (session, message_index) DO UPDATE SET round = EXCLUDED.round, role = EXCLUDED.role, "
+                          "tool = EXCLUDED.tool, fields = EXCLUDED.fields, terms = EXCLUDED.terms",
+                          (session, d.message_index, d.round, d.role, d.tool, list(d.fields), _tsvector(d.terms)))
+
+    def search(self, session: str, terms: list[str], where: SearchFilter, limit: int) -> list[tuple[int, float]]:
+        lexemes = [_lexeme(t) for t in dict.fromkeys(terms) if t.strip()]
+        if not lexemes:
+            return []
+        sql = ["SELECT message_index, ts_rank(terms, q) AS rank FROM search_docs, CAST(%s AS tsquery) q "
+               "WHERE session = %s AND terms @@ q"]
+        args: list[Any] = [" | ".join(lexemes), session]
+        if where.roles is not None:
+            sql.append("AND role = ANY(%s)")
+            args.append(list(where.roles))
+        if where.rounds is not None:
+            sql.append("AND round BETWEEN %s AND %s")
+            args += where.rounds
+        if where.tools is not None:
+            sql.append("AND tool = ANY(%s)")
+            args.append(list(where.tools))
+        if where.fields is not None:
+            sql.append("AND fields && %s::text[]")
+            args.append(list(where.fields))
+        sql.append("ORDER BY rank DESC, message_index DESC LIMIT %s")
+        with _database_errors(f"searching session {session!r}"):
+            rows = self._conn().execute(" ".join(sql), (*args, limit)).fetchall()
+        return [(int(i), float(rank)) for i, rank in rows]
+
+    def search_indexed(self, session: str) -> int:
+        with _database_errors(f"reading the search index of session {session!r}"):
+            value = _one(self._conn().execute("SELECT max(message_index) FROM search_docs WHERE session = %s", (session,)))[0]
+        return -1 if value is None else int(value)
+
+    def drop_search(self, session: str) -> None:
+        with _database_errors(f"dropping the search index of session {session!r}"):
+            self._conn().execute("DELETE FROM search_docs WHERE session = %s", (session,))
+
+    def messages_at(self, session: str, indexes: list[int]) -> list[Message]:
+        with _database_errors(f"reading messages of session {session!r}"):
+            rows = self._conn().execute("SELECT body, hash FROM messages WHERE session = %s AND idx = ANY(%s) ORDER BY idx",
+                                        (session, sorted(set(indexes)))).fetchall()
+        return [Message.from_dict({**json.loads(b), "hash": h}) for b, h in rows]
 
     def close(self) -> None:
         for conn in self._opened:

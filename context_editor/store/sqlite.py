@@ -7,6 +7,7 @@ for indexed reads and are cross-checked against the body.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
@@ -14,11 +15,22 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Errors
-from ..model import GENESIS_HASH, Edit, Message, canonical_json
+from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
 from .base import (KEY_COLUMNS, RETRY_FIX, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
                    check_records, domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row,
                    raw_session_rows, records_head, stored_sessions)
+
+
+def search_session_term(session: str) -> str:
+    """A term only the session's documents carry (a query intersects with it first)."""
+    return "sess" + hashlib.sha256(session.encode("utf-8")).hexdigest()[:24]
+
+
+def search_terms_query(session: str, terms: list[str]) -> str | None:
+    """An FTS5 query: the session's term and any of `terms` (each quoted: never query syntax)."""
+    quoted = [f'"{t.replace(chr(34), chr(34) * 2)}"' for t in dict.fromkeys(terms) if t.strip()]
+    return f'"{search_session_term(session)}" AND ({" OR ".join(quoted)})' if quoted else None
 
 
 class SQLiteStore(Store):
@@ -235,6 +247,68 @@ class SQLiteStore(Store):
 
     def drop_derived(self, session: str, kind: str) -> None:
         self._conn().execute("DELETE FROM derived WHERE session = ? AND kind = ?", (session, kind))
+
+    def index_search(self, session: str, docs: list[SearchDoc]) -> None:
+        c = self._conn()
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            for d in docs:
+                old = c.execute("SELECT rowid FROM search_docs WHERE session = ? AND message_index = ?",
+                                (session, d.message_index)).fetchone()
+                if old:
+                    c.execute("DELETE FROM search_terms WHERE rowid = ?", old)
+                    c.execute("DELETE FROM search_docs WHERE rowid = ?", old)
+                rowid = c.execute("INSERT INTO search_docs VALUES (?, ?, ?, ?, ?, ?)",
+                                  (session, d.message_index, d.round, d.role, d.tool, f" {' '.join(d.fields)} ")).lastrowid
+                c.execute("INSERT INTO search_terms (rowid, terms) VALUES (?, ?)",
+                          (rowid, f"{search_session_term(session)} {d.terms}"))
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+
+    def search(self, session: str, terms: list[str], where: SearchFilter, limit: int) -> list[tuple[int, float]]:
+        query = search_terms_query(session, terms)
+        if query is None:
+            return []
+        sql = ["SELECT d.message_index, bm25(search_terms) AS rank FROM search_terms JOIN search_docs d "
+               "ON d.rowid = search_terms.rowid WHERE search_terms MATCH ? AND d.session = ?"]
+        args: list[Any] = [query, session]
+        if where.roles is not None:
+            sql.append(f"AND d.role IN ({', '.join('?' * len(where.roles))})")
+            args += where.roles
+        if where.rounds is not None:
+            sql.append("AND d.round BETWEEN ? AND ?")
+            args += where.rounds
+        if where.tools is not None:
+            sql.append(f"AND d.tool IN ({', '.join('?' * len(where.tools))})")
+            args += where.tools
+        if where.fields is not None:
+            sql.append(f"AND ({' OR '.join(['instr(d.fields, ?) > 0'] * len(where.fields)) or '0'})")
+            args += [f" {f} " for f in where.fields]
+        sql.append("ORDER BY rank, d.message_index DESC LIMIT ?")
+        rows = self._conn().execute(" ".join(sql), (*args, limit)).fetchall()
+        return [(i, -rank) for i, rank in rows]
+
+    def search_indexed(self, session: str) -> int:
+        row = self._conn().execute("SELECT max(message_index) FROM search_docs WHERE session = ?", (session,)).fetchone()
+        return -1 if row is None or row[0] is None else int(row[0])
+
+    def drop_search(self, session: str) -> None:
+        c = self._conn()
+        c.execute("BEGIN IMMEDIATE")
+        c.execute("DELETE FROM search_terms WHERE rowid IN (SELECT rowid FROM search_docs WHERE session = ?)", (session,))
+        c.execute("DELETE FROM search_docs WHERE session = ?", (session,))
+        c.execute("COMMIT")
+
+    def messages_at(self, session: str, indexes: list[int]) -> list[Message]:
+        wanted = sorted(set(indexes))
+        if not wanted:
+            return []
+        rows = self._conn().execute(
+            f"SELECT body, hash FROM messages WHERE session = ? AND idx IN ({', '.join('?' * len(wanted))}) ORDER BY idx",
+            (session, *wanted)).fetchall()
+        return [Message.from_dict({**json.loads(b), "hash": h}) for b, h in rows]
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

@@ -9,7 +9,11 @@ tokenised into characters (spaCy's blank `zh` with the `char` segmenter: nothing
 Determinism: one seed fixes spaCy's, thinc's and numpy's generators and the shuffling of
 examples; the held-out part is chosen by a hash of each example's group (a dialogue, a line),
 not by chance; the best epoch is kept by held-out F1. The same data, seed and options give
-byte-identical weights (`model_hash` covers the weight files, not the card).
+byte-identical weights (`model_hash` covers the weight files and the calibration, not the card).
+
+After training, the best epoch's span scores are calibrated on the held-out split, per label
+(`calibrate.py`): what a domain compares with a rule's confidence is how often such spans were
+right there, and labels learnt too poorly are not served.
 
 Nothing is written until training succeeds: the model is saved into a temporary directory
 beside `out`, which then replaces `out`.
@@ -30,12 +34,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..domain.nermodel import CARD_FILE, model_hash
+from ..domain.nermodel import CALIBRATION_FILE, CARD_FILE, model_hash
 from ..errors import Errors, MissingExtraError
+from .calibrate import calibrate
 from .card import write_card
 from .corpus import Example
 
-HELD_OUT = 0.05  # share of the groups (dialogues, lines) kept out of training for the card's scores
+HELD_OUT = 0.05  # share of the examples (whole dialogues, lines) kept out of training for scores and calibration
+HELD_OUT_MIN = 1000  # ... but at least this many (at most HELD_OUT_MAX of a small corpus): calibration needs spans
+HELD_OUT_MAX = 0.15
 
 _CONFIG = """
 [nlp]
@@ -86,6 +93,7 @@ class TrainOptions:
     dropout: float = 0.1
     batch_words: int = 1000
     max_examples: int | None = None  # None: all; else a deterministic subset (said on the card)
+    min_f1: float = 0.5  # labels with a lower held-out F1 are not served (calibration.json)
 
 
 @dataclass
@@ -95,6 +103,8 @@ class TrainResult:
     scores: dict[str, Any]
     epochs: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    calibration: dict[str, Any] = field(default_factory=dict)
+    cpu_seconds: float = 0.0  # this process's CPU time: wall time says little on a shared machine
 
 
 def blank_pipeline(opts: TrainOptions) -> Any:
@@ -110,16 +120,18 @@ def blank_pipeline(opts: TrainOptions) -> Any:
     return load_model_from_config(load_config_from_str(text), auto_fill=True, validate=True)
 
 
-def split_held_out(examples: list[Example], share: float = HELD_OUT) -> tuple[list[Example], list[Example]]:
-    """(train, held out): whole groups, the ones whose name hashes lowest, until `share` of the
-    examples (at least one group when there are two or more)."""
+def split_held_out(examples: list[Example]) -> tuple[list[Example], list[Example]]:
+    """(train, held out): whole groups, the ones whose name hashes lowest, until `HELD_OUT` of the
+    examples, or `HELD_OUT_MIN` of them but no more than `HELD_OUT_MAX` of a small corpus (at
+    least one group when there are two or more)."""
     sizes = Counter(ex.group for ex in examples)
     if len(sizes) < 2:
         return examples, []
+    target = max(HELD_OUT * len(examples), min(HELD_OUT_MIN, HELD_OUT_MAX * len(examples)))
     held: set[str] = set()
     count = 0
     for g in sorted(sizes, key=lambda g: (zlib.crc32(g.encode("utf-8")), g)):
-        if held and count >= share * len(examples):
+        if held and count >= target:
             break
         held.add(g)
         count += sizes[g]
@@ -169,7 +181,7 @@ def train_ner(examples: list[Example], out: str | Path, opts: TrainOptions, *, c
     except ImportError as exc:  # thinc comes with spaCy, the optional [ner] extra
         raise MissingExtraError("spaCy", "ner", "`context-editor train ner`") from exc
 
-    started = time.monotonic()
+    started, cpu_started = time.monotonic(), time.process_time()
     labels = sorted({label for ex in examples for _, _, label in ex.spans})
     if not labels:
         raise Errors.TRAINING_DATA(problem="the training data has no labelled spans (empty label set)",
@@ -191,7 +203,7 @@ def train_ner(examples: list[Example], out: str | Path, opts: TrainOptions, *, c
     best_epoch = 0
     epochs: list[dict[str, Any]] = []
     for epoch in range(1, opts.max_epochs + 1):
-        t0 = time.monotonic()
+        t0, c0 = time.monotonic(), time.process_time()
         rng.shuffle(train_eg)
         losses: dict[str, float] = {}
         for batch in _batches(train_eg, opts.batch_words):
@@ -199,7 +211,7 @@ def train_ner(examples: list[Example], out: str | Path, opts: TrainOptions, *, c
         scores = _scores(nlp, held_eg)
         f = scores["f"] if scores["f"] is not None else -float(losses.get("ner", 0.0))
         epochs.append({"epoch": epoch, "loss": round(float(losses.get("ner", 0.0)), 2), "held_out_f": scores["f"],
-                       "seconds": round(time.monotonic() - t0, 1)})
+                       "seconds": round(time.monotonic() - t0, 1), "cpu_seconds": round(time.process_time() - c0, 1)})
         log(f"epoch {epoch}: loss {losses.get('ner', 0.0):.1f}, held-out F1 {scores['f']}, {time.monotonic() - t0:.0f} s")
         if best is None or f >= best[0]:  # a tie goes to the later, longer-trained epoch
             best, best_epoch = (f, nlp.to_bytes(), scores), epoch
@@ -207,8 +219,12 @@ def train_ner(examples: list[Example], out: str | Path, opts: TrainOptions, *, c
             break
     assert best is not None
     nlp.from_bytes(best[1])
-    seconds = time.monotonic() - started
-    result = TrainResult(Path(out), labels, {**best[2], "epoch": best_epoch}, epochs, seconds)
+    t0 = time.monotonic()
+    calibration = calibrate(nlp, held_eg, labels, opts.min_f1)
+    log(f"calibrated on {len(held_eg)} held-out examples in {time.monotonic() - t0:.0f} s; served: "
+        + ", ".join(l for l, c in calibration["labels"].items() if c["served"]))
+    result = TrainResult(Path(out), labels, {**best[2], "epoch": best_epoch}, epochs, time.monotonic() - started, calibration,
+                         time.process_time() - cpu_started)
     _save(nlp, result, opts, command=command, data={**data, "train_examples": len(train), "held_out_examples": len(held),
                                                      "spans": dict(sorted(Counter(l for ex in examples for _, _, l in ex.spans).items()))})
     return result
@@ -223,6 +239,7 @@ def _save(nlp: Any, result: TrainResult, opts: TrainOptions, *, command: str, da
         # The directory name goes on the card, not in meta.json: the weights hash the same wherever they are saved.
         nlp.meta.update({"name": "context_editor_ner", "version": "0.0.0", "description": "context-editor NER (kinds of value)"})
         nlp.to_disk(tmp)
+        (tmp / CALIBRATION_FILE).write_text(json.dumps(result.calibration, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         write_card(tmp, result, opts, command=command, data=data, digest=model_hash(tmp))
         if out.exists():
             shutil.rmtree(out)

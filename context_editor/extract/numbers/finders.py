@@ -72,6 +72,7 @@ class _Patterns:
     word_duration: re.Pattern[str]
     kind_of: dict[str, str]  # people word -> adult / child / people
     count_right: re.Pattern[str]
+    count_cue: re.Pattern[str]  # a word without which a text holds no count (see find_people_counts)
 
 
 def _money_patterns(v: Vocabulary) -> dict[str, re.Pattern[str]]:
@@ -137,6 +138,9 @@ def _compile(v: Vocabulary) -> _Patterns:
         unit_of=unit_of,
         kind_of=kind_of,
         count_right=count_right,
+        # What `_count_part` and `_big_small` need to see: a people word or one of the measure words.
+        count_cue=re.compile(rf"[个位名口俩大]|{alt(w for w in kind_of if not w.isascii())}"
+                             rf"|{words_pattern(w for w in kind_of if w.isascii())}", FLAGS),
         **_money_patterns(v),
         **_duration_patterns(unit_of),
     )
@@ -344,21 +348,21 @@ _BIG_SMALL = re.compile(r"(?P<a>[0-9]{1,2}|[一二两三四五六七八九十])�
 _COUNT_JOIN = re.compile(r"\s*(?:(?<![a-z])(?:and|with|plus)(?![a-z])|[&+,，、和加带跟])?\s*", FLAGS)
 
 
-def _count_part(text: str, norm: str, num: NumberMatch) -> CountMatch | None:
+def _count_part(text: str, norm: str, num: NumberMatch, patterns: _Patterns) -> CountMatch | None:
     """One number with a people word, measure word or pronoun (``3位``, ``我们三个``, ``一家三口``)."""
     if not isinstance(num.value, int) or num.value <= 0:
         return None
     left = _COUNT_LEFT.search(norm, max(0, num.start - 4), num.start)
     if left and left["ordinal"]:
         return None
-    m = _patterns().count_right.match(norm, num.end)
+    m = patterns.count_right.match(norm, num.end)
     assert m is not None  # every part of the pattern is optional
     mw, who = m["mw"], m["who"]
     pron, family = bool(left and left["pron"]), bool(left and left["family"])
     if who:
-        kind = _patterns().kind_of[re.sub(r"\s+", " ", who.lower())]
+        kind = patterns.kind_of[re.sub(r"\s+", " ", who.lower())]
     elif mw in ("位", "名") or (mw == "口" and family) or (pron and (mw == "个" or num.text == "俩")):
-        if mw == "个" and _patterns().non_money_unit.match(norm, m.end()):
+        if mw == "个" and patterns.non_money_unit.match(norm, m.end()):
             return None  # 我们三个月: the 个 belongs to a unit
         kind = "people"
     else:
@@ -408,5 +412,12 @@ def _solo(text: str, norm: str) -> Iterable[CountMatch]:
 def find_people_counts(text: str) -> list[CountMatch]:
     """How many people: ``两个人``, ``3位``, ``4 people``, ``two adults``, ``我们三个``, ``一家三口``, ``just me``."""
     norm = normalize_width(text)
-    parts = leftmost_longest(p for num in scan(text, norm) if (p := _count_part(text, norm, num)))
+    if not _patterns().count_cue.search(norm):
+        return list(_solo(text, norm))  # no people or measure word: reading every number would find nothing
+    return _people_counts(text, norm)
+
+
+def _people_counts(text: str, norm: str) -> list[CountMatch]:
+    patterns = _patterns()
+    parts = leftmost_longest(p for num in scan(text, norm) if (p := _count_part(text, norm, num, patterns)))
     return leftmost_longest([*_big_small(text, norm), *_solo(text, norm), *_merge_parts(text, norm, parts)])

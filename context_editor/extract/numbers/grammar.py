@@ -232,6 +232,8 @@ def _cn_value(s: str) -> int | float | None:
 def _ar_value(s: str) -> int | float | None:
     """Arabic digits, optionally with a ``k``/``m`` suffix or Chinese units (``3千``, ``2万5``)."""
     plain = s.replace(",", "")
+    if plain.isdigit() and len(plain) <= 15:  # the common case, exact in a float too: no Decimal round trip
+        return int(plain)
     multiplier = _LETTER_SUFFIX.get(plain[-1].lower())
     if multiplier:
         return tidy(Decimal(plain[:-1]) * multiplier)
