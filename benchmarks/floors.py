@@ -107,8 +107,8 @@ def ingest_sqlite(lang: str, n: int, tmp: Path) -> dict[str, Any]:
 
 
 class RoundTrips:
-    """Counts what a psycopg connection sends: each execute, executemany and commit is one trip
-    (pipeline mode would batch them; the count is then an upper bound)."""
+    """Counts the round trips of every psycopg connection: each wait for the server (a
+    statement, a BEGIN, a COMMIT) goes through `Connection.wait` once."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -117,16 +117,14 @@ class RoundTrips:
     def __enter__(self) -> RoundTrips:
         import psycopg
 
-        for cls, names in ((psycopg.Connection, ("execute", "commit")), (psycopg.Cursor, ("execute", "executemany"))):
-            for name in names:
-                original = getattr(cls, name)
+        original = psycopg.Connection.wait
 
-                def counted(*a: Any, _f: Any = original, **k: Any) -> Any:
-                    self.count += 1
-                    return _f(*a, **k)
+        def counted(*a: Any, **k: Any) -> Any:
+            self.count += 1
+            return original(*a, **k)
 
-                setattr(cls, name, counted)
-                self._undo.append(lambda cls=cls, name=name, original=original: setattr(cls, name, original))
+        psycopg.Connection.wait = counted  # type: ignore[method-assign]
+        self._undo.append(lambda: setattr(psycopg.Connection, "wait", original))
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field, replace
+import dataclasses
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Iterable, Literal
 
@@ -92,28 +93,40 @@ class Message:
     prev_hash: str = GENESIS_HASH  # raw messages form their own hash chain, so they are tamper-evident too
     hash: str = ""
     asks: tuple[str, ...] = ()  # app metadata of an assistant message: the fields it asks for
+    # The canonical JSON of body() as sealed: hashed once and stored as is (one serialisation per
+    # body). Not a field of the record: `replace` drops it, so a changed copy is serialised anew.
+    _text: str = field(default="", init=False, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["tool_calls"] = list(self.tool_calls)
-        if self.asks:
-            d["asks"] = list(self.asks)
-        else:
-            del d["asks"]  # absent when empty, so messages stored before it existed hash the same
+        d = self.body()
+        d["hash"] = self.hash
         return d
 
     def body(self) -> dict[str, Any]:
-        """Everything the hash covers (all but the hash itself)."""
-        d = self.to_dict()
-        del d["hash"]
+        """Everything the hash covers (all but the hash itself). Built field by field: no deep copy
+        (the tool calls are shared, never modified)."""
+        d: dict[str, Any] = {
+            "session": self.session, "index": self.index, "round": self.round, "role": self.role,
+            "content": self.content, "timestamp": self.timestamp, "id": self.id, "name": self.name,
+            "tool_call_id": self.tool_call_id, "tool_calls": list(self.tool_calls), "prev_hash": self.prev_hash,
+        }
+        if self.asks:  # absent when empty, so messages stored before it existed hash the same
+            d["asks"] = list(self.asks)
         return d
+
+    def body_text(self) -> str:
+        """The canonical JSON of body(): what is hashed and stored."""
+        return self._text or canonical_json(self.body())
 
     def compute_hash(self) -> str:
         return hashlib.sha256(canonical_json(self.body()).encode("utf-8")).hexdigest()
 
     def sealed(self, prev_hash: str) -> Message:
         m = replace(self, prev_hash=prev_hash, hash="")
-        return replace(m, hash=m.compute_hash())
+        text = canonical_json(m.body())
+        object.__setattr__(m, "hash", hashlib.sha256(text.encode("utf-8")).hexdigest())  # not yet shared
+        object.__setattr__(m, "_text", text)
+        return m
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Message:
@@ -168,9 +181,9 @@ class Provenance:
     message_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["span"] = list(self.span)
-        return d
+        return {"message_index": self.message_index, "round": self.round, "role": self.role, "span": list(self.span),
+                "text": self.text, "extractor": self.extractor, "confidence": self.confidence,
+                "domain_version": self.domain_version, "message_id": self.message_id}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> Provenance | None:
@@ -215,6 +228,8 @@ class Edit:
     at: str | None = None  # the message's timestamp: TTLs in days are measured on it
     prev_hash: str = GENESIS_HASH
     hash: str = ""
+    # As in Message: body() as sealed. (`field` is a column of this class, hence the long name.)
+    _text: str = dataclasses.field(default="", init=False, repr=False, compare=False)
 
     def body(self) -> dict[str, Any]:
         """Everything the hash covers (all but the hash itself)."""
@@ -240,10 +255,17 @@ class Edit:
     def compute_hash(self) -> str:
         return hashlib.sha256(canonical_json(self.body()).encode("utf-8")).hexdigest()
 
+    def body_text(self) -> str:
+        """The canonical JSON of body(): what is hashed and stored."""
+        return self._text or canonical_json(self.body())
+
     def sealed(self, seq: int, prev_hash: str) -> Edit:
         """This edit placed at `seq` after `prev_hash`, with its own hash filled in."""
         e = replace(self, seq=seq, prev_hash=prev_hash, hash="")
-        return replace(e, hash=e.compute_hash())
+        text = canonical_json(e.body())
+        object.__setattr__(e, "hash", hashlib.sha256(text.encode("utf-8")).hexdigest())  # not yet shared
+        object.__setattr__(e, "_text", text)
+        return e
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.body(), "hash": self.hash}

@@ -50,6 +50,7 @@ DEFAULT_BAND = (0.0, 1.0)  # a context larger than the raw window it stands for 
 MIN_RATIO_SOURCE = 400  # below this many raw tokens the ratio measures the XML's frame, not compaction
 USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
 DEFAULT_CACHE_SESSIONS = 1024
+DEFAULT_BATCH = 200  # messages per store transaction in `ingest_many`
 UPGRADE = "DOMAIN_UPGRADE"  # the session moves to the new version; values already set stay as they are
 REDERIVE = "DOMAIN_REDERIVE"  # the same, and its state becomes what the new version makes of all its messages
 APPEND_ATTEMPTS = 32  # a writer losing this many races in a row on one session gives up with the conflict
@@ -177,6 +178,47 @@ class ContextEditor:
             self.add(session, m, now=now, idempotent=idempotent)
         return self.state(session)
 
+    def ingest_many(self, items: Iterable[tuple[str, dict[str, Any] | Message]], now: datetime | str | None = None,
+                    batch_size: int = DEFAULT_BATCH) -> int:
+        """A bulk load: (session, message) pairs in order, committed `batch_size` messages per
+        store transaction (one commit for many messages). Each message is still atomic, and a
+        reader sees a batch whole or not at all. If a message fails, its batch is rolled back
+        (whole messages only) and the error raised; the batches before it stay committed.
+        Returns the number of messages committed."""
+        done = 0
+        pending: list[tuple[str, dict[str, Any] | Message]] = []
+
+        def flush() -> None:
+            nonlocal done
+            touched = {s for s, _ in pending}
+            try:
+                with self.store.batch():
+                    for session, message in pending:
+                        self._bind(session)
+                        self.add(session, message, now=now)
+            except BaseException:
+                for s in touched:  # the cached folds and memory may hold what was rolled back
+                    self._forget(s)
+                raise
+            done += len(pending)
+            pending.clear()
+
+        for item in items:
+            pending.append(item)
+            if len(pending) >= max(batch_size, 1):
+                flush()
+        if pending:
+            flush()
+        return done
+
+    def _forget(self, session: str) -> None:
+        """Drop everything cached about a session: the next use reads it from the store."""
+        self._states.pop(session, None)
+        self._bound.pop(session, None)
+        self._zones.pop(session, None)
+        self._priors.pop(session, None)
+        self._indexed.discard(session)
+
     def add(self, session: str, message: dict[str, Any] | Message, now: datetime | str | None = None,
             idempotent: bool = False) -> list[Edit]:
         """Process one message atomically; returns the edits it committed (none if `idempotent`
@@ -187,7 +229,9 @@ class ContextEditor:
             return []
         for attempt in range(APPEND_ATTEMPTS):
             upgrade_from = self._bind(session)
-            state = self._live(session)
+            # A cached fold is used without asking the store for its head: the append itself
+            # refuses a message computed on a head another writer has moved (the retry below).
+            state = self._cached(session) or self._live(session)
             msg = self._stamp(session, raw, state, now)
             try:
                 with using(self.domain.lexicon):  # the words this domain version was made with
@@ -261,17 +305,17 @@ class ContextEditor:
     def _summarize(self, session: str, msg: Message) -> None:
         """Fold a committed message into the session's summary zone and store what changed."""
         zone = self._zone(session)
-        for key, body in zone.bodies(zone.add(msg)).items():
+        zone.add(msg)
+        for key, body in zone.bodies(zone.settled()).items():
             self.store.put_derived(session, SUMMARY_KIND, key, body)
 
     def _zone(self, session: str) -> SummaryZone:
         zone = self._zones.get(session)
         if zone is None:
             zone = SummaryZone.from_bodies(self.domain, self.store.derived(session, SUMMARY_KIND))
-            changed: set[int] = set()
             for m in self.store.messages(session, since_round=zone.resume_round()):
-                changed.update(zone.add(m))
-            for key, body in zone.bodies(sorted(changed)).items():
+                zone.add(m)
+            for key, body in zone.bodies(zone.settled()).items():
                 self.store.put_derived(session, SUMMARY_KIND, key, body)
             self._zones[session] = zone
         return zone
@@ -422,9 +466,12 @@ class ContextEditor:
                     commit(edit(msg, self.domain, "alert", e.field, None, text, "machine", reason=code, stage="validate"))
                 continue
             accepted.append(e)
+        changed = {e.field for e in accepted if e.field is not None}
+        if not changed or not self.domain.rules:
+            return accepted  # a rule is only checked when a field it reads changes
         values = state.values() | {e.field: e.after for e in accepted if e.field is not None}
         now = msg.time()
-        for rule, text in violations(self.domain, values, now.date() if now else None):
+        for rule, text in violations(self.domain, values, now.date() if now else None, changed):
             touched = [e for e in accepted if e.field in rule.fields]
             if not touched:
                 continue  # the violation predates this message; it was reported then
@@ -466,6 +513,12 @@ class ContextEditor:
             evicted, _ = self._states.popitem(last=False)
             self._priors.pop(evicted, None)
             self._zones.pop(evicted, None)
+        return state
+
+    def _cached(self, session: str) -> State | None:
+        state = self._states.get(session)
+        if state is not None:
+            self._states.move_to_end(session)
         return state
 
     def state(self, session: str, as_of_round: int | None = None) -> State:

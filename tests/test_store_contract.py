@@ -242,7 +242,7 @@ def test_append_rolls_back_when_a_write_fails_midway(store, store_url, session):
     if session == "existing":
         add(store, session)
     m, (first, second) = next_turn(store, session)
-    unwritable = UnwritableEdit(**{f.name: getattr(second, f.name) for f in fields(Edit)})
+    unwritable = UnwritableEdit(**{f.name: getattr(second, f.name) for f in fields(Edit) if f.init})
     before = snapshot(store, session)
     with pytest.raises(RuntimeError, match="injected write failure"):
         store.append(DOMAIN, VERSION, m, [first, unwritable])

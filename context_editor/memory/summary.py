@@ -128,6 +128,7 @@ class SummaryZone:
     anchors: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_index: int = -1
     _lines: tuple[tuple[int, int | None], list[SummaryLine]] | None = field(default=None, repr=False, compare=False)
+    _unsaved: set[int] = field(default_factory=set, repr=False, compare=False)  # keys changed since `settled`
     _older: tuple[int, list[SummaryLine]] | None = field(default=None, repr=False, compare=False)
 
     def add(self, msg: Message) -> list[int]:
@@ -137,12 +138,23 @@ class SummaryZone:
         self.last_index = msg.index
         if msg.role == "system" and msg.name in ANCHOR_NAMES:
             self.anchors[msg.name] = {"text": msg.content, "round": msg.round, "index": msg.index}
+            self._unsaved.add(ANCHORS_KEY)
             return [ANCHORS_KEY]
         number = stage_of(msg.round)
         stage = self.stages.setdefault(number, Stage(number))
         stage.add(lines_of(self.domain, msg))
         stage.last_index = msg.index
+        self._unsaved.add(number)
         return [number]
+
+    def settled(self) -> list[int]:
+        """The changed keys worth storing now: the anchors, and stages that are complete (a later
+        stage has begun). The open stage is not rewritten at every message: a reload refolds it
+        from the log (`resume_round`), so the store's copy lags by at most one stage."""
+        newest = max(self.stages, default=None)
+        keys = sorted(k for k in self._unsaved if k == ANCHORS_KEY or newest is None or k < newest)
+        self._unsaved.difference_update(keys)
+        return keys
 
     def lines(self, up_to_round: int | None = None) -> list[SummaryLine]:
         """Every line of rounds <= up_to_round, oldest first. The same list object is handed out
@@ -175,10 +187,11 @@ class SummaryZone:
         zone = cls(domain)
         for key, body in bodies.items():
             if key == ANCHORS_KEY:
+                # Its last_index is not the zone's: the open stage before it may not be stored.
                 zone.anchors = body["anchors"]
             else:
                 zone.stages[key] = Stage(key, [SummaryLine.from_dict(d) for d in body["lines"]], body["last_index"])
-            zone.last_index = max(zone.last_index, body["last_index"])
+                zone.last_index = max(zone.last_index, body["last_index"])
         return zone
 
     def resume_round(self) -> int:

@@ -10,10 +10,12 @@ Every backend gives the same guarantees, checked by one contract test suite:
 from __future__ import annotations
 
 import hashlib
-import json
 import heapq
+import json
 import math
+import re
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -53,6 +55,11 @@ class StoredSession:
     info: SessionInfo
     messages: tuple[Message, ...]
     edits: tuple[Edit, ...]
+
+
+def redacted(url: str) -> str:
+    """A store URL without its password, for messages and files."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
 def domain_text(source: dict[str, Any]) -> tuple[str, str]:
@@ -96,6 +103,15 @@ def new_head(domain: str, domain_version: str, domain_sha256: str | None, messag
     """The head of a session after `message` and its `edits` are appended."""
     return Head(message.session, domain, domain_version, domain_sha256, n_msgs + 1, n_edits + len(edits), message.hash,
                 edits[-1].hash if edits else (last_edit_hash or GENESIS_HASH))
+
+
+def head_hashes(text: str | None) -> tuple[str, str] | None:
+    """(last message hash, last edit hash) from a session's stored head, so an append checks the
+    chain with the one read of the sessions row; None when the row holds no head yet."""
+    if not text:
+        return None
+    head = json.loads(text)
+    return head["last_message_hash"], head["last_edit_hash"]
 
 
 def key_range(after: str | None, upto: str | None, column: str, mark: str) -> tuple[str, tuple[str, ...]]:
@@ -144,7 +160,7 @@ def astuple_key(key: KeyRecord) -> tuple[Any, ...]:
 
 def edit_row(e: Edit) -> tuple[Any, ...]:
     """The row of an edit in an SQL store: key columns, canonical body, hash."""
-    return (e.session, e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash)
+    return (e.session, e.seq, e.round, e.message_index, e.body_text(), e.hash)
 
 
 def edit_from_row(body: str, hash_: str) -> Edit:
@@ -283,6 +299,13 @@ class Store(ABC):
     @abstractmethod
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
         """Commit one message and its edits atomically. Raises StoreError on a conflict."""
+
+    def batch(self) -> AbstractContextManager[None]:
+        """A bulk load: the appends inside commit together when the block ends (one commit for
+        many messages), or none of them if it raises. Each append stays whole: a reader sees a
+        message with all its edits or not at all. Stores without transactions commit each
+        append at once (the default)."""
+        return nullcontext()
 
     @abstractmethod
     def append_records(self, session: str, edits: list[Edit]) -> None:

@@ -8,7 +8,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import replace
 from typing import Any
 
-from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
+from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter
 from .base import (KeyRecord, SessionInfo, Store, StoredSession, TermIndex, check_batch, check_records, domain_text,
                    new_head, parse_domain_row, records_head)
 
@@ -114,8 +114,8 @@ class MemoryStore(Store):
                 for k in keys if (info := self.session(k)) is not None]
 
     def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        msgs = [(m.index, m.round, canonical_json(m.body()), m.hash) for m in self._messages.get(session, [])]
-        edits = [(e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash) for e in self._edits.get(session, [])]
+        msgs = [(m.index, m.round, m.body_text(), m.hash) for m in self._messages.get(session, [])]
+        edits = [(e.seq, e.round, e.message_index, e.body_text(), e.hash) for e in self._edits.get(session, [])]
         return msgs, edits
 
     def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:

@@ -9,8 +9,8 @@ Bodies are TEXT holding canonical JSON, so hashes are verified on exactly the st
 from __future__ import annotations
 
 import json
-import re
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -22,7 +22,7 @@ from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canoni
 from . import migrations
 from .base import (KEY_COLUMNS, RETRY_FIX, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
                    check_records, domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row,
-                   raw_session_rows, records_head, stored_sessions)
+                   raw_session_rows, records_head, redacted, stored_sessions)
 
 
 @contextmanager
@@ -39,9 +39,7 @@ def _database_errors(action: str) -> Iterator[None]:
                              "(postgresql://user[:password]@host[:port]/database) is right") from exc
 
 
-def _safe_url(url: str) -> str:
-    """The URL without its password, for messages."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+HEADS_KEPT = 4096
 
 
 def _key_range(after: str | None, upto: str | None) -> tuple[str, tuple[str, ...]]:
@@ -73,6 +71,11 @@ class PostgresStore(Store):
         self.url = url
         self._local = threading.local()  # one connection per thread: a transaction is per connection
         self._opened: list[psycopg.Connection] = []
+        self._shas: dict[str, str] = {}  # domain version -> sha256 of its stored document
+        # session -> (messages, edits, last edit hash) as this store last wrote it: lets an append
+        # without edits go in one statement. A stale entry only costs the locking path.
+        self._heads: OrderedDict[str, tuple[int, int, str]] = OrderedDict()
+        self._heads_lock = threading.Lock()
         with _database_errors("creating or upgrading the schema"), self._conn().transaction():
             # CREATE TABLE IF NOT EXISTS is not safe against itself: two processes opening a new
             # database at once can both try to create a table. The lock makes them take turns.
@@ -83,7 +86,7 @@ class PostgresStore(Store):
             version, has_tables = _one(c.execute(
                 "SELECT (SELECT max(version) FROM schema_version), to_regclass('messages') IS NOT NULL"))
             if (has_tables, version) != (True, migrations.SCHEMA_VERSION):
-                migrations.upgrade(c.execute, (version or 1) if has_tables else None, _safe_url(url), "postgres",
+                migrations.upgrade(c.execute, (version or 1) if has_tables else None, redacted(url), "postgres",
                                    psycopg.Error)
                 c.execute("DELETE FROM schema_version")
                 c.execute("INSERT INTO schema_version VALUES (%s)", (migrations.SCHEMA_VERSION,))
@@ -120,7 +123,89 @@ class PostgresStore(Store):
                 (session,)).fetchone()
         return SessionInfo(*row) if row else None
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        # Appends inside run in this transaction (a lost race's locking path in a savepoint of it).
+        with self._conn().transaction():
+            yield
+
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
+        # One round trip when this store knows where the session stands (it wrote its head, or the
+        # batch says it: the message's index and prev hash, the first edit's seq and prev hash):
+        # a single statement that writes only if the session is still there. Anything else (a
+        # session another writer moved on, one this process has not written yet) takes the
+        # locking path, which tells a lost race from a stale expectation.
+        expected = self._expected(message, edits)
+        if expected is not None and self._append_one(domain, domain_version, message, edits, *expected):
+            return
+        self._append_locked(domain, domain_version, message, edits)
+
+    def _expected(self, message: Message, edits: list[Edit]) -> tuple[int, str] | None:
+        """(edits, last edit hash) the session should hold before this batch, if known."""
+        if edits:
+            return edits[0].seq, edits[0].prev_hash
+        if message.index == 0:
+            return 0, GENESIS_HASH
+        known = self._heads.get(message.session)
+        return (known[1], known[2]) if known is not None and known[0] == message.index else None
+
+    def _append_one(self, domain: str, domain_version: str, message: Message, edits: list[Edit], n_edits: int,
+                    last_edit: str) -> bool:
+        """The append as one statement, on condition that the session holds `message.index`
+        messages and `n_edits` edits ending in the hashes the batch links to. False (nothing
+        written) if it does not."""
+        s, n_msgs = message.session, message.index
+        check_batch(message, edits, n_msgs, n_edits, last_edit, message.prev_hash)
+        head = new_head(domain, domain_version, self._domain_sha(domain_version), message, edits, n_msgs, n_edits,
+                        last_edit if n_edits else None)
+        text, signature = self.sign(head)
+        values = {"s": s, "domain": domain, "version": domain_version, "m": head.messages, "e": head.edits,
+                  "head": text, "sig": signature, "n_msgs": n_msgs, "n_edits": n_edits,
+                  "last_msg": message.prev_hash, "last_edit": last_edit, "idx": message.index, "round": message.round,
+                  "body": message.body_text(), "hash": message.hash, "seqs": [e.seq for e in edits],
+                  "rounds": [e.round for e in edits], "mis": [e.message_index for e in edits],
+                  "bodies": [e.body_text() for e in edits], "hashes": [e.hash for e in edits]}
+        session_row = (
+            "INSERT INTO sessions VALUES (%(s)s, %(domain)s, %(version)s, %(m)s, %(e)s, %(head)s, %(sig)s) "
+            "ON CONFLICT DO NOTHING RETURNING 1" if n_msgs == 0 else
+            # UPDATE re-checks its condition on the row as the winner of a race left it.
+            "UPDATE sessions SET domain = %(domain)s, domain_version = %(version)s, messages = %(m)s, edits = %(e)s, "
+            "head = %(head)s, signature = %(sig)s WHERE session = %(s)s AND messages = %(n_msgs)s "
+            "AND edits = %(n_edits)s AND head <> '' AND head::json->>'last_message_hash' = %(last_msg)s "
+            "AND head::json->>'last_edit_hash' = %(last_edit)s RETURNING 1")
+        with _database_errors(f"appending message {message.index} to session {s!r}"):
+            row = self._conn().execute(
+                f"WITH head AS ({session_row}), "
+                "m AS (INSERT INTO messages SELECT %(s)s, %(idx)s, %(round)s, %(body)s, %(hash)s FROM head RETURNING 1), "
+                "e AS (INSERT INTO edits SELECT %(s)s, t.* FROM head, unnest(%(seqs)s::integer[], %(rounds)s::integer[], "
+                "%(mis)s::integer[], %(bodies)s::text[], %(hashes)s::text[]) AS t RETURNING 1) "
+                "SELECT count(*) FROM head", values).fetchone()
+        if not row or not row[0]:
+            return False
+        self._remember(s, head.messages, head.edits, head.last_edit_hash)
+        return True
+
+    def _remember(self, session: str, messages: int, edits: int, last_edit: str) -> None:
+        """Where a session stands after this store wrote it (a bounded cache of heads)."""
+        with self._heads_lock:
+            self._heads[session] = (messages, edits, last_edit)
+            self._heads.move_to_end(session)
+            while len(self._heads) > HEADS_KEPT:
+                self._heads.popitem(last=False)
+
+    def _domain_sha(self, version_hash: str) -> str | None:
+        """The SHA-256 of a stored domain document (a row never changes once written: kept)."""
+        sha = self._shas.get(version_hash)
+        if sha is None:
+            with _database_errors(f"reading domain {version_hash}"):
+                row = self._conn().execute("SELECT sha256 FROM domains WHERE version_hash = %s", (version_hash,)).fetchone()
+            sha = row[0] if row else None
+            if sha is not None:
+                self._shas[version_hash] = sha
+        return sha
+
+    def _append_locked(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
+        """The append that reads and locks the session's row first (several round trips)."""
         c, s = self._conn(), message.session
         with _database_errors(f"appending message {message.index} to session {s!r}"), c.transaction():
             # The session row is this session's lock. A writer racing on a new session waits on
@@ -136,13 +221,14 @@ class PostgresStore(Store):
             n_msgs, n_edits, last_hash, last_msg, sha = locked
             check_batch(message, edits, n_msgs, n_edits, last_hash or GENESIS_HASH, last_msg or GENESIS_HASH)
             c.execute("INSERT INTO messages VALUES (%s, %s, %s, %s, %s)",
-                      (s, message.index, message.round, canonical_json(message.body()), message.hash))
+                      (s, message.index, message.round, message.body_text(), message.hash))
             with c.cursor() as cur:
                 cur.executemany("INSERT INTO edits VALUES (%s, %s, %s, %s, %s, %s)", [edit_row(e) for e in edits])
             head = new_head(domain, domain_version, sha, message, edits, n_msgs, n_edits, last_hash)
             c.execute("UPDATE sessions SET domain = %s, domain_version = %s, messages = %s, edits = %s, head = %s, "
                       "signature = %s WHERE session = %s",
                       (domain, domain_version, head.messages, head.edits, *self.sign(head), s))
+        self._remember(s, head.messages, head.edits, head.last_edit_hash)
 
     def append_records(self, session: str, edits: list[Edit]) -> None:
         c = self._conn()
