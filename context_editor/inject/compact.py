@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ..model import State
-from .history import ID, words
+from .history import ID, Hidden, shown_text, words
 TOP_ENTITIES = 8
 MIN_WEIGHT = 1.5
 STAGE_ROUNDS = 10  # rounds per stage of the summary zone
@@ -137,16 +137,17 @@ def is_covered(line: SummaryLine, absorbed: tuple[dict[int, list[tuple[int, int]
     return True
 
 
-def mask(line: SummaryLine, hidden: list[tuple[int, int, str]]) -> str:
-    """The line with spans of out-of-scope fields replaced, like the verbatim turns."""
-    if line.start < 0 or not hidden:
-        return line.text
-    text, end = line.text, line.start + len(line.text)
-    for a, b, name in sorted(hidden, reverse=True):
-        if a < end and line.start < b:
-            lo, hi = max(a, line.start) - line.start, min(b, end) - line.start
-            text = text[:lo] + f"[{name} hidden]" + text[hi:]
-    return text
+def mask(line: SummaryLine, hidden: Hidden) -> str:
+    """The line as the verbatim turns would show it: spans of out-of-scope fields replaced, then
+    hidden values, `pii:` values and personal data, as in `history.turn`."""
+    text, spans = line.text, hidden.spans.get(line.index, [])
+    if line.start >= 0 and spans:
+        end = line.start + len(line.text)
+        for a, b, name in sorted(spans, reverse=True):
+            if a < end and line.start < b:
+                lo, hi = max(a, line.start) - line.start, min(b, end) - line.start
+                text = text[:lo] + f"[{name} hidden]" + text[hi:]
+    return shown_text(text, hidden)
 
 
 ZONE_MEMO = 256  # zone_lines results kept (a session's renders between two of its messages reuse one)
@@ -155,7 +156,7 @@ _zone_memo: dict[tuple[Any, ...], tuple[list[SummaryLine], list[ZoneLine]]] = {}
 
 def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
                absorbed: tuple[dict[int, list[tuple[int, int]]], list[str]],
-               hidden: dict[int, list[tuple[int, int, str]]]) -> list[ZoneLine]:
+               hidden: Hidden) -> list[ZoneLine]:
     """The lines this action's context may show, in order, each with its budget tier.
 
     Lines older than `window_from` roll up into the session summary: facts, values the state
@@ -171,7 +172,7 @@ def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
     did not change, only the new lines are looked at. Entries hold the lists they were made
     from, so a reused id can never match."""
     view = (frozenset(vocabulary), tuple(sorted((i, tuple(spans)) for i, spans in absorbed[0].items())),
-            tuple(absorbed[1]), tuple(sorted((i, tuple(spans)) for i, spans in hidden.items())))
+            tuple(absorbed[1]), hidden.fingerprint())
     key = (id(lines), len(lines), window_from, view)
     hit = _zone_memo.get(key)
     if hit is not None and hit[0] is lines:
@@ -190,7 +191,7 @@ _worth_memo: dict[tuple[Any, ...], tuple[list[SummaryLine], list[tuple[str, int,
 
 def _line_worth(lines: list[SummaryLine], view: tuple[Any, ...], vocabulary: set[str],
                 absorbed: tuple[dict[int, list[tuple[int, int]]], list[str]],
-                hidden: dict[int, list[tuple[int, int, str]]]) -> list[tuple[str, int, str] | None]:
+                hidden: Hidden) -> list[tuple[str, int, str] | None]:
     """Per line: (tier, overlap with the vocabulary, masked text), or None for a note too far
     from the action to show; reusing the answers for the lines seen before under this view."""
     known = _worth_memo.get(view)
@@ -208,7 +209,7 @@ def _line_worth(lines: list[SummaryLine], view: tuple[Any, ...], vocabulary: set
         if rank != NOTE and not (line.cued and line.spans) and is_covered(line, absorbed):
             rank = NOTE
         overlap = len(words(line.text) & vocabulary) if rank == NOTE else 0
-        out.append(None if rank == NOTE and overlap < 2 else (rank, overlap, mask(line, hidden.get(line.index, []))))
+        out.append(None if rank == NOTE and overlap < 2 else (rank, overlap, mask(line, hidden)))
     if len(_worth_memo) >= ZONE_VIEWS and view not in _worth_memo:
         _worth_memo.clear()
     _worth_memo[view] = (lines, out)

@@ -351,7 +351,7 @@ class Renderer:
         scorer_alerts: list[dict[str, Any]] = getattr(self.scorer, "drain_alerts", list)()
         if summary and summary[-1].round > recent_from:  # the zone hands lines in round order
             summary = [line for line in summary if line.round <= recent_from]
-        lines = compact.zone_lines(summary, window_from, vocabulary, absorbed, hidden.spans)
+        lines = compact.zone_lines(summary, window_from, vocabulary, absorbed, hidden)
         return _Plan(
             action=action, spec=spec, budget=resolved, limit=limit,
             template=self.env.get_template(template_name) if template_name else self._template(spec),
@@ -377,7 +377,7 @@ class Renderer:
             if len(self._views) >= MEMO:
                 self._views.clear()
             hidden = history.hidden_spans(self.domain, spec, state)
-            hidden_key = (frozenset(hidden.keys.items()), frozenset(hidden.values.items()), frozenset(hidden.allowed))
+            hidden_key = hidden.fingerprint(spans=False)  # the per-message spans are added per turn
             view = self._views[key] = (history.action_vocabulary(self.domain, spec, state), hidden,
                                        compact.covered_spans(state), hidden_key)
         return view
