@@ -16,7 +16,8 @@ session head, kept outside the store), `verify --pubkey K --checkpoint FILE` als
 session anchored by the checkpoint was deleted, truncated or rewritten since.
 
 `replay` re-runs the stored raw messages through the domain version recorded with the session,
-in memory, and compares the edit log byte for byte; a session upgraded to a new domain version
+in memory, and compares the edit log byte for byte (a render's recorded model answers are
+re-recorded where they stood, as inputs); a session upgraded to a new domain version
 is replayed segment by segment, each under the version it ran with.
 """
 
@@ -389,12 +390,21 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
     upgrades = {e.message_index: (str(e.after), REDERIVE if e.reason == REDERIVE else True) for e in edits if e.op == "upgrade"}
     first = next((str(e.before) if e.op == "upgrade" else e.domain_version for e in edits[:1]), info.domain_version)
     domain = version(first)
-    editor = ContextEditor(domain, MemoryStore())
+    # A render's recorded model answers (`llm` edits) are inputs, like the messages: they are
+    # re-recorded where they stood, so the chain after them must come out the same.
+    answers: dict[int, list[dict[str, Any]]] = {}
+    for e in edits:
+        if e.op == "llm":
+            answers.setdefault(e.message_index, []).append(e.after)
+    # So are the values a user's memory gave the session (the memory may have moved on since).
+    editor = ContextEditor(domain, MemoryStore(), recalled=edits)
     for m in store.messages(session):
         if m.index in upgrades:
             domain = version(upgrades[m.index][0])
-            editor = ContextEditor(domain, editor.store, upgrade=upgrades[m.index][1])
+            editor = ContextEditor(domain, editor.store, upgrade=upgrades[m.index][1], recalled=edits)
         editor.add(session, Message.from_dict(m.to_dict()))
+        if m.index in answers:
+            editor.record(session, answers[m.index])
     recorded = [e.to_dict() for e in edits]
     replayed = [e.to_dict() for e in editor.store.edits(session)]
     report = ReplayReport(session, recorded == replayed, len(recorded), len(replayed))

@@ -26,15 +26,19 @@ ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system")
 # `alert` raises a business-rule or guard failure so the model can be told about it.
 # `resolve` closes an open alert (a guard that failed now held); `upgrade` moves the session to
 # a new version of its domain (before: the old version hash, after: the new one).
-Op = Literal["set", "clear", "expire", "reject", "transition", "alert", "resolve", "upgrade"]
+# `llm` records a model's answer used by a render (after: kind, model, prompt hash, result or the
+# failure that sent it to the rules): it changes no field, it makes the render reproducible.
+Op = Literal["set", "clear", "expire", "reject", "transition", "alert", "resolve", "upgrade", "llm"]
 # Where a change came from. `initial` is a first value, `correction` replaces it, `reversion`
 # returns to a value the field held before, `machine` is a state-machine effect, `tool` a tool
 # result, `expiry` a TTL; `proposal` is an assistant's suggestion for a user-owned field (logged
 # as rejected) and `confirmation` the user's "yes" that turns it into a value.
 # `answer` is a value read from the user's reply to the assistant's question about that field;
-# `carry` a value carried over from another domain of the same conversation (see group.py).
+# `carry` a value carried over from another domain of the same conversation (see group.py);
+# `llm` a model's answer recorded by a render; `user_memory` a value the same user gave in an
+# earlier session (a `scope: user` field, see memory/user.py).
 Source = Literal["initial", "correction", "reversion", "machine", "tool", "expiry", "proposal", "confirmation",
-                 "answer", "carry"]
+                 "answer", "carry", "llm", "user_memory"]
 
 GENESIS_HASH = "0" * 64
 
@@ -54,6 +58,17 @@ def session_key(session: str, tenant: str | None = None, user: str | None = None
     if tenant is not None and user is None:
         parts.insert(1, "-")
     return "/".join(parts)
+
+
+def session_owner(key: str) -> tuple[str, str] | None:
+    """(tenant, user) of a store key built by `session_key` with a user ("" for no tenant), or
+    None when the session has no user (`s`, `tenant/-/s`): whose cross-session memory it uses."""
+    parts = key.split("/")
+    if len(parts) == 3 and parts[1] != "-":
+        return parts[0], parts[1]
+    if len(parts) == 2:
+        return "", parts[0]
+    return None
 
 
 def canonical_json(obj: Any) -> str:
@@ -329,6 +344,7 @@ class State:
     last_seq: int = -1
     last_hash: str = GENESIS_HASH
     last_message_hash: str = GENESIS_HASH
+    llm: dict[str, dict[str, Any]] = field(default_factory=dict)  # prompt hash -> recorded model answer
 
     def get(self, name: str) -> Any:
         fs = self.fields.get(name)
@@ -356,6 +372,9 @@ class State:
             return
         if e.op == "upgrade":
             self.domain_version = e.after
+            return
+        if e.op == "llm":
+            self.llm[e.after["prompt_hash"]] = e.after
             return
         if e.field is None:  # only an altered log has a field edit without a field
             raise Errors.EDIT_WITHOUT_FIELD(seq=e.seq, session=e.session, op=e.op)

@@ -7,7 +7,9 @@
   whole session, each pointing to its source message. This module decides, per render, which
   of those lines the action needs and in what order they give way to the budget.
 - relation: entities (identifiers and values in state) weighted by mentions and links (co-
-  occurrence in one message); the top nodes are kept.
+  occurrence in one message); the values of `class: relation` fields seed extra weight that
+  propagates along the links (what a booked flight was mentioned with ranks up with it); the
+  top nodes are kept.
 Compaction is a pure function of the raw log, so it is atomic and reversible: the log is never
 touched, and the same log always compacts to the same lines.
 """
@@ -72,10 +74,11 @@ class Entity:
     name: str
     mentions: int
     links: tuple[str, ...]
+    relation: float = 0.0  # weight propagated from the values of `class: relation` fields
 
     @property
     def weight(self) -> float:
-        return self.mentions + 0.5 * len(self.links)
+        return self.mentions + 0.5 * len(self.links) + self.relation
 
 
 def stage_of(round_: int) -> int:
@@ -239,16 +242,35 @@ def _merged(lines: list[SummaryLine], worth: list[tuple[str, int, str] | None], 
 _RANKS = (NOTE, VALUE, FACT)
 
 
-def entity_graph(texts: list[str], known_values: list[str]) -> list[Entity]:
-    """Identifiers and known values, weighted by mentions and co-mentions; the top nodes."""
+RELATION_SEED = 2.0  # the weight a relation field's value brings into the graph
+RELATION_DAMPING = 0.5  # the share of a node's relation weight passed to its links, per step
+RELATION_STEPS = 3
+
+
+def relation_weights(links: dict[str, set[str]], seeds: set[str]) -> dict[str, float]:
+    """Weight seeded on relation values, propagated along links (personalised PageRank, a few
+    steps): a node gains DAMPING of each neighbour's weight, shared among that neighbour's links."""
+    seed = {n: RELATION_SEED for n in seeds if n in links}
+    weight = dict(seed)
+    for _ in range(RELATION_STEPS):
+        weight = {n: seed.get(n, 0.0) + RELATION_DAMPING * sum(weight.get(m, 0.0) / len(links[m]) for m in links[n])
+                  for n in links}
+    return {n: round(w, 3) for n, w in weight.items() if w}
+
+
+def entity_graph(texts: list[str], known_values: list[str], relations: Iterable[str] = ()) -> list[Entity]:
+    """Identifiers and known values, weighted by mentions and co-mentions plus the weight the
+    values of relation fields (`relations`) propagate along links; the top nodes."""
+    seeds = {r for r in relations if r}
     mentions: dict[str, int] = {}
     links: dict[str, set[str]] = {}
     for text in texts:
-        found = set(ID.findall(text)) | {v for v in known_values if v and v in text}
+        found = set(ID.findall(text)) | {v for v in [*known_values, *seeds] if v and v in text}
         for name in found:
             mentions[name] = mentions.get(name, 0) + 1
             links.setdefault(name, set()).update(found - {name})
-    nodes = [Entity(n, mentions[n], tuple(sorted(links[n]))) for n in mentions]
+    boost = relation_weights(links, seeds) if seeds else {}
+    nodes = [Entity(n, mentions[n], tuple(sorted(links[n])), boost.get(n, 0.0)) for n in mentions]
     # A node mentioned once and linked to nothing carries no relation worth the tokens.
     nodes = [e for e in nodes if e.weight >= MIN_WEIGHT]
     return sorted(nodes, key=lambda e: (-e.weight, e.name))[:TOP_ENTITIES]

@@ -62,6 +62,11 @@ def _pieces(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def sentences(text: str) -> list[str]:
+    """The sentences (or clauses of a long one) of `text`, stripped, as lines are cut from it."""
+    return [p.strip() for _, p in _pieces(text[:8000]) if p.strip()]
+
+
 def _is_fact(sentence: str, language: str) -> bool:
     """A cue word in a clause that does not ask something."""
     cues = load_cues(language)
@@ -207,7 +212,7 @@ def extractive_line(text: str, ctx: dict[str, Any]) -> str:
     """The built-in summarizer: the first sentence of `text` that carries a value or a fact cue
     (else the first sentence), verbatim. Registered as the `extractive` summarizer."""
     language = detect_language(text)
-    pieces = [p.strip() for _, p in _pieces(text[:8000]) if p.strip()]
+    pieces = sentences(text)
     for sentence in pieces:
         if _value_spans(sentence) or _is_fact(sentence, language):
             return sentence

@@ -193,6 +193,27 @@ def check_batch(message: Message, edits: list[Edit], n_messages: int, n_edits: i
         prev, seq = e.hash, seq + 1
 
 
+def check_records(session: str, edits: list[Edit], n_messages: int, n_edits: int, last_hash: str) -> None:
+    """Refuse edits appended after a session's last message (a render's recorded model answers)
+    unless they belong to that message and continue the chain exactly where it stands."""
+    where = f"session {session!r}"
+    if n_messages == 0:
+        raise Errors.STORE(problem=f"{where} has no message to attach records to", fix="add a message first")
+    prev, seq = last_hash, n_edits
+    for e in edits:
+        if e.session != session or e.message_index > n_messages - 1:
+            raise Errors.STORE(problem=f"{where}: edit {e.seq} belongs to {e.session!r} message {e.message_index}",
+                               fix="attach records to the session's last message")
+        if e.message_index != n_messages - 1 or e.seq != seq or e.prev_hash != prev:
+            raise Errors.STORE_CONFLICT(problem=f"{where}: record seq {e.seq} does not continue the chain at seq {seq}",
+                                        fix=RETRY_FIX)
+        prev, seq = e.hash, seq + 1
+
+
+def records_head(info: SessionInfo, domain_sha256: str | None, last_message_hash: str, edits: list[Edit]) -> Head:
+    """The head of a session after `edits` are appended to its last message."""
+    return Head(info.session, info.domain, info.domain_version, domain_sha256, info.messages, info.edits + len(edits),
+                last_message_hash, edits[-1].hash)
 BM25_K1, BM25_B = 1.2, 0.75  # SQLite FTS5's bm25() defaults, so the in-Python index ranks alike
 
 
@@ -287,6 +308,12 @@ class Store(ABC):
         return nullcontext()
 
     @abstractmethod
+    def append_records(self, session: str, edits: list[Edit]) -> None:
+        """Append edits that belong to the session's last message but were made after it (a
+        render's recorded model answers), atomically, on the same hash chain and head. Raises
+        StoreError on a conflict (a message or edit was appended since the caller read the head)."""
+
+    @abstractmethod
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
         """Messages in index order (those with round >= since_round when given)."""
 
@@ -362,6 +389,13 @@ class Store(ABC):
     def drop_derived(self, session: str, kind: str) -> None:
         """Forget one kind of derived data (it is rebuilt from the log on next use)."""
 
+    @abstractmethod
+    def append_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
+        """Append events to one user's memory (memory/user.py), atomically and in order."""
+
+    @abstractmethod
+    def user_memory(self, tenant: str, user: str) -> list[dict[str, Any]]:
+        """One user's memory events in the order they were appended; only this tenant's user's."""
     # ------------------------------------------------------------------ search (derived data)
     @abstractmethod
     def index_search(self, session: str, docs: list[SearchDoc]) -> None:

@@ -9,7 +9,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter
-from .base import KeyRecord, SessionInfo, Store, StoredSession, TermIndex, check_batch, domain_text, new_head, parse_domain_row
+from .base import (KeyRecord, SessionInfo, Store, StoredSession, TermIndex, check_batch, check_records, domain_text,
+                   new_head, parse_domain_row, records_head)
 
 
 class MemoryStore(Store):
@@ -23,6 +24,7 @@ class MemoryStore(Store):
         self._keys: dict[str, KeyRecord] = {}
         self._lock = threading.Lock()  # the service appends from several threads
         self._derived: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
+        self._user_memory: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._search: dict[str, TermIndex] = {}
 
     def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
@@ -52,6 +54,20 @@ class MemoryStore(Store):
             self._messages.setdefault(message.session, msgs).append(message)
             self._edits.setdefault(message.session, log).extend(edits)
             self._sessions[message.session] = (domain, domain_version, *columns)
+
+    def append_records(self, session: str, edits: list[Edit]) -> None:
+        with self._lock:
+            msgs = self._messages.get(session, [])
+            log = self._edits.get(session, [])
+            check_records(session, edits, len(msgs), len(log), log[-1].hash if log else GENESIS_HASH)
+            if not edits:
+                return
+            name, version, _, _ = self._sessions[session]
+            stored = self._domains.get(version)
+            info = SessionInfo(session, name, version, len(msgs), len(log))
+            columns = self.sign(records_head(info, stored[2] if stored else None, msgs[-1].hash, edits))
+            log.extend(edits)
+            self._sessions[session] = (name, version, *columns)
 
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
         msgs = self._messages.get(session, [])
@@ -116,6 +132,13 @@ class MemoryStore(Store):
     def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
         items = self._derived.get((session, kind), {})
         return {k: copy.deepcopy(items[k]) for k in sorted(items)}
+
+    def append_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self._user_memory.setdefault((tenant, user), []).extend(copy.deepcopy(events))
+
+    def user_memory(self, tenant: str, user: str) -> list[dict[str, Any]]:
+        return copy.deepcopy(self._user_memory.get((tenant, user), []))
 
     def drop_derived(self, session: str, kind: str) -> None:
         self._derived.pop((session, kind), None)

@@ -93,6 +93,11 @@ STEPS: tuple[Step, ...] = (
             session TEXT NOT NULL, message_index INTEGER NOT NULL, round INTEGER NOT NULL, role TEXT NOT NULL,
             tool TEXT, fields TEXT[] NOT NULL, terms TSVECTOR NOT NULL, PRIMARY KEY (session, message_index));
         CREATE INDEX IF NOT EXISTS search_docs_terms ON search_docs USING GIN (terms)"""),
+    # Append-only memory events per tenant and user (memory/user.py); reads name both.
+    Step(7, "a user's memory across sessions (issue 11)", """
+        CREATE TABLE IF NOT EXISTS user_memory (
+            tenant TEXT NOT NULL, user_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
+            PRIMARY KEY (tenant, user_id, seq))"""),
 )
 SCHEMA_VERSION = STEPS[-1].version
 

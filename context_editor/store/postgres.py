@@ -18,11 +18,11 @@ from typing import Any
 import psycopg
 
 from ..errors import Errors
-from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter
+from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
 from .base import (KEY_COLUMNS, RETRY_FIX, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
-                   domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row, raw_session_rows, redacted,
-                   stored_sessions)
+                   check_records, domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row,
+                   raw_session_rows, records_head, redacted, stored_sessions)
 
 
 @contextmanager
@@ -230,6 +230,25 @@ class PostgresStore(Store):
                       (domain, domain_version, head.messages, head.edits, *self.sign(head), s))
         self._remember(s, head.messages, head.edits, head.last_edit_hash)
 
+    def append_records(self, session: str, edits: list[Edit]) -> None:
+        c = self._conn()
+        with _database_errors(f"appending records to session {session!r}"), c.transaction():
+            locked = c.execute(
+                "SELECT session, domain, domain_version, messages, edits, "
+                "(SELECT hash FROM edits e WHERE e.session = s.session AND e.seq = s.edits - 1), "
+                "(SELECT hash FROM messages m WHERE m.session = s.session AND m.idx = s.messages - 1), "
+                "(SELECT sha256 FROM domains d WHERE d.version_hash = s.domain_version) "
+                "FROM sessions s WHERE session = %s FOR UPDATE", (session,)).fetchone()
+            info = SessionInfo(*locked[:5]) if locked else SessionInfo(session, "", "", 0, 0)
+            last_hash, last_msg, sha = locked[5:] if locked else (None, None, None)
+            check_records(session, edits, info.messages, info.edits, last_hash or GENESIS_HASH)
+            if edits:
+                with c.cursor() as cur:
+                    cur.executemany("INSERT INTO edits VALUES (%s, %s, %s, %s, %s, %s)", [edit_row(e) for e in edits])
+                head = records_head(info, sha, last_msg, edits)
+                c.execute("UPDATE sessions SET edits = %s, head = %s, signature = %s WHERE session = %s",
+                          (head.edits, *self.sign(head), session))
+
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
         with _database_errors(f"reading messages of session {session!r}"):
             rows = self._conn().execute(
@@ -324,6 +343,23 @@ class PostgresStore(Store):
             rows = self._conn().execute("SELECT key, body FROM derived WHERE session = %s AND kind = %s ORDER BY key",
                                         (session, kind)).fetchall()
         return {k: json.loads(b) for k, b in rows}
+
+    def append_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
+        c = self._conn()
+        with _database_errors(f"appending to the memory of user {user!r}"), c.transaction():
+            # One writer per user at a time: the lock lives as long as the transaction.
+            c.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{tenant}/{user}",))
+            start = _one(c.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM user_memory WHERE tenant = %s AND user_id = %s",
+                                   (tenant, user)))[0]
+            with c.cursor() as cur:
+                cur.executemany("INSERT INTO user_memory VALUES (%s, %s, %s, %s)",
+                                [(tenant, user, start + i, canonical_json(ev)) for i, ev in enumerate(events)])
+
+    def user_memory(self, tenant: str, user: str) -> list[dict[str, Any]]:
+        with _database_errors(f"reading the memory of user {user!r}"):
+            rows = self._conn().execute("SELECT body FROM user_memory WHERE tenant = %s AND user_id = %s ORDER BY seq",
+                                        (tenant, user)).fetchall()
+        return [json.loads(b) for (b,) in rows]
 
     def drop_derived(self, session: str, kind: str) -> None:
         with _database_errors(f"dropping derived {kind} of session {session!r}"):

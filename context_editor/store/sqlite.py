@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Errors
-from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter
+from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
 from .base import (KEY_COLUMNS, RETRY_FIX, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
-                   domain_text, edit_from_row, edit_row, head_hashes, new_head, key_range, parse_domain_row, raw_session_rows,
-                   stored_sessions)
+                   check_records, domain_text, edit_from_row, edit_row, head_hashes, new_head, key_range,
+                   parse_domain_row, raw_session_rows, records_head, stored_sessions)
 
 
 def search_session_term(session: str) -> str:
@@ -169,6 +169,32 @@ class SQLiteStore(Store):
                 self._shas[version_hash] = sha
         return sha
 
+    def append_records(self, session: str, edits: list[Edit]) -> None:
+        c = self._conn()
+        try:
+            c.execute("BEGIN IMMEDIATE")
+            row = c.execute("SELECT session, domain, domain_version, messages, edits FROM sessions WHERE session = ?",
+                            (session,)).fetchone()
+            info = SessionInfo(*row) if row else SessionInfo(session, "", "", 0, 0)
+            last = c.execute("SELECT hash FROM edits WHERE session = ? AND seq = ?", (session, info.edits - 1)).fetchone()
+            check_records(session, edits, info.messages, info.edits, last[0] if last else GENESIS_HASH)
+            if edits:
+                last_msg = c.execute("SELECT hash FROM messages WHERE session = ? AND idx = ?",
+                                     (session, info.messages - 1)).fetchone()
+                c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
+                sha = c.execute("SELECT sha256 FROM domains WHERE version_hash = ?", (info.domain_version,)).fetchone()
+                head = records_head(info, sha[0] if sha else None, last_msg[0], edits)
+                c.execute("UPDATE sessions SET edits = ?, head = ?, signature = ? WHERE session = ?",
+                          (head.edits, *self.sign(head), session))
+            c.execute("COMMIT")
+        except sqlite3.IntegrityError as exc:
+            c.execute("ROLLBACK")
+            raise Errors.STORE_CONFLICT(problem=f"session {session!r}: {exc}", fix=RETRY_FIX) from exc
+        except BaseException:
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+            raise
+
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
         rows = self._conn().execute(
             "SELECT body, hash FROM messages WHERE session = ? AND round >= ? ORDER BY idx",
@@ -244,6 +270,25 @@ class SQLiteStore(Store):
         rows = self._conn().execute("SELECT key, body FROM derived WHERE session = ? AND kind = ? ORDER BY key",
                                     (session, kind)).fetchall()
         return {k: json.loads(b) for k, b in rows}
+
+    def append_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
+        c = self._conn()
+        try:
+            c.execute("BEGIN IMMEDIATE")
+            start = c.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM user_memory WHERE tenant = ? AND user_id = ?",
+                              (tenant, user)).fetchone()[0]
+            c.executemany("INSERT INTO user_memory VALUES (?, ?, ?, ?)",
+                          [(tenant, user, start + i, canonical_json(ev)) for i, ev in enumerate(events)])
+            c.execute("COMMIT")
+        except BaseException:
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+            raise
+
+    def user_memory(self, tenant: str, user: str) -> list[dict[str, Any]]:
+        rows = self._conn().execute("SELECT body FROM user_memory WHERE tenant = ? AND user_id = ? ORDER BY seq",
+                                    (tenant, user)).fetchall()
+        return [json.loads(b) for (b,) in rows]
 
     def drop_derived(self, session: str, kind: str) -> None:
         self._conn().execute("DELETE FROM derived WHERE session = ? AND kind = ?", (session, kind))
