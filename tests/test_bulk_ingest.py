@@ -15,22 +15,13 @@ TS = "2024-05-01T10:00:00+08:00"
 TEXTS = ["我想买耳机，要黑色", "预算2000以内", "I want red headphones", "改成白色", "budget under 300 dollars", "还是黑色吧"]
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def url(request, tmp_path) -> str:
-    if request.param == "memory":
-        return "memory://"
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'bulk.db'}"
-    return request.getfixturevalue("pg_schema_url")
-
-
 def items(n: int, sessions: int = 3) -> list[tuple[str, dict]]:
     return [(f"s{i % sessions}", {"role": "user" if i % 2 == 0 else "assistant", "content": TEXTS[i % len(TEXTS)],
                                   "timestamp": TS}) for i in range(n)]
 
 
-def test_a_bulk_load_writes_the_rows_one_add_per_message_writes(url, tmp_path):
-    bulk = ContextEditor("ecommerce", open_store(url))
+def test_a_bulk_load_writes_the_rows_one_add_per_message_writes(store_url, tmp_path):
+    bulk = ContextEditor("ecommerce", open_store(store_url))
     assert bulk.ingest_many(items(40), batch_size=7) == 40
     one = ContextEditor("ecommerce", f"sqlite:///{tmp_path / 'one.db'}")
     for session, message in items(40):
@@ -41,17 +32,17 @@ def test_a_bulk_load_writes_the_rows_one_add_per_message_writes(url, tmp_path):
     assert all(v.ok for v in audit.verify(bulk.store))
 
 
-def test_a_failing_message_rolls_back_its_batch_whole_and_the_editor_goes_on(url):
-    editor = ContextEditor("ecommerce", open_store(url))
+def test_a_failing_message_rolls_back_its_batch_whole_and_the_editor_goes_on(store_url):
+    editor = ContextEditor("ecommerce", open_store(store_url))
     good = items(12)
     bad = good[:10] + [("s1", {"role": "robot", "content": "hi"})] + good[10:]  # not a role
     with pytest.raises(ContextEditorError):
         editor.ingest_many(bad, batch_size=4)  # batches of 4: the first two commit
-    reader = open_store(url)
-    if url == "memory://":
+    reader = open_store(store_url)
+    if store_url == "memory://":
         reader = editor.store  # one process: the same store
     counts = {s: (reader.session(s).messages if reader.session(s) else 0) for s in ("s0", "s1", "s2")}
-    if url == "memory://":
+    if store_url == "memory://":
         assert sum(counts.values()) == 10  # no transactions: every message before the bad one stays
     else:
         assert sum(counts.values()) == 8  # the third batch (messages 8, 9 and the bad one) is gone whole

@@ -29,15 +29,6 @@ from context_editor.store import KeyRecord, Store, open_store
 DOMAIN, VERSION = "shop", "v" * 64
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def store_url(request, tmp_path) -> str:
-    if request.param == "memory":
-        return "memory://"
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.db'}"
-    return request.getfixturevalue("pg_schema_url")
-
-
 @pytest.fixture
 def store(store_url):
     s = open_store(store_url)

@@ -28,15 +28,9 @@ def say(editor: ContextEditor, session: str, text: str, days: float) -> None:
     editor.add(session, {"role": "user", "content": text, "timestamp": (T0 + timedelta(days=days)).isoformat()})
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def travel(request, tmp_path) -> ContextEditor:
-    if request.param == "memory":
-        url = "memory://"
-    elif request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'm.db'}"
-    else:
-        url = request.getfixturevalue("pg_schema_url")
-    return ContextEditor("travel", url)
+@pytest.fixture
+def travel(store_url) -> ContextEditor:
+    return ContextEditor("travel", store_url)
 
 
 def seat(editor: ContextEditor, session: str):
