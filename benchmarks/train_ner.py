@@ -1,6 +1,6 @@
 """Train the benchmark NER models and summarise their cards.
 
-    nice -n 10 python benchmarks/train_ner.py [--data ../shared/data] [--out benchmarks/out/models] [--only sgd|crosswoz] [--subset N] [--table]
+    nice -n 10 python benchmarks/train_ner.py [--data ../shared/data] [--out benchmarks/out/models] [--only sgd|crosswoz] [--subset N] [--table] [--ablation RESULTS_JSON…]
 
 - `sgd-en`: the whole SGD train split (97 files, ~224,000 turns, ~159,000 slot spans), 2 epochs.
   `--subset N` trains on a deterministic subset of N turns (chosen by hash, all services), one
@@ -55,6 +55,19 @@ def table(out: Path) -> str:
     return "\n".join(rows) + "\n"
 
 
+def ablation(results: list[Path]) -> str:
+    """The rules / NER / both rows of `context-editor bench … --ner` runs (their results.json)."""
+    rows = ["| run | extraction | JGA per frame | JGA per turn | slot P / R / F1 | ingest ms p50 |", "|---|---|---|---|---|---|"]
+    for path in results:
+        r = json.loads(path.read_text("utf-8"))
+        c, a = r["config"], r["ablation"]
+        run = f"{r['dataset']} `{Path(c['data']).name}`, every {c['every']} ({r['dialogues']} dialogues), model `{a['model']['name']}` ({a['model']['hash'][:12]})"
+        for mode, m in a["modes"].items():
+            rows.append(f"| {run if mode == 'rules' else '…'} | {mode} | {m['joint_goal_accuracy']:.3f} | {m['turn_joint_goal_accuracy']:.3f} "
+                        f"| {m['slot_precision']:.3f} / {m['slot_recall']:.3f} / {m['slot_f1']:.3f} | {m['ingest_ms_p50']:.2f} |")
+    return "\n".join(rows) + "\n"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default="../shared/data")
@@ -62,7 +75,12 @@ def main() -> int:
     ap.add_argument("--only", choices=sorted(MODELS))
     ap.add_argument("--table", action="store_true", help="only print the table of the existing cards")
     ap.add_argument("--subset", type=int, metavar="N", help="SGD: a deterministic subset of N turns, 1 epoch (default: every turn, 2 epochs)")
+    ap.add_argument("--ablation", nargs="+", type=Path, metavar="RESULTS_JSON",
+                    help="only print the ablation table of these `bench … --ner` results")
     args = ap.parse_args()
+    if args.ablation:
+        print(ablation(args.ablation), end="")
+        return 0
     if not args.table:
         for name in [args.only] if args.only else list(MODELS):
             train(name, args.data, args.out, args.subset)

@@ -16,7 +16,8 @@ session head, kept outside the store), `verify --pubkey K --checkpoint FILE` als
 session anchored by the checkpoint was deleted, truncated or rewritten since.
 
 `replay` re-runs the stored raw messages through the domain version recorded with the session,
-in memory, and compares the edit log byte for byte; a session upgraded to a new domain version
+in memory, and compares the edit log byte for byte (a render's recorded model answers are
+re-recorded where they stood, as inputs); a session upgraded to a new domain version
 is replayed segment by segment, each under the version it ran with.
 """
 
@@ -28,14 +29,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from .domain import Domain, domain_from_source
 from .errors import AuditError, DomainError, Errors
-from .model import GENESIS_HASH, Edit, Message, canonical_json, commitment
+from .model import GENESIS_HASH, Edit, Message, canonical_json, commitment, session_owner
 from .signing import Signer, check_signature
 from .store import MemoryStore, Store
-from .store.base import Head, Tombstone
+from .store.base import Forget, Head, Tombstone
 
 NO_KEY_LIMITS = ("heads were not checked against a trusted public key (no --pubkey): a consistent rewrite of a "
                  "session (every hash and its head recomputed), a truncation with a recomputed head, or the "
@@ -472,13 +473,22 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
     upgrades = {e.message_index: (str(e.after), REDERIVE if e.reason == REDERIVE else True) for e in edits if e.op == "upgrade"}
     first = next((str(e.before) if e.op == "upgrade" else e.domain_version for e in edits[:1]), info.domain_version)
     domain = version(first)
-    editor = ContextEditor(domain, MemoryStore())
+    # A render's recorded model answers (`llm` edits) are inputs, like the messages: they are
+    # re-recorded where they stood, so the chain after them must come out the same.
+    answers: dict[int, list[dict[str, Any]]] = {}
+    for e in edits:
+        if e.op == "llm":
+            answers.setdefault(e.message_index, []).append(e.after)
+    # So are the values a user's memory gave the session (the memory may have moved on since).
+    editor = ContextEditor(domain, MemoryStore(), recalled=edits)
     messages = store.messages(session)
     for m in messages:
         if m.index in upgrades:
             domain = version(upgrades[m.index][0])
-            editor = ContextEditor(domain, editor.store, upgrade=upgrades[m.index][1])
+            editor = ContextEditor(domain, editor.store, upgrade=upgrades[m.index][1], recalled=edits)
         editor.add(session, Message.from_dict(m.to_dict()))
+        if m.index in answers:
+            editor.record(session, answers[m.index])
     erased_messages = {m.index for m in messages if m.erased}
     gone = [e for e in edits if e.erased or (e.message_index in erased_messages and e.op not in KEEP_OPS)]
     replayed = editor.store.edits(session)
@@ -543,7 +553,9 @@ def erase(store: Store, sessions: list[str], actor: str, reason: str, message: i
     """Remove the text and values (and their salts) of a message, a field or whole sessions,
     keeping each row's commitment, so `verify` still passes; one tombstone per row, signed
     when the store has a key. Refused, before anything changes, for rows written before
-    erasable payloads (schema 6): their hash covers the text itself."""
+    erasable payloads (schema 8): their hash covers the text itself."""
+    from .pipeline import USAGE_KIND  # as in replay: imported when used
+
     if not actor.strip() or not reason.strip():
         raise Errors.ERASE(problem="an erasure needs an actor and a reason", fix="pass --actor and --reason")
     when = at or datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -562,19 +574,34 @@ def erase(store: Store, sessions: list[str], actor: str, reason: str, message: i
                                    fix="nothing was changed; such rows go only with their whole store")
             if (kind, pos) in held:  # an already erased row keeps its first tombstone
                 tombstones.append(Tombstone(s, kind, pos, committed, when, actor, reason))
-    store.erase(tombstones)
+    store.erase(tombstones, _forget(store, sessions, tombstones, whole=message is None and field_name is None),
+                keep_derived=(USAGE_KIND,))
     return tombstones
 
 
+def _forget(store: Store, sessions: list[str], tombstones: list[Tombstone], whole: bool) -> Forget:
+    """What the users' memories lose with an erasure: every event of a wholly erased session, and
+    every event (in any session of that user) that holds an erased value of its field."""
+    values: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for s in sessions:
+        owner = session_owner(s)
+        if owner is None:
+            continue
+        gone = {t.pos for t in tombstones if t.session == s and t.kind == "edit"}
+        found = values.setdefault(owner, set())
+        found.update((e.field, canonical_json(e.after)) for e in store.edits(s) if e.seq in gone and e.field is not None)
+    erased_sessions = set(sessions) if whole else set()
+
+    def test_for(found: set[tuple[str, str]]) -> Callable[[dict[str, Any]], bool]:
+        return lambda ev: ev.get("session") in erased_sessions or (ev.get("field"), canonical_json(ev.get("value"))) in found
+
+    return {owner: test_for(found) for owner, found in values.items()}
+
+
 def sessions_of_user(store: Store, user: str, tenant: str | None = None) -> list[str]:
-    """The stored sessions keyed to `user` (`tenant/user/session`, or `user/session` without a tenant)."""
-    out = []
-    for s in store.sessions():
-        parts = s.split("/")
-        if (len(parts) == 3 and parts[1] == user and tenant in (None, parts[0])) or (
-                len(parts) == 2 and parts[0] == user and tenant is None):
-            out.append(s)
-    return out
+    """The stored sessions keyed to `user` (`tenant/user/session`, or `user/session` without a
+    tenant): one tenant's user is never another tenant's user of the same name."""
+    return [s for s in store.sessions() if session_owner(s) == (tenant or "", user)]
 
 
 def export(store: Store, session: str) -> Iterator[dict[str, Any]]:

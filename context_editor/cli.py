@@ -214,7 +214,9 @@ def cmd_why(args: argparse.Namespace) -> int:
     print(f"{info['field']} = {json.dumps(info['value'], ensure_ascii=False)}")
     if info["provenance"]:
         p = info["provenance"]
-        print(f"  from round {p['round']}, message {p['message_index']} ({p['role']}), chars {p['span'][0]}-{p['span'][1]}: "
+        # A value from the user's memory points at a message of another session (message_id session#index).
+        where = f"message {p['message_index']}" if p["message_index"] >= 0 else f"session message {p['message_id']}"
+        print(f"  from round {p['round']}, {where} ({p['role']}), chars {p['span'][0]}-{p['span'][1]}: "
               f"{p['text']!r} via {p['extractor']} (confidence {p['confidence']}, domain {p['domain_version']})")
     if info["note"]:
         print(f"  {info['note']}")
@@ -518,8 +520,9 @@ def cmd_forgetting_test(args: argparse.Namespace) -> int:
         for action, r in out.items():
             print(f"# {action}: {'PASS' if r['passed'] else 'FAIL'} ({args.runs} runs, {args.k} fields deleted each)")
             for f in r["fields"]:
+                never = "" if f["present"] else "  (never in the session: missing in every run)"
                 print(f"  {f['field']:<24} {'must ask' if f['must_ask'] else 'optional':<9} "
-                      f"asked {f['asked']}/{f['deleted']} ({f['rate']:.0%})")
+                      f"asked {f['asked']}/{f['deleted']} ({f['rate']:.0%}){never}")
     return 0 if all(r["passed"] for r in out.values()) else 1
 
 

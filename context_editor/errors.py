@@ -310,6 +310,12 @@ class Errors:
                        "check templates/default.xml.j2 renders every field it is given")
     TOKENS_UNSETTLED = _e("CE411", "could not settle the token count of the context",
                           "report this with the conversation that caused it")
+    COMPACTION_RATIO_OUT_OF_BAND = _e(
+        "CE412", "COMPACTION_RATIO_OUT_OF_BAND: the context of action {action!r} is {ratio} times the {source} tokens "
+                 "of raw history it stands for, outside the band {low}-{high}",
+        "above the band the context costs more than the history it replaces: lower the action's history_rounds, "
+        "max_history or budget, or check its template; below it too little is kept: raise the budget. "
+        "If this is expected, widen the band: ContextEditor(compaction_band=(low, high))")
 
     STORE = Entry("CE500", "{problem}", "{fix}", StoreError)
     STORE_CONFLICT = Entry("CE500", "{problem}", "{fix}", StoreConflictError)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import dataclasses
 import secrets
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Iterable, Literal
 
@@ -26,15 +27,19 @@ ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system")
 # `alert` raises a business-rule or guard failure so the model can be told about it.
 # `resolve` closes an open alert (a guard that failed now held); `upgrade` moves the session to
 # a new version of its domain (before: the old version hash, after: the new one).
-Op = Literal["set", "clear", "expire", "reject", "transition", "alert", "resolve", "upgrade"]
+# `llm` records a model's answer used by a render (after: kind, model, prompt hash, result or the
+# failure that sent it to the rules): it changes no field, it makes the render reproducible.
+Op = Literal["set", "clear", "expire", "reject", "transition", "alert", "resolve", "upgrade", "llm"]
 # Where a change came from. `initial` is a first value, `correction` replaces it, `reversion`
 # returns to a value the field held before, `machine` is a state-machine effect, `tool` a tool
 # result, `expiry` a TTL; `proposal` is an assistant's suggestion for a user-owned field (logged
 # as rejected) and `confirmation` the user's "yes" that turns it into a value.
 # `answer` is a value read from the user's reply to the assistant's question about that field;
-# `carry` a value carried over from another domain of the same conversation (see group.py).
+# `carry` a value carried over from another domain of the same conversation (see group.py);
+# `llm` a model's answer recorded by a render; `user_memory` a value the same user gave in an
+# earlier session (a `scope: user` field, see memory/user.py).
 Source = Literal["initial", "correction", "reversion", "machine", "tool", "expiry", "proposal", "confirmation",
-                 "answer", "carry"]
+                 "answer", "carry", "llm", "user_memory"]
 
 GENESIS_HASH = "0" * 64
 # What an erased message's text or an erased value reads as (`context-editor erase`): the row keeps
@@ -70,6 +75,17 @@ def session_key(session: str, tenant: str | None = None, user: str | None = None
     return "/".join(parts)
 
 
+def session_owner(key: str) -> tuple[str, str] | None:
+    """(tenant, user) of a store key built by `session_key` with a user ("" for no tenant), or
+    None when the session has no user (`s`, `tenant/-/s`): whose cross-session memory it uses."""
+    parts = key.split("/")
+    if len(parts) == 3 and parts[1] != "-":
+        return parts[0], parts[1]
+    if len(parts) == 2:
+        return "", parts[0]
+    return None
+
+
 def canonical_json(obj: Any) -> str:
     """One serialisation for hashing and storage: sorted keys, no whitespace, UTF-8 kept."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -92,19 +108,18 @@ class Message:
     prev_hash: str = GENESIS_HASH  # raw messages form their own hash chain, so they are tamper-evident too
     hash: str = ""
     asks: tuple[str, ...] = ()  # app metadata of an assistant message: the fields it asks for
-    # Erasable messages (written since schema 6): the hash covers commitment(salt, payload), not
+    # Erasable messages (written since schema 8): the hash covers commitment(salt, payload), not
     # the text; an erased message has no salt left and keeps only `commitment`.
     salt: str | None = None
     commitment: str | None = None
+    # The canonical JSON of body() as sealed: hashed once and stored as is (one serialisation per
+    # body). Not a field of the record: `replace` drops it, so a changed copy is serialised anew.
+    _text: str = field(default="", init=False, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["tool_calls"] = list(self.tool_calls)
-        if self.asks:
-            d["asks"] = list(self.asks)
-        else:
-            del d["asks"]  # absent when empty, so messages stored before it existed hash the same
-        del d["salt"], d["commitment"]
+        """The message as read (its text in place, ERASED once erased) with its hash."""
+        d = self.plain()
+        d["hash"] = self.hash
         return d
 
     def payload(self) -> dict[str, Any]:
@@ -118,20 +133,39 @@ class Message:
     def body(self) -> dict[str, Any]:
         """Everything the hash covers (all but the hash itself); for an erasable message, the
         commitment to its payload in place of the payload."""
-        d = self.to_dict()
-        del d["hash"]
+        d = self.plain()
         if self.salt is not None or self.commitment is not None:
             d.update(content="", tool_calls=[],
                      commitment=commitment(self.salt, self.payload()) if self.salt is not None else self.commitment)
         return d
 
+    def plain(self) -> dict[str, Any]:
+        """The message's fields without its hash, text in place. Built field by field: no deep
+        copy (the tool calls are shared, never modified)."""
+        d: dict[str, Any] = {
+            "session": self.session, "index": self.index, "round": self.round, "role": self.role,
+            "content": self.content, "timestamp": self.timestamp, "id": self.id, "name": self.name,
+            "tool_call_id": self.tool_call_id, "tool_calls": list(self.tool_calls), "prev_hash": self.prev_hash,
+        }
+        if self.asks:  # absent when empty, so messages stored before it existed hash the same
+            d["asks"] = list(self.asks)
+        return d
+
+    def body_text(self) -> str:
+        """The canonical JSON of body(): what is hashed and stored."""
+        return self._text or canonical_json(self.body())
+
     def compute_hash(self) -> str:
         return hashlib.sha256(canonical_json(self.body()).encode("utf-8")).hexdigest()
 
-    def sealed(self, prev_hash: str) -> Message:
-        """Placed after `prev_hash`, with a fresh salt: its text is committed, hence erasable."""
-        m = replace(self, prev_hash=prev_hash, hash="", salt=self.salt or new_salt(), commitment=None)
-        return replace(m, hash=m.compute_hash())
+    def sealed(self, prev_hash: str, salt: str | None = None) -> Message:
+        """Placed after `prev_hash` with `salt` (default: fresh random bits): its text is committed,
+        hence erasable."""
+        m = replace(self, prev_hash=prev_hash, hash="", salt=salt or new_salt(), commitment=None)
+        text = canonical_json(m.body())
+        object.__setattr__(m, "hash", hashlib.sha256(text.encode("utf-8")).hexdigest())  # not yet shared
+        object.__setattr__(m, "_text", text)
+        return m
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Message:
@@ -196,9 +230,9 @@ class Provenance:
     message_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["span"] = list(self.span)
-        return d
+        return {"message_index": self.message_index, "round": self.round, "role": self.role, "span": list(self.span),
+                "text": self.text, "extractor": self.extractor, "confidence": self.confidence,
+                "domain_version": self.domain_version, "message_id": self.message_id}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any] | None) -> Provenance | None:
@@ -247,6 +281,8 @@ class Edit:
     # values; an erased one keeps only the commitment and reads its values as ERASED.
     salt: str | None = None
     commitment: str | None = None
+    # As in Message: body() as sealed. (`field` is a column of this class, hence the long name.)
+    _text: str = dataclasses.field(default="", init=False, repr=False, compare=False)
 
     def payload(self) -> dict[str, Any]:
         """What erasure removes: the values and the text they were read from."""
@@ -289,10 +325,18 @@ class Edit:
     def compute_hash(self) -> str:
         return hashlib.sha256(canonical_json(self.body()).encode("utf-8")).hexdigest()
 
-    def sealed(self, seq: int, prev_hash: str) -> Edit:
-        """This edit placed at `seq` after `prev_hash`, with a fresh salt and its own hash filled in."""
-        e = replace(self, seq=seq, prev_hash=prev_hash, hash="", salt=self.salt or new_salt(), commitment=None)
-        return replace(e, hash=e.compute_hash())
+    def body_text(self) -> str:
+        """The canonical JSON of body(): what is hashed and stored."""
+        return self._text or canonical_json(self.body())
+
+    def sealed(self, seq: int, prev_hash: str, salt: str | None = None) -> Edit:
+        """This edit placed at `seq` after `prev_hash`, with `salt` (default: fresh random bits) and
+        its own hash filled in."""
+        e = replace(self, seq=seq, prev_hash=prev_hash, hash="", salt=salt or new_salt(), commitment=None)
+        text = canonical_json(e.body())
+        object.__setattr__(e, "hash", hashlib.sha256(text.encode("utf-8")).hexdigest())  # not yet shared
+        object.__setattr__(e, "_text", text)
+        return e
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.plain(), "hash": self.hash}
@@ -382,6 +426,7 @@ class State:
     last_seq: int = -1
     last_hash: str = GENESIS_HASH
     last_message_hash: str = GENESIS_HASH
+    llm: dict[str, dict[str, Any]] = field(default_factory=dict)  # prompt hash -> recorded model answer
 
     def get(self, name: str) -> Any:
         fs = self.fields.get(name)
@@ -410,6 +455,9 @@ class State:
         if e.op == "upgrade":
             self.domain_version = e.after
             return
+        if e.op == "llm":
+            self.llm[e.after["prompt_hash"]] = e.after
+            return
         if e.field is None:  # only an altered log has a field edit without a field
             raise Errors.EDIT_WITHOUT_FIELD(seq=e.seq, session=e.session, op=e.op)
         fs = self.fields.setdefault(e.field, FieldState())
@@ -427,6 +475,36 @@ class State:
         else:  # reject
             status = "rejected"
         fs.history.append(HistoryEntry(e.after, e.round, status, e.source, e.reason, e.provenance))
+
+    def snapshot(self) -> dict[str, Any]:
+        """The whole fold as JSON (derived data: a reopened session folds only the edits after it)."""
+        def prov(p: Provenance | None) -> dict[str, Any] | None:
+            return p.to_dict() if p else None
+
+        return {
+            "domain": self.domain, "domain_version": self.domain_version, "session": self.session, "phase": self.phase,
+            "round": self.round, "message_index": self.message_index, "last_seq": self.last_seq,
+            "last_hash": self.last_hash, "last_message_hash": self.last_message_hash,
+            "alerts": [[a.code, a.round, a.message, a.field] for a in self.alerts],
+            "fields": {name: {"value": fs.value, "provenance": prov(fs.provenance), "set_round": fs.set_round,
+                              "set_at": fs.set_at, "source": fs.source, "accepted": fs.accepted,
+                              "last_accepted": fs.last_accepted,
+                              "history": [[h.value, h.round, h.status, h.source, h.reason, prov(h.provenance)]
+                                          for h in fs.history]}
+                       for name, fs in self.fields.items()},
+        }
+
+    @classmethod
+    def from_snapshot(cls, d: dict[str, Any]) -> State:
+        st = cls(d["domain"], d["domain_version"], d["session"], d["phase"], d["round"], d["message_index"],
+                 last_seq=d["last_seq"], last_hash=d["last_hash"], last_message_hash=d["last_message_hash"])
+        st.alerts = [Alert(*a) for a in d["alerts"]]
+        for name, f in d["fields"].items():
+            st.fields[name] = FieldState(f["value"], Provenance.from_dict(f["provenance"]), f["set_round"], f["set_at"],
+                                         f["source"], [HistoryEntry(v, r, status, source, reason, Provenance.from_dict(p))
+                                                       for v, r, status, source, reason, p in f["history"]],
+                                         dict(f["accepted"]), f["last_accepted"])
+        return st
 
     @classmethod
     def fold(

@@ -13,6 +13,7 @@ holds at most `cache_sessions` sessions, least recently used first out.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections import OrderedDict
@@ -31,18 +32,27 @@ from .lang.lexicon import using
 from .inject import RenderedContext, Renderer
 from .inject.budget import Window
 from .inject.tokens import count_tokens
+from .llm import Answers, distil
+from .llm.distil import MAX_CHARS
 from .memory import SummaryZone
 from .memory import retrieval
 from .memory.retrieval import Embedder
 from .memory.summary import KIND as SUMMARY_KIND
-from .model import Candidate, Edit, Message, SearchFilter, State
+from .memory.user import Remembered, UserMemory, memory_events, recall_edit, recalled
+from .model import Candidate, Edit, Message, SearchFilter, State, session_owner
 from .store import MemoryStore, SessionInfo, Store, open_store
 from .transform import PhaseMachine, edit, expiry_edits, field_edits
 from .validate import FieldValidator, violations
 
-LLM_KIND = "llm"  # model answers by prompt hash (derived data, for replay without the endpoint)
+log = logging.getLogger(__name__)
+COMPACTION_RATIO_OUT_OF_BAND = "COMPACTION_RATIO_OUT_OF_BAND"
+DEFAULT_BAND = (0.0, 1.0)  # a context larger than the raw window it stands for is out of band
+MIN_RATIO_SOURCE = 400  # below this many raw tokens the ratio measures the XML's frame, not compaction
 USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
 DEFAULT_CACHE_SESSIONS = 1024
+DEFAULT_BATCH = 200  # messages per store transaction in `ingest_many`
+SNAPSHOT_KIND = "snapshot"  # the session's folded state every SNAPSHOT_EVERY messages (derived data)
+SNAPSHOT_EVERY = 256  # a reopened session folds at most this many messages' edits and reads their tail
 UPGRADE = "DOMAIN_UPGRADE"  # the session moves to the new version; values already set stay as they are
 REDERIVE = "DOMAIN_REDERIVE"  # the same, and its state becomes what the new version makes of all its messages
 APPEND_ATTEMPTS = 32  # a writer losing this many races in a row on one session gives up with the conflict
@@ -86,12 +96,12 @@ def rederived(state: State, target: State, msg: Message, domain: Domain) -> list
 class _Chain:
     """Seals edits one after another onto a session's hash chain."""
 
-    def __init__(self, state: State):
-        self.seq, self.prev = state.last_seq, state.last_hash
+    def __init__(self, state: State, salts: Callable[[], str] | None):
+        self.seq, self.prev, self.salts = state.last_seq, state.last_hash, salts
 
     def seal(self, e: Edit) -> Edit:
         self.seq += 1
-        sealed = e.sealed(self.seq, self.prev)
+        sealed = e.sealed(self.seq, self.prev, self.salts() if self.salts else None)
         self.prev = sealed.hash
         return sealed
 
@@ -108,8 +118,9 @@ class ContextEditor:
     def __init__(self, domain: Domain | str | Path, store: Store | str | None = None, model: str | None = None,
                  allow_plugins: bool = False, upgrade: bool | str = False, system: str | None = None, context_window: int | None = None,
                  output_reserve: float = 0.15, budget: int | str | None = None, price_per_mtok: float | None = None,
-                 scorer: Any = None, cache_sessions: int = DEFAULT_CACHE_SESSIONS, retrieval: bool = False,
-                 embedder: Embedder | None = None):
+                 scorer: Any = None, summarizer: Any = None, compaction_band: tuple[float, float] | None = DEFAULT_BAND,
+                 cache_sessions: int = DEFAULT_CACHE_SESSIONS, retrieval: bool = False, embedder: Embedder | None = None,
+                 recalled: Iterable[Edit] | None = None, salts: Callable[[], str] | None = None):
         """`upgrade`: a session processed with another version of this domain moves to this version
         (recorded as an `upgrade` edit with the next message); without it, adding to it is refused.
         `upgrade=REDERIVE` (`backfill --apply`) also sets, with that message, every field to what this
@@ -120,13 +131,22 @@ class ContextEditor:
         default for every render (else each action's `budget_tokens`). `price_per_mtok`: the model's
         input price per million tokens, for the session's cost account (`usage`). `scorer`: how older
         messages are scored 1-5 (a registered name such as "relevance", or any Scorer, e.g.
-        `llm.ChatScorer`); the articles' thresholds apply to it. A scorer with `results` (answers by
-        prompt hash) has them stored with the session, so a replay reuses them.
+        `llm.ChatScorer`); the articles' thresholds apply to it. A scorer with `answers` (llm.Answers)
+        has every answer a render used recorded in the session's edit log, so a re-render reuses them.
+        `summarizer`: how a `class: trace` field becomes one line (a registered name or any Summarizer,
+        e.g. `llm.ChatSummarizer`), checked by rules (llm.distil; a refused line gives the extractive
+        line, as does no summarizer). `compaction_band`: (low, high) for the compaction ratio (context
+        tokens / raw window tokens); a render outside it carries a COMPACTION_RATIO_OUT_OF_BAND
+        alert (`RenderedContext.alerts`), once the raw window has MIN_RATIO_SOURCE tokens; None: unchecked.
         `cache_sessions`: how many sessions' states are kept folded (least recently used out).
+        `recalled`: the `user_memory` edits of a recorded log, given to new sessions instead of what
+        the store's user memory holds now, and nothing remembered (audit replay).
         `retrieval`: index every message for search (`search`), and let each render bring back the
         messages older than its window that match the action and the latest user turn (shown in
         <history> with reason="retrieved"). `embedder`: an `memory.retrieval.Embedder` that re-ranks
-        the lexical hits by cosine similarity (`memory.minilm.MiniLMEmbedder` with the [embed] extra)."""
+        the lexical hits by cosine similarity (`memory.minilm.MiniLMEmbedder` with the [embed] extra).
+        `salts`: where the salt of each message's and edit's commitment comes from (erasure keeps
+        the commitment); default 128 random bits each. Only a test that pins hashes passes its own."""
         self.domain = domain if isinstance(domain, Domain) else load_domain(domain, allow_plugins=allow_plugins)
         self.upgrade = upgrade
         self._bound: dict[str, str | None] = {}  # session -> the version it moves from (None: already on ours)
@@ -137,13 +157,18 @@ class ContextEditor:
         self.window = Window(context_window, output_reserve) if context_window else None
         self.scorer = registry.scorers.get(scorer) if isinstance(scorer, str) else scorer
         self.system = system
-        self.renderer = Renderer(self.domain, model=model, system=system, window=self.window, scorer=self.scorer)
+        self.summarizer = registry.summarizers.get(summarizer) if isinstance(summarizer, str) else summarizer
+        self.compaction_band = compaction_band
+        self.renderer = self._new_renderer(model)
         self._renderers: dict[str, Renderer] = {}  # model -> renderer counting with that model's tokenizer
         self.default_budget, self.price_per_mtok = budget, price_per_mtok
         self._states: OrderedDict[str, State] = OrderedDict()
         self._cache_sessions = max(cache_sessions, 1)
         self._zones: dict[str, SummaryZone] = {}
         self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
+        self._salts = salts
+        self._recalled = None if recalled is None else [e for e in recalled if e.source == "user_memory"]
+        self._user_scoped = any(f.scope == "user" for f in self.domain.fields.values())
         self.retrieval, self.embedder = retrieval or embedder is not None, embedder
         self._indexed: set[str] = set()  # sessions whose search index has caught up with the log in this process
         self.store.put_domain(self.domain.version_hash, self.domain.name, self.domain.source)
@@ -158,6 +183,47 @@ class ContextEditor:
             self.add(session, m, now=now, idempotent=idempotent)
         return self.state(session)
 
+    def ingest_many(self, items: Iterable[tuple[str, dict[str, Any] | Message]], now: datetime | str | None = None,
+                    batch_size: int = DEFAULT_BATCH) -> int:
+        """A bulk load: (session, message) pairs in order, committed `batch_size` messages per
+        store transaction (one commit for many messages). Each message is still atomic, and a
+        reader sees a batch whole or not at all. If a message fails, its batch is rolled back
+        (whole messages only) and the error raised; the batches before it stay committed.
+        Returns the number of messages committed."""
+        done = 0
+        pending: list[tuple[str, dict[str, Any] | Message]] = []
+
+        def flush() -> None:
+            nonlocal done
+            touched = {s for s, _ in pending}
+            try:
+                with self.store.batch():
+                    for session, message in pending:
+                        self._bind(session)
+                        self.add(session, message, now=now)
+            except BaseException:
+                for s in touched:  # the cached folds and memory may hold what was rolled back
+                    self._forget(s)
+                raise
+            done += len(pending)
+            pending.clear()
+
+        for item in items:
+            pending.append(item)
+            if len(pending) >= max(batch_size, 1):
+                flush()
+        if pending:
+            flush()
+        return done
+
+    def _forget(self, session: str) -> None:
+        """Drop everything cached about a session: the next use reads it from the store."""
+        self._states.pop(session, None)
+        self._bound.pop(session, None)
+        self._zones.pop(session, None)
+        self._priors.pop(session, None)
+        self._indexed.discard(session)
+
     def add(self, session: str, message: dict[str, Any] | Message, now: datetime | str | None = None,
             idempotent: bool = False) -> list[Edit]:
         """Process one message atomically; returns the edits it committed (none if `idempotent`
@@ -168,7 +234,9 @@ class ContextEditor:
             return []
         for attempt in range(APPEND_ATTEMPTS):
             upgrade_from = self._bind(session)
-            state = self._live(session)
+            # A cached fold is used without asking the store for its head: the append itself
+            # refuses a message computed on a head another writer has moved (the retry below).
+            state = self._cached(session) or self._live(session)
             msg = self._stamp(session, raw, state, now)
             try:
                 with using(self.domain.lexicon):  # the words this domain version was made with
@@ -193,9 +261,12 @@ class ContextEditor:
                 raise
             state.round, state.message_index, state.last_message_hash = msg.round, msg.index, msg.hash
             self._bound[session] = None
+            if (msg.index + 1) % SNAPSHOT_EVERY == 0:
+                self.store.put_derived(session, SNAPSHOT_KIND, 0, state.snapshot())
             self._summarize(session, msg)
             if self.retrieval:
                 self._index(session, msg, edits)
+            self._remember_user(msg, edits)
             return edits
         raise AssertionError("unreachable")  # the loop returns or raises
 
@@ -211,21 +282,47 @@ class ContextEditor:
         """Anchor the current subtask (replaces the previous one), shown after the goal."""
         self.add(session, {"role": "system", "name": "subtask", "content": subtask}, now=now)
 
+    # ------------------------------------------------------------------ a user's memory across sessions
+    def _recall(self, msg: Message) -> list[tuple[Remembered, float]]:
+        """The remembered values (and weights) a session's first message starts from: its user's
+        memory at the message's time, or in a replay the values the recorded log was given."""
+        if self._recalled is not None:
+            return [recalled(e) for e in self._recalled if e.session == msg.session and e.message_index == msg.index]
+        owner = session_owner(msg.session)
+        now = msg.time()
+        if owner is None or now is None or not self._user_scoped or msg.index != 0:
+            return []
+        return UserMemory.fold(self.domain, self.store.user_memory(*owner)).recall(now)
+
+    def _remember_user(self, msg: Message, edits: list[Edit]) -> None:
+        """Add what a committed message said (or was given) to its user's memory. Written after the
+        message's transaction: the events can be rebuilt from the user's session logs."""
+        owner = session_owner(msg.session)
+        if owner is None or self._recalled is not None or not self._user_scoped:
+            return
+        events = memory_events(self.domain, msg, edits)
+        if events:
+            self.store.append_user_memory(*owner, events)
+
+    def user_memory(self, tenant: str, user: str) -> UserMemory:
+        """One user's memory (the fold of its events) as this domain sees it."""
+        return UserMemory.fold(self.domain, self.store.user_memory(tenant, user))
+
     # ------------------------------------------------------------------ memory (derived data)
     def _summarize(self, session: str, msg: Message) -> None:
         """Fold a committed message into the session's summary zone and store what changed."""
         zone = self._zone(session)
-        for key, body in zone.bodies(zone.add(msg)).items():
+        zone.add(msg)
+        for key, body in zone.bodies(zone.settled()).items():
             self.store.put_derived(session, SUMMARY_KIND, key, body)
 
     def _zone(self, session: str) -> SummaryZone:
         zone = self._zones.get(session)
         if zone is None:
             zone = SummaryZone.from_bodies(self.domain, self.store.derived(session, SUMMARY_KIND))
-            changed: set[int] = set()
             for m in self.store.messages(session, since_round=zone.resume_round()):
-                changed.update(zone.add(m))
-            for key, body in zone.bodies(sorted(changed)).items():
+                zone.add(m)
+            for key, body in zone.bodies(zone.settled()).items():
                 self.store.put_derived(session, SUMMARY_KIND, key, body)
             self._zones[session] = zone
         return zone
@@ -307,11 +404,12 @@ class ContextEditor:
             ts = clock if isinstance(clock, str) else clock.isoformat()
         return Message(session=session, index=index, round=rnd, role=raw["role"], content=raw["content"], timestamp=ts,
                        id=raw.get("id"), name=raw.get("name"), tool_call_id=raw.get("tool_call_id"),
-                       tool_calls=tuple(raw.get("tool_calls") or ()), asks=tuple(raw.get("asks") or ())).sealed(state.last_message_hash)
+                       tool_calls=tuple(raw.get("tool_calls") or ()), asks=tuple(raw.get("asks") or ())).sealed(
+                           state.last_message_hash, self._salts() if self._salts else None)
 
     def _edits_for(self, state: State, msg: Message, upgrade_from: str | None = None) -> list[Edit]:
         """All edits `msg` causes, sealed, folded into `state` as they are made."""
-        chain = _Chain(state)
+        chain = _Chain(state, self._salts)
         out: list[Edit] = []
 
         def commit(e: Edit) -> None:
@@ -329,6 +427,8 @@ class ContextEditor:
                     commit(e)
         if self.machine and state.phase is None:
             commit(self.machine.initial_edit(msg))
+        for item, weight in self._recall(msg):
+            commit(recall_edit(item, weight, msg, self.domain))
         for e in expiry_edits(state, self.domain, msg):
             commit(e)
         now = msg.time()
@@ -374,9 +474,12 @@ class ContextEditor:
                     commit(edit(msg, self.domain, "alert", e.field, None, text, "machine", reason=code, stage="validate"))
                 continue
             accepted.append(e)
+        changed = {e.field for e in accepted if e.field is not None}
+        if not changed or not self.domain.rules:
+            return accepted  # a rule is only checked when a field it reads changes
         values = state.values() | {e.field: e.after for e in accepted if e.field is not None}
         now = msg.time()
-        for rule, text in violations(self.domain, values, now.date() if now else None):
+        for rule, text in violations(self.domain, values, now.date() if now else None, changed):
             touched = [e for e in accepted if e.field in rule.fields]
             if not touched:
                 continue  # the violation predates this message; it was reported then
@@ -397,8 +500,11 @@ class ContextEditor:
             self._states.move_to_end(session)
             return state
         if state is None or state.message_index + 1 > head[0] or state.last_seq + 1 > head[1]:
-            state = State(self.domain.name, self.domain.version_hash, session)  # nothing cached, or the store went back
-        for e in self.store.edits(session, since_seq=state.last_seq):
+            state = None  # nothing cached, or the store went back
+        edits = None
+        if state is None:
+            state, edits = self._from_snapshot(session, head)
+        for e in edits if edits is not None else self.store.edits(session, since_seq=state.last_seq):
             state.apply(e)
         # The cached summary zone may lack what another writer appended: reload it from the
         # derived table and the log on next use (it resumes from its last complete stage).
@@ -416,8 +522,28 @@ class ContextEditor:
         self._states.move_to_end(session)
         while len(self._states) > self._cache_sessions:
             evicted, _ = self._states.popitem(last=False)
-            self._priors.pop(evicted, None)
-            self._zones.pop(evicted, None)
+            self._forget(evicted)  # everything kept per session goes with its state: memory stays bounded
+        return state
+
+    def _from_snapshot(self, session: str, head: tuple[int, int]) -> tuple[State, list[Edit] | None]:
+        """The session's last stored snapshot and the edits after it, if the snapshot belongs to
+        this log (its last edit is the stored one at its seq); else an empty state to fold from."""
+        empty = State(self.domain.name, self.domain.version_hash, session)
+        body = self.store.derived(session, SNAPSHOT_KIND).get(0)
+        if body is None or body["message_index"] + 1 > head[0] or body["last_seq"] + 1 > head[1]:
+            return empty, None
+        snap = State.from_snapshot(body)
+        if snap.last_seq < 0:
+            return snap, None
+        edits = self.store.edits(session, since_seq=snap.last_seq - 1)
+        if not edits or edits[0].seq != snap.last_seq or edits[0].hash != snap.last_hash:
+            return empty, None  # a snapshot of another log (rewritten, or restored from elsewhere): ignore it
+        return snap, edits[1:]
+
+    def _cached(self, session: str) -> State | None:
+        state = self._states.get(session)
+        if state is not None:
+            self._states.move_to_end(session)
         return state
 
     def state(self, session: str, as_of_round: int | None = None) -> State:
@@ -447,11 +573,12 @@ class ContextEditor:
                     if (m.index <= state.message_index if as_of_round is None else m.round <= as_of_round)]
         zone = self._zone(session)
         anchors = {n: a for n in ("goal", "subtask") if (a := zone.anchor(n, as_of_round))}
-        recorded = self._recall_llm(session)
+        self._recall_llm(session)
         found = self._retrieve(session, state, view, messages, since) if self.retrieval and since > 1 else []
         ctx = renderer.render(state, action, messages, budget=budget if budget is not None else self.default_budget,
                               summary=zone.lines(state.round - view.recent_rounds), anchors=anchors, retrieved=found)
-        self._record_llm(session, recorded)
+        self._record_llm(session)
+        self._check_ratio(ctx)
         self._account(session, ctx)
         return ctx
 
@@ -461,37 +588,89 @@ class ContextEditor:
         query = retrieval.action_query(self.domain, view, state, latest)
         return [m for m, _ in self.search(session, query, retrieval.older_than(since))]
 
-    def _recall_llm(self, session: str) -> set[str]:
-        """Load the scorer's recorded answers for this session; returns the prompt hashes known."""
-        results = getattr(self.scorer, "results", None)
-        if not isinstance(results, dict):
-            return set()
-        for body in self.store.derived(session, LLM_KIND).values():
-            results.setdefault(body["prompt_hash"], body["result"])
-        return set(results)
+    def _answers(self) -> list[Answers]:
+        """The answer books of the model parts in use (a ChatScorer's, a ChatSummarizer's)."""
+        return [a for part in (self.scorer, self.summarizer) if isinstance(a := getattr(part, "answers", None), Answers)]
 
-    def _record_llm(self, session: str, known: set[str]) -> None:
-        """Store every new model answer with its prompt hash (derived data: replay reads it back)."""
-        results = getattr(self.scorer, "results", None)
-        if not isinstance(results, dict):
-            return
-        for key in sorted(set(results) - known):
-            self.store.put_derived(session, LLM_KIND, int(key[:15], 16), {"prompt_hash": key, "result": results[key]})
+    def _recall_llm(self, session: str) -> None:
+        """Give the model parts every answer recorded in the session's log: a recorded prompt is
+        never sent again (a re-render, here or in another process, needs no endpoint)."""
+        books = self._answers()
+        if books:
+            recorded = self._live(session).llm
+            for book in books:
+                book.recall(recorded)
+
+    def _record_llm(self, session: str) -> None:
+        """Record in the session's log every model answer the render used that the log lacks."""
+        used = {r["prompt_hash"]: r for book in self._answers() for r in book.drain()}
+        if used:
+            self.record(session, list(used.values()))
+
+    def record(self, session: str, records: list[dict[str, Any]]) -> list[Edit]:
+        """Append model answers to the session's edit log (`llm` edits on its last message, on the
+        hash chain), skipping those it already holds; retried on a race with another writer."""
+        for attempt in range(APPEND_ATTEMPTS):
+            state = self._live(session)
+            fresh = [r for r in records if r["prompt_hash"] not in state.llm]
+            if not fresh:
+                return []
+            chain = _Chain(state, self._salts)
+            edits = [chain.seal(Edit(session=session, seq=0, message_index=state.message_index, round=state.round,
+                                     stage="inject", op="llm", field=None, before=None, after=r, source="llm",
+                                     reason=f"LLM_{str(r.get('kind', 'answer')).upper()}", provenance=None,
+                                     domain_version=state.domain_version)) for r in fresh]
+            try:
+                self.store.append_records(session, edits)
+            except StoreConflictError:
+                self._states.pop(session, None)
+                if attempt == APPEND_ATTEMPTS - 1:
+                    raise
+                continue
+            for e in edits:
+                state.apply(e)
+            return edits
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def _account(self, session: str, ctx: RenderedContext) -> None:
         """Add a render to the session's token account (what was sent, and the raw window it replaced)."""
-        usage = self.store.derived(session, USAGE_KIND).get(0) or {"renders": 0, "context_tokens": 0, "source_tokens": 0}
+        usage = self.store.derived(session, USAGE_KIND).get(0) or {"renders": 0, "context_tokens": 0, "source_tokens": 0, "out_of_band": 0}
+        out_of_band = any(a["code"] == COMPACTION_RATIO_OUT_OF_BAND for a in ctx.alerts)
         usage = {"renders": usage["renders"] + 1, "context_tokens": usage["context_tokens"] + ctx.tokens,
-                 "source_tokens": usage["source_tokens"] + ctx.source_tokens}
+                 "source_tokens": usage["source_tokens"] + ctx.source_tokens,
+                 "out_of_band": usage.get("out_of_band", 0) + int(out_of_band)}
         self.store.put_derived(session, USAGE_KIND, 0, usage)
 
     def usage(self, session: str) -> dict[str, Any]:
         """The session's token account: renders, context tokens sent, the raw-window tokens they
         stood for, and their cost at `price_per_mtok` (None when no price is set)."""
-        usage = self.store.derived(session, USAGE_KIND).get(0) or {"renders": 0, "context_tokens": 0, "source_tokens": 0}
+        usage = self.store.derived(session, USAGE_KIND).get(0) or {"renders": 0, "context_tokens": 0, "source_tokens": 0, "out_of_band": 0}
         price = self.price_per_mtok
         return {**usage, "cost": None if price is None else round(usage["context_tokens"] * price / 1e6, 6),
                 "raw_cost": None if price is None else round(usage["source_tokens"] * price / 1e6, 6)}
+
+    def _new_renderer(self, model: str | None) -> Renderer:
+        return Renderer(self.domain, model=model, system=self.system, window=self.window, scorer=self.scorer,
+                        condense=self._condense)
+
+    def _condense(self, text: str) -> str:
+        """A trace field's text as one line: the summarizer's, if the rules accept it, else the extractive line."""
+        limit = int(getattr(self.summarizer, "max_chars", MAX_CHARS))  # a summarizer may be told a longer line
+        return text if len(text) <= limit else distil(text, self.summarizer, max_chars=limit)[0]
+
+    def _check_ratio(self, ctx: RenderedContext) -> None:
+        """Flag a render whose compaction ratio leaves the band (too big for what it replaces, or
+        too little kept), once the raw window is large enough for the ratio to mean compaction."""
+        if self.compaction_band is None or ctx.source_tokens < MIN_RATIO_SOURCE:
+            return
+        low, high = self.compaction_band
+        ratio = ctx.compaction_ratio
+        if not low <= ratio <= high:
+            message, fix = Errors.COMPACTION_RATIO_OUT_OF_BAND.text(action=ctx.action, ratio=f"{ratio:.2f}", low=low,
+                                                                    high=high, source=ctx.source_tokens)
+            ctx.alerts.append({"code": COMPACTION_RATIO_OUT_OF_BAND, "catalog": Errors.COMPACTION_RATIO_OUT_OF_BAND.code,
+                               "message": message, "fix": fix})
+            log.warning("%s (fix: %s)", message, fix)
 
     def _renderer(self, model: str | None) -> Renderer:
         """The editor's renderer, or one counting with another model's tokenizer (a few are kept)."""
@@ -501,8 +680,7 @@ class ContextEditor:
             count_tokens("", model)  # an unknown model fails here, before any work
             if len(self._renderers) >= 8:
                 self._renderers.pop(next(iter(self._renderers)))
-            self._renderers[model] = Renderer(self.domain, model=model, system=self.system, window=self.window,
-                                              scorer=self.scorer)
+            self._renderers[model] = self._new_renderer(model)
         return self._renderers[model]
 
     def why(self, session: str, field: str, as_of_round: int | None = None) -> dict[str, Any]:

@@ -29,6 +29,17 @@ def pg_url():
         yield url
 
 
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def store_url(request, tmp_path) -> str:
+    """A fresh, empty store of every kind in turn: the contract suite and every test that must
+    hold on each backend take it."""
+    if request.param == "memory":
+        return "memory://"
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    return str(request.getfixturevalue("pg_schema_url"))
+
+
 @pytest.fixture
 def pg_schema_url(pg_url):
     """A URL whose search_path is a fresh schema: every test gets empty tables, and a database

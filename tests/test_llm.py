@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import threading
 import xml.etree.ElementTree as ET
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,7 +15,9 @@ import pytest
 
 from context_editor import ContextEditor
 from context_editor.llm import ChatClient, ChatScorer, ChatSummarizer, check_line, distil
-from context_editor.llm.chat import LLM_SCORER_FALLBACK
+from context_editor.audit import replay, verify
+from context_editor.llm.chat import LLM_SCORER_FALLBACK, prompt_hash
+from context_editor.store import open_store
 
 TS = "2024-05-01T10:{:02d}:00+08:00"
 
@@ -126,17 +129,70 @@ def test_endpoint_failure_falls_back_to_rules_with_an_alert(server):
     assert history_of(rules_only.render("s", "place_order", budget=2000).xml) == history_of(ctx.xml)
 
 
-def test_replay_reuses_recorded_answers_without_the_endpoint(server, tmp_path):
+def llm_edits(editor: ContextEditor, session: str = "s") -> list:
+    return [e for e in editor.store.edits(session) if e.op == "llm"]
+
+
+def test_answers_are_recorded_in_the_edit_log_and_replayed_without_the_endpoint(server, tmp_path):
+    """Each answer a render used is an `llm` edit on the session's hash chain (prompt hash, model,
+    scores). With the endpoint stopped, another editor over the store renders the same context
+    from the log, without a network call; `audit verify` and `audit replay` hold."""
     db = str(tmp_path / "s.db")
     server.script = [grade_by_text({"蓝牙耳机": 5, "预算": 4, "天气": 3, "嗯嗯": 1})]
     live = ContextEditor("ecommerce", db, scorer=ChatScorer(ChatClient(server.url, "scripted")))
     conversation(live)
     first = live.render("s", "place_order", budget=2000).xml
+    assert live.render("s", "place_order", budget=2000).xml == first and len(server.prompts) == 1  # asked once
+    [record] = llm_edits(live)
+    assert record.after["prompt_hash"] == prompt_hash("scripted", server.prompts[0])
+    assert record.after["kind"] == "score" and record.after["result"]["m0"] == 5 and record.source == "llm"
+    assert record.message_index == live.state("s").message_index  # attached to the last message
     server.close()
-    replay = ContextEditor("ecommerce", db, scorer=ChatScorer(ChatClient(server.url, "scripted"), replay_only=True))
-    again = replay.render("s", "place_order", budget=2000).xml
-    assert LLM_SCORER_FALLBACK not in again
-    assert history_of(again) == history_of(first) and any("天气" in t for t in history_of(first))
+    again = ContextEditor("ecommerce", db, scorer=ChatScorer(ChatClient(server.url, "scripted", retries=1)))
+    assert again.render("s", "place_order", budget=2000).xml == first  # no fallback: nothing was sent
+    assert LLM_SCORER_FALLBACK not in first and any("天气" in t for t in history_of(first))
+    assert len(llm_edits(again)) == 1  # a reused answer is not recorded twice
+    store = open_store(db)
+    assert all(v.ok for v in verify(store)) and replay(store, "s").identical
+    live.add("s", {"role": "user", "content": "还要白色的", "timestamp": TS.format(30)})  # the chain goes on after it
+    assert all(v.ok for v in verify(store)) and replay(store, "s").identical
+
+
+def test_a_failed_endpoint_is_recorded_and_replayed_as_the_same_fallback(server, tmp_path):
+    db = str(tmp_path / "s.db")
+    server.script = [lambda p: (500, "")]
+    live = ContextEditor("ecommerce", db, scorer=ChatScorer(ChatClient(server.url, "scripted", retries=1)))
+    conversation(live)
+    first = live.render("s", "place_order", budget=2000).xml
+    assert LLM_SCORER_FALLBACK in first and "error" in llm_edits(live)[0].after
+    server.script = [grade_by_text({"天气": 5})]  # the endpoint is back, but this prompt's answer is on record
+    again = ContextEditor("ecommerce", db, scorer=ChatScorer(ChatClient(server.url, "scripted")))
+    assert again.render("s", "place_order", budget=2000).xml == first and len(server.prompts) == 1
+    assert replay(open_store(db), "s").identical
+
+
+def test_a_tampered_answer_breaks_the_chain(server, tmp_path):
+    db = tmp_path / "s.db"
+    server.script = [grade_by_text({"蓝牙耳机": 5})]
+    live = ContextEditor("ecommerce", str(db), scorer=ChatScorer(ChatClient(server.url, "scripted")))
+    conversation(live)
+    live.render("s", "place_order", budget=2000)
+    seq = llm_edits(live)[0].seq
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE edits SET body = replace(body, '\"m0\":5', '\"m0\":1') WHERE session = 's' AND seq = ?", (seq,))
+    [verdict] = verify(open_store(str(db)), "s")
+    assert not verdict.ok and verdict.broken_at == f"edit {seq}"
+
+
+def test_scores_of_two_or_less_leave_history_for_the_summary_zone(server):
+    """<= 2 is compressed, not lost: the sentence is not verbatim in <history>, its line is in <summary>."""
+    server.script = [grade_by_text({"蓝牙耳机": 5, "花生": 2, "天气": 2, "嗯嗯": 1})]
+    editor = ContextEditor("ecommerce", "memory://", scorer=ChatScorer(ChatClient(server.url, "scripted")))
+    editor.add("s", {"role": "user", "content": "我对花生过敏，订单号是A123456", "timestamp": TS.format(0)})
+    conversation(editor)
+    root = ET.fromstring(editor.render("s", "place_order", budget=2000).xml)
+    assert not any("花生" in t for t in history_of(ET.tostring(root, encoding="unicode")))
+    assert "花生" in "".join(root.find("summary").itertext())
 
 
 def test_distillation_is_checked_by_rules(server):

@@ -164,3 +164,30 @@ def test_budget_as_a_share_of_the_window_keeps_the_output_reservation():
         ContextEditor("travel", "memory://").render("s", "plan_trip", budget="60%")
     with pytest.raises(BudgetError, match="share"):
         editor.render("s", "plan_trip", budget="150%")
+
+
+def test_summary_lines_are_shown_as_turns_are_personal_values_protected(tmp_path):
+    """A line of the summary zone is the same text a turn would be: `pii:` values under their
+    policy, other personal data masked, in long sessions where the sentence is only a summary line."""
+    from test_pii import POLICY_DOMAIN, TS
+
+    from context_editor import load_domain
+    from context_editor.inject import pii
+
+    path = tmp_path / "pay.yaml"
+    path.write_text(POLICY_DOMAIN, encoding="utf-8")
+    editor = ContextEditor(load_domain(path), "memory://")
+    editor.ingest("s", [
+        {"role": "user", "content": "订单ORDER-2024-001", "timestamp": TS},
+        {"role": "tool", "content": '{"card_number": "4111111111111111", "member_id": "VIP-778899", "status": "ok"}',
+         "timestamp": TS},
+        {"role": "user", "content": "so VIP-778899 pays with 4111111111111111, mail me at li@example.com", "timestamp": TS},
+        *[m for i in range(40) for m in ({"role": "user", "content": f"question {i} about the order status please", "timestamp": TS},
+                                         {"role": "assistant", "content": "It is on the way.", "timestamp": TS})]])
+    for action in ("pay", "track"):
+        xml = editor.render("s", action, budget=3000).xml
+        if action == "pay":
+            assert "pays with" in xml and "<turn round=\"3\"" not in xml  # the sentence is only a summary line
+        for secret in ("4111111111111111", "VIP-778899", "li@example.com"):
+            assert secret not in xml, (action, secret)
+    assert pii.protect("hash", "VIP-778899", "member_id") in editor.render("s", "pay", budget=3000).xml

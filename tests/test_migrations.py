@@ -154,6 +154,8 @@ def test_a_version_3_store_upgrades_in_place_and_keeps_its_data(url):
         assert audit.replay(store, session).identical
     store.put_key(KeyRecord("k1", "h" * 64, "acme", "writer", "2026-01-01T00:00:00Z"))  # the table step 4 added
     assert [k.key_id for k in store.keys()] == ["k1"]
+    store.append_user_memory("acme", "u1", [{"event": "remember", "field": "f", "value": 1}])  # the table of step 6
+    assert store.user_memory("acme", "u1") == [{"event": "remember", "field": "f", "value": 1}]
     store.close()
     again = open_store(url)  # a second open finds nothing to do
     assert sessions_of(again) == before and schema_version(url) == migrations.SCHEMA_VERSION

@@ -115,3 +115,21 @@ def test_renders_as_messages_arrive_equal_renders_from_scratch():
                 for budget in (450, 900):
                     cold = ContextEditor("travel", warm.store, retrieval=True)
                     assert warm.render("s", action, budget=budget).xml == cold.render("s", action, budget=budget).xml
+
+
+def test_a_turn_remembered_before_a_pii_value_was_known_is_protected_after(tmp_path):
+    """The renderer remembers each turn's masked text per what is hidden; a `pii:` value learned
+    later must change what an earlier turn shows (the remembered text is not reused)."""
+    from test_pii import POLICY_DOMAIN, TS
+
+    from context_editor import load_domain
+    from context_editor.inject import pii
+
+    path = tmp_path / "pay.yaml"
+    path.write_text(POLICY_DOMAIN, encoding="utf-8")
+    editor = ContextEditor(load_domain(path), "memory://")
+    editor.ingest("s", [{"role": "user", "content": "订单ORDER-2024-001, member VIP-778899", "timestamp": TS}])
+    assert "VIP-778899" in editor.render("s", "track").xml  # not known as personal yet
+    editor.ingest("s", [{"role": "tool", "content": '{"member_id": "VIP-778899", "status": "ok"}', "timestamp": TS}])
+    xml = editor.render("s", "track").xml
+    assert "VIP-778899" not in xml and pii.protect("hash", "VIP-778899", "member_id") in xml

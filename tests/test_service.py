@@ -111,6 +111,31 @@ def test_tenants_never_see_each_other(svc):
     assert call(svc, "GET", "/v1/sessions/..%2Fglobex%2F-%2Fshared-name/state").status_code in (400, 404)
 
 
+def test_a_users_memory_stays_within_the_tenant_and_the_user(svc):
+    """`user` in the body (and ?user= on reads) puts the session under tenant/user/session: a new
+    session of the same user in the same tenant starts from the remembered seat preference; the
+    same user name in another tenant, another user, or no user starts empty."""
+    seat = {"domain": "travel", "user": "amy", "messages": [
+        {"role": "user", "content": "下个月去三亚，座位要靠窗", "timestamp": "2024-05-01T10:00:00+08:00"}]}
+    trip = {"domain": "travel", "messages": [{"role": "user", "content": "订去成都的机票",
+                                               "timestamp": "2024-06-01T10:00:00+08:00"}]}
+    assert call(svc, "POST", "/v1/sessions/mem-1/messages", json=seat).json()["user"] == "amy"
+    later = call(svc, "POST", "/v1/sessions/mem-2/messages", json={**trip, "user": "amy"}).json()
+    assert later["state"]["fields"]["seat_preference"]["value"] == "window"
+    why = call(svc, "GET", "/v1/sessions/mem-2/why/seat_preference?user=amy", key=("acme", "reader")).json()
+    assert why["history"][0]["source"] == "user_memory"
+    xml = call(svc, "GET", "/v1/sessions/mem-2/context?action=book_flight&user=amy").json()["xml"]
+    assert 'name="seat_preference"' in xml
+    error(call(svc, "GET", "/v1/sessions/mem-2/state", key=("acme", "reader")), 404, "CE501")  # it is amy's
+    for key, body in ((("globex", "writer"), {**trip, "user": "amy"}), (("acme", "writer"), {**trip, "user": "bob"}),
+                      (("acme", "writer"), trip)):
+        state = call(svc, "POST", "/v1/sessions/mem-3/messages", key=key, json=body).json()["state"]
+        assert "seat_preference" not in state["fields"], (key, body)
+    listed = call(svc, "GET", "/v1/sessions", key=("acme", "reader")).json()["sessions"]
+    assert {"mem-2": "amy"} == {s["session"]: s["user"] for s in listed if s["session"] == "mem-2"}
+    error(call(svc, "POST", "/v1/sessions/mem-4/messages", json={**trip, "user": "../globex"}), 400, "CE002")
+
+
 def test_roles_and_keys(svc, capsys):
     post = {"domain": "ecommerce", "messages": [MSG]}
     error(call(svc, "POST", "/v1/sessions/r1/messages", key=("acme", "reader"), json=post), 403, "CE902")

@@ -29,15 +29,6 @@ from context_editor.store import KeyRecord, Store, open_store
 DOMAIN, VERSION = "shop", "v" * 64
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def store_url(request, tmp_path) -> str:
-    if request.param == "memory":
-        return "memory://"
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.db'}"
-    return request.getfixturevalue("pg_schema_url")
-
-
 @pytest.fixture
 def store(store_url):
     s = open_store(store_url)
@@ -242,7 +233,7 @@ def test_append_rolls_back_when_a_write_fails_midway(store, store_url, session):
     if session == "existing":
         add(store, session)
     m, (first, second) = next_turn(store, session)
-    unwritable = UnwritableEdit(**{f.name: getattr(second, f.name) for f in fields(Edit)})
+    unwritable = UnwritableEdit(**{f.name: getattr(second, f.name) for f in fields(Edit) if f.init})
     before = snapshot(store, session)
     with pytest.raises(RuntimeError, match="injected write failure"):
         store.append(DOMAIN, VERSION, m, [first, unwritable])
@@ -428,6 +419,66 @@ def test_keys_are_stored_by_hash_listed_and_revoked_once(store):
     assert store.get_key("h" * 64).revoked == "2024-05-02T00:00:00+00:00"
 
 
+def records_after(store: Store, session: str, n: int = 1) -> list[Edit]:
+    """`n` render-time records (op `llm`) chained onto the session's last message."""
+    msgs, log = store.messages(session), store.edits(session)
+    seq, prev = (log[-1].seq + 1, log[-1].hash) if log else (0, GENESIS_HASH)
+    out = []
+    for k in range(n):
+        e = Edit(session=session, seq=0, message_index=msgs[-1].index, round=msgs[-1].round, stage="inject", op="llm",
+                 field=None, before=None, after={"prompt_hash": f"{k:064x}", "result": {"m0": 4}}, source="llm",
+                 reason="LLM_SCORE", provenance=None, domain_version=VERSION).sealed(seq, prev)
+        out.append(e)
+        seq, prev = seq + 1, e.hash
+    return out
+
+
+def test_records_append_after_the_last_message_on_the_same_chain_and_head(store):
+    """A render's recorded model answers join the session's hash chain and head, atomically;
+    records that do not continue the chain (a stale head, another message) change nothing."""
+    store.put_domain(VERSION, DOMAIN, {"domain": DOMAIN})
+    with pytest.raises(StoreError, match="no message"):
+        store.append_records("none", [records_after_dummy()])
+    add(store, "s", n_edits=2)
+    stale = records_after(store, "s", 2)
+    store.append_records("s", stale)
+    assert store.session("s").edits == 4 and [e.hash for e in store.edits("s", since_seq=1)] == [e.hash for e in stale]
+    head = json.loads(store.raw_sessions()["s"][4])
+    assert head["edits"] == 4 and head["last_edit_hash"] == stale[-1].hash and head["messages"] == 1
+    assert_chains(store, "s")
+    before = snapshot(store, "s")
+    for bad in (stale, [replace(e, message_index=5) for e in records_after(store, "s")]):
+        with pytest.raises(StoreError):
+            store.append_records("s", bad)
+        assert snapshot(store, "s") == before
+    add(store, "s", n_edits=1)  # the next message continues after the records
+    late = [replace(e, message_index=0) for e in records_after(store, "s")]
+    with pytest.raises(StoreError):
+        store.append_records("s", late)  # records of an older message: a writer raced ahead
+    assert_chains(store, "s")
+
+
+def records_after_dummy() -> Edit:
+    return Edit(session="none", seq=0, message_index=0, round=0, stage="inject", op="llm", field=None, before=None,
+                after={"prompt_hash": "0" * 64}, source="llm", reason="LLM_SCORE", provenance=None,
+                domain_version=VERSION).sealed(0, GENESIS_HASH)
+
+
+def test_user_memory_is_appended_in_order_and_kept_per_tenant_and_user(store, store_url):
+    first = [{"event": "remember", "field": "seat", "value": "window", "at": "2024-01-01T00:00:00+00:00"},
+             {"event": "use", "field": "seat", "value": "window", "at": "2024-02-01T00:00:00+00:00"}]
+    store.append_user_memory("acme", "u1", first)
+    store.append_user_memory("acme", "u1", [{"event": "remember", "field": "seat", "value": "过道 </x>", "at": "x"}])
+    store.append_user_memory("acme", "u2", [{"event": "remember", "field": "seat", "value": "aisle", "at": "y"}])
+    store.append_user_memory("beta", "u1", [{"event": "remember", "field": "seat", "value": "aisle", "at": "z"}])
+    assert [e["value"] for e in store.user_memory("acme", "u1")] == ["window", "window", "过道 </x>"]
+    assert store.user_memory("acme", "u1")[:2] == first
+    assert [e["at"] for e in store.user_memory("acme", "u2")] == ["y"] and store.user_memory("beta", "u2") == []
+    assert [e["at"] for e in store.user_memory("beta", "u1")] == ["z"] and store.user_memory("", "u1") == []
+    if store_url != "memory://":
+        again = open_store(store_url)
+        assert again.user_memory("acme", "u1") == store.user_memory("acme", "u1")
+        again.close()
 def test_key_ranges_walk_sessions_in_code_point_order(store):
     keys = ["acme/u/1", "acme/u/2", "acme/v/1", "acme0", "b", "ä", "中/1", "A"]
     for s in keys:

@@ -19,6 +19,7 @@ from ..domain import Domain, domain_from_source
 from ..model import State, canonical_json
 from ..pipeline import REDERIVE, ContextEditor, rerun
 from ..store import MemoryStore, Store, open_store
+from ..store.base import redacted
 from .diff import session_changes
 
 KINDS = ("backfill", "apply", "verify", "replay")
@@ -39,7 +40,8 @@ class Job:
     pubkey: str | None = None
 
     def key(self) -> str:
-        return canonical_json(asdict(self))
+        """What identifies the job (in DIR/job.json): the store URL without its password."""
+        return canonical_json({**asdict(self), "store": redacted(self.store)})
 
 
 @dataclass(frozen=True, slots=True)

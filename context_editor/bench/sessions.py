@@ -4,7 +4,7 @@
   mix of what travellers say (route, party size, budget, cabin, seat), so a changed domain has
   something to change in some sessions and not in others;
 - `sample_conversations`: the bundled domains' sample conversations;
-- `sgd_travel_conversations`: SGD dialogues with a flight service, fed to the travel domain;
+- `sgd_travel_conversations`: SGD dialogues of travel-like services, fed to the travel domain;
 - `fill`: ingest (domain, session, messages) into a store.
 """
 
@@ -65,16 +65,21 @@ def sample_conversations() -> Iterator[Conversation]:
         yield domain, f"sample-{path.stem}", messages
 
 
-def sgd_travel_conversations(data_dir: str | Path, limit: int | None = None) -> Iterator[Conversation]:
-    """SGD dialogues that use a flight service, in file order, as travel conversations (user and
-    system turns; SGD's dialogues carry no clock, so turns are a minute apart from 2019-03-01)."""
+TRAVEL_LIKE = ("Flights", "Buses", "Hotels", "RentalCars", "Travel")  # SGD services a trip is planned with
+
+
+def sgd_travel_conversations(data_dir: str | Path, limit: int | None = None,
+                             services: tuple[str, ...] = TRAVEL_LIKE) -> Iterator[Conversation]:
+    """SGD dialogues that use one of `services` (e.g. Flights_1 for "Flights"), in file order, as
+    travel conversations (user and system turns; SGD's dialogues carry no clock, so turns are a
+    minute apart from 2019-03-01)."""
     count = 0
     for path in sorted(Path(data_dir).glob("dialogues_*.json*")):
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rt", encoding="utf-8") as f:
             dialogues = json.load(f)
         for d in dialogues:
-            if not any(s.startswith("Flights") for s in d["services"]):
+            if not any(s.split("_")[0] in services for s in d["services"]):
                 continue
             start = datetime(2019, 3, 1, 9, 0)
             messages = [{"role": "user" if t["speaker"] == "USER" else "assistant", "content": t["utterance"],

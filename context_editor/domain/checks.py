@@ -96,6 +96,9 @@ def field_shapes(c: Lint) -> Iterator[DomainProblem]:
         if f.get("prefer") and ftype not in ("date", "datetime"):
             yield c.problem(f"`prefer` applies to date and datetime fields, not '{ftype}'", f"{base}/prefer",
                             "remove `prefer` or change the type")
+        if f.get("memory") and f.get("scope", "session") != "user":
+            yield c.problem("`memory` applies to fields with `scope: user`", f"{base}/memory",
+                            "add `scope: user` or remove `memory`")
         if ftype == "list" and not f.get("items"):
             yield c.problem(f"list field '{name}' has no `items`", base,
                             "say what the list holds, e.g. `items: {type: enum, values: {...}}`")

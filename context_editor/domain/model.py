@@ -60,6 +60,13 @@ class FieldSpec:
     scopes: tuple[str, ...] = ()  # empty: visible to every action
     description: str = ""
     prefer: str = "future"  # a date without a year points forward (a booking) or back (an incident)
+    # `scope: user`: the value outlives the session, for the same tenant and user (memory/user.py),
+    # weighted by `importance`, halved every `half_life_days` (None: no decay) since it was last
+    # said or used, and no longer given to new sessions below `forget_below`.
+    scope: str = "session"
+    importance: float = 1.0
+    half_life_days: float | None = None
+    forget_below: float = 0.1
     pii: str | None = None  # mask | hash | drop: how a context shows the value (inject/pii.py)
 
     @property
@@ -227,6 +234,13 @@ def _values(own: Any, gazetteer: Any, resolved: dict[str, Any]) -> dict[str, lis
     return out
 
 
+def _memory(m: dict[str, Any]) -> dict[str, Any]:
+    """The decay settings of a `scope: user` field (`memory:` in the YAML), defaults filled in."""
+    half_life = m.get("half_life_days")
+    return {"importance": float(m.get("importance", 1.0)), "forget_below": float(m.get("forget_below", 0.1)),
+            "half_life_days": None if half_life is None else float(half_life)}
+
+
 def _build(d: dict[str, Any], path: Path) -> Domain:
     """The typed domain of a stored document (YAML data plus its `_resolved` resources)."""
     resolved = d[RESOLVED]
@@ -245,6 +259,7 @@ def _build(d: dict[str, Any], path: Path) -> Domain:
             mentions=f.get("mentions", "affirmed"), ask=dict(f.get("ask") or {}),
             extract=tuple(field_refs(f, name)), tool_keys=tuple(f.get("tool_keys") or (name,)),
             scopes=tuple(f.get("scopes") or ()), description=f.get("description", ""), prefer=f.get("prefer", "future"),
+            scope=f.get("scope", "session"), **_memory(f.get("memory") or {}),
             pii=f.get("pii"),
         )
     machine = None

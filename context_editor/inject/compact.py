@@ -7,7 +7,9 @@
   whole session, each pointing to its source message. This module decides, per render, which
   of those lines the action needs and in what order they give way to the budget.
 - relation: entities (identifiers and values in state) weighted by mentions and links (co-
-  occurrence in one message); the top nodes are kept.
+  occurrence in one message); the values of `class: relation` fields seed extra weight that
+  propagates along the links (what a booked flight was mentioned with ranks up with it); the
+  top nodes are kept.
 Compaction is a pure function of the raw log, so it is atomic and reversible: the log is never
 touched, and the same log always compacts to the same lines.
 """
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ..model import State
-from .history import ID, words
+from .history import ID, Hidden, shown_text, words
 TOP_ENTITIES = 8
 MIN_WEIGHT = 1.5
 STAGE_ROUNDS = 10  # rounds per stage of the summary zone
@@ -72,10 +74,11 @@ class Entity:
     name: str
     mentions: int
     links: tuple[str, ...]
+    relation: float = 0.0  # weight propagated from the values of `class: relation` fields
 
     @property
     def weight(self) -> float:
-        return self.mentions + 0.5 * len(self.links)
+        return self.mentions + 0.5 * len(self.links) + self.relation
 
 
 def stage_of(round_: int) -> int:
@@ -134,16 +137,17 @@ def is_covered(line: SummaryLine, absorbed: tuple[dict[int, list[tuple[int, int]
     return True
 
 
-def mask(line: SummaryLine, hidden: list[tuple[int, int, str]]) -> str:
-    """The line with spans of out-of-scope fields replaced, like the verbatim turns."""
-    if line.start < 0 or not hidden:
-        return line.text
-    text, end = line.text, line.start + len(line.text)
-    for a, b, name in sorted(hidden, reverse=True):
-        if a < end and line.start < b:
-            lo, hi = max(a, line.start) - line.start, min(b, end) - line.start
-            text = text[:lo] + f"[{name} hidden]" + text[hi:]
-    return text
+def mask(line: SummaryLine, hidden: Hidden) -> str:
+    """The line as the verbatim turns would show it: spans of out-of-scope fields replaced, then
+    hidden values, `pii:` values and personal data, as in `history.turn`."""
+    text, spans = line.text, hidden.spans.get(line.index, [])
+    if line.start >= 0 and spans:
+        end = line.start + len(line.text)
+        for a, b, name in sorted(spans, reverse=True):
+            if a < end and line.start < b:
+                lo, hi = max(a, line.start) - line.start, min(b, end) - line.start
+                text = text[:lo] + f"[{name} hidden]" + text[hi:]
+    return shown_text(text, hidden)
 
 
 ZONE_MEMO = 256  # zone_lines results kept (a session's renders between two of its messages reuse one)
@@ -152,7 +156,7 @@ _zone_memo: dict[tuple[Any, ...], tuple[list[SummaryLine], list[ZoneLine]]] = {}
 
 def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
                absorbed: tuple[dict[int, list[tuple[int, int]]], list[str]],
-               hidden: dict[int, list[tuple[int, int, str]]]) -> list[ZoneLine]:
+               hidden: Hidden) -> list[ZoneLine]:
     """The lines this action's context may show, in order, each with its budget tier.
 
     Lines older than `window_from` roll up into the session summary: facts, values the state
@@ -168,7 +172,7 @@ def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
     did not change, only the new lines are looked at. Entries hold the lists they were made
     from, so a reused id can never match."""
     view = (frozenset(vocabulary), tuple(sorted((i, tuple(spans)) for i, spans in absorbed[0].items())),
-            tuple(absorbed[1]), tuple(sorted((i, tuple(spans)) for i, spans in hidden.items())))
+            tuple(absorbed[1]), hidden.fingerprint())
     key = (id(lines), len(lines), window_from, view)
     hit = _zone_memo.get(key)
     if hit is not None and hit[0] is lines:
@@ -187,7 +191,7 @@ _worth_memo: dict[tuple[Any, ...], tuple[list[SummaryLine], list[tuple[str, int,
 
 def _line_worth(lines: list[SummaryLine], view: tuple[Any, ...], vocabulary: set[str],
                 absorbed: tuple[dict[int, list[tuple[int, int]]], list[str]],
-                hidden: dict[int, list[tuple[int, int, str]]]) -> list[tuple[str, int, str] | None]:
+                hidden: Hidden) -> list[tuple[str, int, str] | None]:
     """Per line: (tier, overlap with the vocabulary, masked text), or None for a note too far
     from the action to show; reusing the answers for the lines seen before under this view."""
     known = _worth_memo.get(view)
@@ -205,7 +209,7 @@ def _line_worth(lines: list[SummaryLine], view: tuple[Any, ...], vocabulary: set
         if rank != NOTE and not (line.cued and line.spans) and is_covered(line, absorbed):
             rank = NOTE
         overlap = len(words(line.text) & vocabulary) if rank == NOTE else 0
-        out.append(None if rank == NOTE and overlap < 2 else (rank, overlap, mask(line, hidden.get(line.index, []))))
+        out.append(None if rank == NOTE and overlap < 2 else (rank, overlap, mask(line, hidden)))
     if len(_worth_memo) >= ZONE_VIEWS and view not in _worth_memo:
         _worth_memo.clear()
     _worth_memo[view] = (lines, out)
@@ -238,16 +242,35 @@ def _merged(lines: list[SummaryLine], worth: list[tuple[str, int, str] | None], 
 _RANKS = (NOTE, VALUE, FACT)
 
 
-def entity_graph(texts: list[str], known_values: list[str]) -> list[Entity]:
-    """Identifiers and known values, weighted by mentions and co-mentions; the top nodes."""
+RELATION_SEED = 2.0  # the weight a relation field's value brings into the graph
+RELATION_DAMPING = 0.5  # the share of a node's relation weight passed to its links, per step
+RELATION_STEPS = 3
+
+
+def relation_weights(links: dict[str, set[str]], seeds: set[str]) -> dict[str, float]:
+    """Weight seeded on relation values, propagated along links (personalised PageRank, a few
+    steps): a node gains DAMPING of each neighbour's weight, shared among that neighbour's links."""
+    seed = {n: RELATION_SEED for n in seeds if n in links}
+    weight = dict(seed)
+    for _ in range(RELATION_STEPS):
+        weight = {n: seed.get(n, 0.0) + RELATION_DAMPING * sum(weight.get(m, 0.0) / len(links[m]) for m in links[n])
+                  for n in links}
+    return {n: round(w, 3) for n, w in weight.items() if w}
+
+
+def entity_graph(texts: list[str], known_values: list[str], relations: Iterable[str] = ()) -> list[Entity]:
+    """Identifiers and known values, weighted by mentions and co-mentions plus the weight the
+    values of relation fields (`relations`) propagate along links; the top nodes."""
+    seeds = {r for r in relations if r}
     mentions: dict[str, int] = {}
     links: dict[str, set[str]] = {}
     for text in texts:
-        found = set(ID.findall(text)) | {v for v in known_values if v and v in text}
+        found = set(ID.findall(text)) | {v for v in [*known_values, *seeds] if v and v in text}
         for name in found:
             mentions[name] = mentions.get(name, 0) + 1
             links.setdefault(name, set()).update(found - {name})
-    nodes = [Entity(n, mentions[n], tuple(sorted(links[n]))) for n in mentions]
+    boost = relation_weights(links, seeds) if seeds else {}
+    nodes = [Entity(n, mentions[n], tuple(sorted(links[n])), boost.get(n, 0.0)) for n in mentions]
     # A node mentioned once and linked to nothing carries no relation worth the tokens.
     nodes = [e for e in nodes if e.weight >= MIN_WEIGHT]
     return sorted(nodes, key=lambda e: (-e.weight, e.name))[:TOP_ENTITIES]

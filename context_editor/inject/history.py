@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -183,6 +183,29 @@ class Hidden:
     protected: dict[str, str] = field(default_factory=dict)  # a `pii:` field's value as text -> what is shown instead
     protected_keys: dict[str, tuple[str, str]] = field(default_factory=dict)  # its JSON keys -> (policy, field)
 
+    def fingerprint(self, spans: bool = True) -> tuple[Any, ...]:
+        """Everything hidden, hashable (for memo keys): every field, so one added later is never
+        left out of a key; without the per-message spans if asked."""
+        return tuple(_frozen(getattr(self, f.name)) for f in fields(self) if spans or f.name != "spans")
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, dict):
+        return frozenset((k, tuple(v) if isinstance(v, list) else v) for k, v in value.items())
+    return frozenset(value) if isinstance(value, set) else value
+
+
+def shown_text(text: str, hidden: Hidden) -> str:
+    """A text as any context may show it: hidden values replaced, `pii:` values under their
+    policy, other personal data masked (turns and summary lines alike)."""
+    for value, name in hidden.values.items():
+        if value in text:
+            text = text.replace(value, f"[{name} hidden]")
+    for value in sorted(hidden.protected, key=len, reverse=True):  # "4111 1111…" before a part of it
+        if value in text:
+            text = text.replace(value, hidden.protected[value])
+    return pii.mask(text, hidden.allowed)
+
 
 def mask_json(value: Any, hidden: Hidden, depth: int = 0) -> Any:
     """The JSON with every value under a hidden key, and every hidden value, replaced."""
@@ -268,13 +291,7 @@ def turn(domain: Domain, msg: Message, hidden: Hidden) -> dict[str, Any]:
     calls = [tool_call_parts(c) for c in msg.tool_calls if isinstance(c, dict)]
     if calls:
         text = "\n".join([text, *(args for _, args in calls)] if text else [args for _, args in calls])
-    for value, name in hidden.values.items():
-        if value in text:
-            text = text.replace(value, f"[{name} hidden]")
-    for value in sorted(hidden.protected, key=len, reverse=True):  # "4111 1111…" before a part of it
-        if value in text:
-            text = text.replace(value, hidden.protected[value])
-    text = pii.mask(text, hidden.allowed)
+    text = shown_text(text, hidden)
     return {"round": msg.round, "role": msg.role, "name": msg.name, "content": text,
             "tool_call": ",".join(name for name, _ in calls) or None}
 

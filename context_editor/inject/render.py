@@ -64,6 +64,7 @@ class RenderedContext:
     source_tokens: int = 0  # tokens of the raw messages the context was compacted from
     estimated: bool = False  # counted by an estimate (a model without a published tokenizer), not exactly
     retrieved: list[int] = field(default_factory=list)  # messages shown because search brought them back
+    alerts: list[dict[str, Any]] = field(default_factory=list)  # about the render, for the caller (not in the XML)
 
     @property
     def compaction_ratio(self) -> float:
@@ -245,8 +246,12 @@ class Renderer:
     """Renders action views of one domain with sandboxed, autoescaping Jinja templates."""
 
     def __init__(self, domain: Domain, templates_dir: Path = TEMPLATES_DIR, model: str | None = None,
-                 scorer: history.Scorer | None = None, system: str | None = None, window: Window | None = None):
+                 scorer: history.Scorer | None = None, system: str | None = None, window: Window | None = None,
+                 condense: Callable[[str], str] | None = None):
+        """`condense`: how a `class: trace` field's text becomes one line (the pipeline gives the
+        checked distillation of context_editor.llm); without it the text is shown as it is."""
         self.domain, self.model, self.scorer, self.system, self.window = domain, model, scorer, system, window
+        self.condense = condense
         # The domain's own templates (stored with its version) first, then the bundled ones.
         loader = ChoiceLoader([DictLoader(domain.templates), FileSystemLoader(str(templates_dir))])
         self.env = SandboxedEnvironment(loader=loader, autoescape=True,
@@ -346,7 +351,7 @@ class Renderer:
         scorer_alerts: list[dict[str, Any]] = getattr(self.scorer, "drain_alerts", list)()
         if summary and summary[-1].round > recent_from:  # the zone hands lines in round order
             summary = [line for line in summary if line.round <= recent_from]
-        lines = compact.zone_lines(summary, window_from, vocabulary, absorbed, hidden.spans)
+        lines = compact.zone_lines(summary, window_from, vocabulary, absorbed, hidden)
         return _Plan(
             action=action, spec=spec, budget=resolved, limit=limit,
             template=self.env.get_template(template_name) if template_name else self._template(spec),
@@ -355,7 +360,9 @@ class Renderer:
             recent=[u for u in units if u is not latest], latest=[latest] if latest else [],
             ranked=ranked,
             entities=compact.entity_graph([seen[m.index]["content"] for m in visible],
-                                          [v for v in (state.get(n) for n in names) if isinstance(v, str)]),
+                                          [v for n in names if isinstance(v := state.get(n), str)
+                                           and self.domain.fields[n].cls != "trace"],
+                                          self._relations(state, present)),
             zone={tier: _retrieved_last([line for line in lines if line.rank == rank], wanted_back)
                   for tier, rank in (("notes", compact.NOTE), ("values", compact.VALUE), ("facts", compact.FACT))},
             wanted_back=wanted_back,
@@ -370,7 +377,7 @@ class Renderer:
             if len(self._views) >= MEMO:
                 self._views.clear()
             hidden = history.hidden_spans(self.domain, spec, state)
-            hidden_key = (frozenset(hidden.keys.items()), frozenset(hidden.values.items()), frozenset(hidden.allowed))
+            hidden_key = hidden.fingerprint(spans=False)  # the per-message spans are added per turn
             view = self._views[key] = (history.action_vocabulary(self.domain, spec, state), hidden,
                                        compact.covered_spans(state), hidden_key)
         return view
@@ -564,8 +571,19 @@ class Renderer:
         fs = state.fields[name]
         policy = self.domain.fields[name].pii
         text = format_value(fs.value)
+        if self.condense is not None and self.domain.fields[name].cls == "trace":
+            text = self.condense(text)
         return {"name": name, "round": fs.set_round, "source": fs.source,
                 "text": pii.protect(policy, text, name) if policy else text}
+
+    def _relations(self, state: State, present: list[str]) -> list[str]:
+        """The values of the action's `class: relation` fields: the seeds of the entity graph."""
+        values: list[str] = []
+        for name in present:
+            if self.domain.fields[name].cls == "relation":
+                value = state.get(name)
+                values.extend(format_value(v) for v in (value if isinstance(value, list) else [value]))
+        return values
 
     def _ask(self, name: str, language: str) -> str:
         ask = self.domain.fields[name].ask

@@ -5,8 +5,8 @@ Nothing here is needed by default: the rule scorer and the extractive summarizer
 deterministic and offline. A model is opt-in (`ContextEditor(scorer=ChatScorer(...))`), and every
 failure falls back to the rules with an alert."""
 
-from .chat import ChatClient, ChatScorer, ChatSummarizer
+from .chat import Answers, ChatClient, ChatScorer, ChatSummarizer
 from .distil import check_line, distil
 from .protocols import BatchScorer, Scorer, Summarizer
 
-__all__ = ["BatchScorer", "ChatClient", "ChatScorer", "ChatSummarizer", "Scorer", "Summarizer", "check_line", "distil"]
+__all__ = ["Answers", "BatchScorer", "ChatClient", "ChatScorer", "ChatSummarizer", "Scorer", "Summarizer", "check_line", "distil"]

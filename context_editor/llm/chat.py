@@ -7,8 +7,12 @@ prompt (goal, subtask, `[id]`-tagged messages, the five grades) once per render 
 messages. Any failure (network, HTTP status, unparseable or incomplete answer) falls back to the
 deterministic rule scorer for that render, with a `LLM_SCORER_FALLBACK` alert in the context.
 
-Results are kept by the SHA-256 of the prompt (`results`): the pipeline stores them with the
-session, so a replay (`replay_only=True`) reuses what the model answered instead of calling it.
+Every answer, and every failure, is an `Answer` kept by the SHA-256 of model and prompt. The
+pipeline records each answer a render used in the session's edit log (an `llm` edit, on the
+hash chain) and gives the recorded ones back before the next render: a prompt that has a
+recorded answer is never sent again, so re-rendering a session (in another process, with the
+endpoint gone) gives the same context without a network call. `replay_only=True` never calls
+the endpoint at all (an unrecorded prompt goes to the rules).
 """
 
 from __future__ import annotations
@@ -91,6 +95,35 @@ def prompt_hash(model: str, prompt: str) -> str:
     return hashlib.sha256(f"{model}\n{prompt}".encode("utf-8")).hexdigest()
 
 
+@dataclass
+class Answers:
+    """A model's answers by prompt hash. An answer is a record (the body of an `llm` edit):
+    {"kind", "model", "prompt_hash", "result"} or, when the endpoint failed, "error" instead of
+    a result (replayed as the same fallback). `used` collects what renders used since the last
+    `drain`, for the pipeline to record in the session's log."""
+
+    known: dict[str, dict[str, Any]] = field(default_factory=dict)
+    used: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def recall(self, records: dict[str, dict[str, Any]]) -> None:
+        """Answers recorded earlier (a session's `State.llm`) count as known."""
+        self.known.update(records)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        record = self.known.get(key)
+        if record is not None:
+            self.used[key] = record
+        return record
+
+    def put(self, record: dict[str, Any]) -> dict[str, Any]:
+        self.known[record["prompt_hash"]] = self.used[record["prompt_hash"]] = record
+        return record
+
+    def drain(self) -> list[dict[str, Any]]:
+        out, self.used = list(self.used.values()), {}
+        return out
+
+
 def parse_scores(text: str, ids: list[str]) -> dict[str, int]:
     """{id: score} from the model's answer: a JSON array (or an object wrapping one), every id
     present exactly with an integer 1-5. Anything else is a ChatError."""
@@ -126,9 +159,9 @@ class ChatScorer:
     """The articles' LLM scorer behind the Scorer protocol (batch: one request per render)."""
 
     client: ChatClient
-    replay_only: bool = False  # never call the endpoint: recorded results or the rule scorer
+    replay_only: bool = False  # never call the endpoint: recorded answers or the rule scorer
     preview_chars: int = 200
-    results: dict[str, dict[str, int]] = field(default_factory=dict)  # prompt hash -> {id: score}
+    answers: Answers = field(default_factory=Answers)
     alerts: list[dict[str, Any]] = field(default_factory=list)
 
     def __call__(self, message: Message, ctx: dict[str, Any]) -> float:
@@ -144,18 +177,20 @@ class ChatScorer:
         ids = [f"m{m.index}" for m in messages]
         prompt = self.prompt(messages, ctx)
         key = prompt_hash(self.client.model, prompt)
-        scores = self.results.get(key)
-        if scores is None:
+        record = self.answers.get(key)
+        if record is None and self.replay_only:
+            record = {"error": "replay: no recorded answer for this prompt"}  # not recorded: nothing was asked
+        elif record is None:
+            record = {"kind": "score", "model": self.client.model, "prompt_hash": key}
             try:
-                if self.replay_only:
-                    raise ChatError("replay: no recorded answer for this prompt")
-                scores = parse_scores(self.client.complete(prompt), ids)
-                self.results[key] = scores
+                record = self.answers.put({**record, "result": parse_scores(self.client.complete(prompt), ids)})
             except ChatError as exc:
-                self.alerts.append({"code": LLM_SCORER_FALLBACK, "round": ctx.get("round", 0),
-                                    "message": f"scorer {self.client.model} unavailable, rule scores used: {exc}"})
-                return [rule_score(m, ctx) for m in messages]
-        return [float(scores[i]) for i in ids]
+                record = self.answers.put({**record, "error": str(exc)})
+        if "error" in record:
+            self.alerts.append({"code": LLM_SCORER_FALLBACK, "round": ctx.get("round", 0),
+                                "message": f"scorer {self.client.model} unavailable, rule scores used: {record['error']}"})
+            return [rule_score(m, ctx) for m in messages]
+        return [float(record["result"][i]) for i in ids]
 
     def drain_alerts(self) -> list[dict[str, Any]]:
         out, self.alerts = self.alerts, []
@@ -174,14 +209,22 @@ class ChatSummarizer:
 
     client: ChatClient
     max_chars: int = 30
-    results: dict[str, str] = field(default_factory=dict)
+    answers: Answers = field(default_factory=Answers)
     replay_only: bool = False
 
     def __call__(self, text: str, ctx: dict[str, Any]) -> str:
+        """The model's line for `text`; a ChatError when the endpoint failed (now or when recorded)."""
         prompt = DISTIL_PROMPT.format(max_chars=self.max_chars, text=text)
         key = prompt_hash(self.client.model, prompt)
-        if key not in self.results:
+        record = self.answers.get(key)
+        if record is None:
             if self.replay_only:
                 raise ChatError("replay: no recorded answer for this prompt")
-            self.results[key] = strip_fences(self.client.complete(prompt)).strip().strip('"')
-        return self.results[key]
+            record = {"kind": "distil", "model": self.client.model, "prompt_hash": key}
+            try:
+                record = self.answers.put({**record, "result": strip_fences(self.client.complete(prompt)).strip().strip('"')})
+            except ChatError as exc:
+                record = self.answers.put({**record, "error": str(exc)})
+        if "error" in record:
+            raise ChatError(str(record["error"]))
+        return str(record["result"])

@@ -62,6 +62,11 @@ def _pieces(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def sentences(text: str) -> list[str]:
+    """The sentences (or clauses of a long one) of `text`, stripped, as lines are cut from it."""
+    return [p.strip() for _, p in _pieces(text[:8000]) if p.strip()]
+
+
 def _is_fact(sentence: str, language: str) -> bool:
     """A cue word in a clause that does not ask something."""
     cues = load_cues(language)
@@ -123,6 +128,7 @@ class SummaryZone:
     anchors: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_index: int = -1
     _lines: tuple[tuple[int, int | None], list[SummaryLine]] | None = field(default=None, repr=False, compare=False)
+    _unsaved: set[int] = field(default_factory=set, repr=False, compare=False)  # keys changed since `settled`
     _older: tuple[int, list[SummaryLine]] | None = field(default=None, repr=False, compare=False)
 
     def add(self, msg: Message) -> list[int]:
@@ -132,12 +138,23 @@ class SummaryZone:
         self.last_index = msg.index
         if msg.role == "system" and msg.name in ANCHOR_NAMES:
             self.anchors[msg.name] = {"text": msg.content, "round": msg.round, "index": msg.index}
+            self._unsaved.add(ANCHORS_KEY)
             return [ANCHORS_KEY]
         number = stage_of(msg.round)
         stage = self.stages.setdefault(number, Stage(number))
         stage.add(lines_of(self.domain, msg))
         stage.last_index = msg.index
+        self._unsaved.add(number)
         return [number]
+
+    def settled(self) -> list[int]:
+        """The changed keys worth storing now: the anchors, and stages that are complete (a later
+        stage has begun). The open stage is not rewritten at every message: a reload refolds it
+        from the log (`resume_round`), so the store's copy lags by at most one stage."""
+        newest = max(self.stages, default=None)
+        keys = sorted(k for k in self._unsaved if k == ANCHORS_KEY or newest is None or k < newest)
+        self._unsaved.difference_update(keys)
+        return keys
 
     def lines(self, up_to_round: int | None = None) -> list[SummaryLine]:
         """Every line of rounds <= up_to_round, oldest first. The same list object is handed out
@@ -170,10 +187,11 @@ class SummaryZone:
         zone = cls(domain)
         for key, body in bodies.items():
             if key == ANCHORS_KEY:
+                # Its last_index is not the zone's: the open stage before it may not be stored.
                 zone.anchors = body["anchors"]
             else:
                 zone.stages[key] = Stage(key, [SummaryLine.from_dict(d) for d in body["lines"]], body["last_index"])
-            zone.last_index = max(zone.last_index, body["last_index"])
+                zone.last_index = max(zone.last_index, body["last_index"])
         return zone
 
     def resume_round(self) -> int:
@@ -194,7 +212,7 @@ def extractive_line(text: str, ctx: dict[str, Any]) -> str:
     """The built-in summarizer: the first sentence of `text` that carries a value or a fact cue
     (else the first sentence), verbatim. Registered as the `extractive` summarizer."""
     language = detect_language(text)
-    pieces = [p.strip() for _, p in _pieces(text[:8000]) if p.strip()]
+    pieces = sentences(text)
     for sentence in pieces:
         if _value_spans(sentence) or _is_fact(sentence, language):
             return sentence

@@ -55,6 +55,9 @@ class IngestRequest(BaseModel):
     format: str | None = Field(None, description="the messages' format: project, openai-chat, openai-responses, "
                                "anthropic or langchain (detected when omitted)")
     now: str | None = Field(None, description="ISO 8601 clock for messages without a timestamp")
+    user: str | None = Field(None, description="the end user the session belongs to (within the caller's tenant): "
+                             "fields with `scope: user` are remembered for them across sessions; read the session "
+                             "back with ?user=")
 
 
 class Service:
@@ -91,8 +94,8 @@ class Service:
                 raise Errors.TOO_LARGE(problem=f"messages[{i}] is {size:,} bytes, the limit is {self.max_message_bytes:,}",
                                        fix="store large payloads elsewhere and send a reference, or trim the tool result")
         messages = adapt(req.messages, "<request>", req.format)  # all checked before anything is stored
-        key = self.sessions.key(p.tenant, session)
-        editor = self.sessions.editor_for_write(p.tenant, session, req.domain)
+        key = self.sessions.key(p.tenant, session, req.user)
+        editor = self.sessions.editor_for_write(p.tenant, session, req.domain, req.user)
         with self.sessions.lock(key):
             before = editor.state(key).message_index
             for m in messages:
@@ -102,22 +105,22 @@ class Service:
             state = editor.state(key)
             added = state.message_index - before
             self.metrics.messages.inc(added)
-            return {"session": session, "added": added, "skipped": len(messages) - added,
+            return {"session": session, "user": req.user, "added": added, "skipped": len(messages) - added,
                     "state": self.state_json(state, session)}
 
     @staticmethod
     def state_json(state: State, session: str) -> dict[str, Any]:
         return {**state.to_json(), "session": session, "message_index": state.message_index}
 
-    def read(self, p: Principal, session: str, work: Callable[[ContextEditor, str], T]) -> T:
+    def read(self, p: Principal, session: str, work: Callable[[ContextEditor, str], T], user: str | None = None) -> T:
         """Run `work(editor, store key)` on one of the caller's sessions, under its lock."""
-        info = self.sessions.info(p.tenant, session)
+        info = self.sessions.info(p.tenant, session, user)
         key = info.session
         with self.sessions.lock(key):
             return work(self.sessions.editor_of(info), key)
 
     def context(self, p: Principal, session: str, action: str, budget: int | None, model: str | None,
-                as_of_round: int | None) -> dict[str, Any]:
+                as_of_round: int | None, user: str | None = None) -> dict[str, Any]:
         if model and ("/" in model or "\\" in model or model.endswith(".json")):
             raise Errors.MALFORMED_REQUEST(problem=f"model {model!r} looks like a file path; the service never opens "
                                            "paths a client names", fix="pass a model name (gpt-4o, o200k_base, claude-…)")
@@ -128,10 +131,10 @@ class Service:
             self.metrics.render.observe(perf_counter() - start)
             return ctx
 
-        ctx = self.read(p, session, work)
+        ctx = self.read(p, session, work, user)
         return {"session": session, "action": ctx.action, "xml": ctx.xml, "tokens": ctx.tokens, "budget": ctx.budget,
                 "tokens_estimated": ctx.estimated, "fields": ctx.fields,
-                "missing": ctx.missing, "dropped": ctx.dropped}
+                "missing": ctx.missing, "dropped": ctx.dropped, "alerts": ctx.alerts}
 
 
 def create_app(store: Store | str | None, *, max_body_bytes: int = MAX_BODY_BYTES,
@@ -198,10 +201,11 @@ def create_app(store: Store | str | None, *, max_body_bytes: int = MAX_BODY_BYTE
     @app.get("/v1/sessions", tags=["sessions"], summary="The caller's tenant's sessions")
     def list_sessions(p: Principal = Depends(reader)) -> dict[str, Any]:
         out = []
-        for s in svc.sessions.tenant_sessions(p.tenant):
-            info = svc.store.session(svc.sessions.key(p.tenant, s))
+        for s, user in svc.sessions.tenant_sessions(p.tenant):
+            info = svc.store.session(svc.sessions.key(p.tenant, s, user))
             if info:
-                out.append({"session": s, "domain": info.domain, "messages": info.messages, "edits": info.edits})
+                out.append({"session": s, "user": user, "domain": info.domain, "messages": info.messages,
+                            "edits": info.edits})
         return {"tenant": p.tenant, "sessions": out}
 
     @app.post("/v1/sessions/{session}/messages", tags=["sessions"], summary="Add messages; returns the state after them",
@@ -224,25 +228,26 @@ def create_app(store: Store | str | None, *, max_body_bytes: int = MAX_BODY_BYTE
         return await run_in_threadpool(svc.ingest, p, session, req)
 
     @app.get("/v1/sessions/{session}/state", tags=["sessions"], summary="The state now, or at the end of round N")
-    def get_state(session: str, as_of_round: int | None = Query(None, ge=0),
+    def get_state(session: str, as_of_round: int | None = Query(None, ge=0), user: str | None = Query(None, description="the session's end user, as given when it was created"),
                   p: Principal = Depends(reader)) -> dict[str, Any]:
-        return svc.read(p, session, lambda ed, key: svc.state_json(ed.state(key, as_of_round), session))
+        return svc.read(p, session, lambda ed, key: svc.state_json(ed.state(key, as_of_round), session), user)
 
     @app.get("/v1/sessions/{session}/context", tags=["sessions"],
              summary="The XML context of an action: {xml, tokens, budget, missing, dropped}")
     def get_context(session: str, action: str, budget: int | None = Query(None, gt=0), model: str | None = None,
-                    as_of_round: int | None = Query(None, ge=0), p: Principal = Depends(reader)) -> dict[str, Any]:
-        return svc.context(p, session, action, budget, model, as_of_round)
+                    as_of_round: int | None = Query(None, ge=0), user: str | None = Query(None, description="the session's end user, as given when it was created"),
+                    p: Principal = Depends(reader)) -> dict[str, Any]:
+        return svc.context(p, session, action, budget, model, as_of_round, user)
 
     @app.get("/v1/sessions/{session}/why/{field}", tags=["sessions"], summary="A field's provenance and full history")
-    def get_why(session: str, field: str, as_of_round: int | None = Query(None, ge=0),
+    def get_why(session: str, field: str, as_of_round: int | None = Query(None, ge=0), user: str | None = Query(None, description="the session's end user, as given when it was created"),
                 p: Principal = Depends(reader)) -> dict[str, Any]:
-        return {**svc.read(p, session, lambda ed, key: ed.why(key, field, as_of_round)), "session": session}
+        return {**svc.read(p, session, lambda ed, key: ed.why(key, field, as_of_round), user), "session": session}
 
     @app.get("/v1/sessions/{session}/export", tags=["audit"], summary="The session as JSONL: header, messages, edits",
              response_class=StreamingResponse)
-    def get_export(session: str, p: Principal = Depends(auditor)) -> StreamingResponse:
-        key = svc.sessions.info(p.tenant, session).session
+    def get_export(session: str, user: str | None = Query(None, description="the session's end user, as given when it was created"), p: Principal = Depends(auditor)) -> StreamingResponse:
+        key = svc.sessions.info(p.tenant, session, user).session
         records = list(audit.export(svc.store, key))
 
         def lines() -> Iterator[str]:
@@ -253,9 +258,9 @@ def create_app(store: Store | str | None, *, max_body_bytes: int = MAX_BODY_BYTE
     @app.post("/v1/audit/verify", tags=["audit"], summary="Verify the hash chains of every session of the caller's tenant")
     def post_verify(p: Principal = Depends(auditor)) -> dict[str, Any]:
         verdicts = []
-        for s in svc.sessions.tenant_sessions(p.tenant):
-            v = audit.verify(svc.store, svc.sessions.key(p.tenant, s))[0]
-            verdicts.append({"session": s, "ok": v.ok, "messages": v.messages, "edits": v.edits,
+        for s, user in svc.sessions.tenant_sessions(p.tenant):
+            v = audit.verify(svc.store, svc.sessions.key(p.tenant, s, user))[0]
+            verdicts.append({"session": s, "user": user, "ok": v.ok, "messages": v.messages, "edits": v.edits,
                              "broken_at": v.broken_at, "reason": v.reason})
         return {"ok": all(v["ok"] for v in verdicts), "sessions": verdicts}
 

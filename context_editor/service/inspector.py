@@ -152,9 +152,9 @@ def mount(app: FastAPI, svc: "Service") -> None:
         if p is None:
             return login_redirect(request)
         rows = []
-        for s in svc.sessions.tenant_sessions(p.tenant):
-            info = svc.store.session(svc.sessions.key(p.tenant, s))
-            if info:
+        for s, user in svc.sessions.tenant_sessions(p.tenant):
+            info = svc.store.session(svc.sessions.key(p.tenant, s, user))
+            if info and user is None:  # the pages address sessions without a user (API: ?user=)
                 rows.append({"session": s, "domain": info.domain, "messages": info.messages, "edits": info.edits})
         return HTMLResponse(_env.get_template("index.html").render(tenant=p.tenant, role=p.role, rows=rows, quote=quote))
 

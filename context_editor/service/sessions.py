@@ -1,8 +1,9 @@
 """The service's editors over one store: one ContextEditor per domain version, shared by all
 tenants, and the mapping from a tenant's session id to the store key.
 
-A session id in a URL is always read as `tenant/-/session` with the tenant of the caller's key,
-so one tenant can never name another's session: it simply does not exist for them (404).
+A session id in a URL is always read as `tenant/-/session` with the tenant of the caller's key
+(`tenant/user/session` with `?user=` or a body's `user`: whose cross-session memory it uses), so
+one tenant can never name another's session: it simply does not exist for them (404).
 Work on one session is serialised in this process by a striped lock (the cached state is
 mutable); other processes over the same store are handled by the editor's head check and retry.
 """
@@ -35,26 +36,30 @@ class Sessions:
         self._stripes = [threading.Lock() for _ in range(LOCK_STRIPES)]
 
     @staticmethod
-    def key(tenant: str, session: str) -> str:
-        return session_key(session, tenant=tenant)
+    def key(tenant: str, session: str, user: str | None = None) -> str:
+        """`tenant/user/session` (`tenant/-/session` without a user): the user's memory is keyed by both."""
+        return session_key(session, tenant=tenant, user=user)
 
     @staticmethod
-    def external(tenant: str, key: str) -> str | None:
-        """The tenant's own id of a store key, or None if the key is not theirs."""
-        prefix = f"{tenant}/-/"
-        return key[len(prefix):] if key.startswith(prefix) else None
+    def external(tenant: str, key: str) -> tuple[str, str | None] | None:
+        """The tenant's own (session id, user or None) of a store key, or None if the key is not theirs."""
+        parts = key.split("/")
+        if len(parts) != 3 or parts[0] != tenant:
+            return None
+        return parts[2], (None if parts[1] == "-" else parts[1])
 
     def lock(self, key: str) -> threading.Lock:
         return self._stripes[zlib.crc32(key.encode("utf-8")) % LOCK_STRIPES]
 
-    def tenant_sessions(self, tenant: str) -> list[str]:
+    def tenant_sessions(self, tenant: str) -> list[tuple[str, str | None]]:
+        """(session id, user) of every session of the tenant."""
         return [s for s in (self.external(tenant, k) for k in self.store.sessions()) if s is not None]
 
-    def info(self, tenant: str, session: str) -> SessionInfo:
-        info = self.store.session(self.key(tenant, session))
+    def info(self, tenant: str, session: str, user: str | None = None) -> SessionInfo:
+        info = self.store.session(self.key(tenant, session, user))
         if info is None:
-            known = ", ".join(self.tenant_sessions(tenant)[:10]) or "none yet"
-            raise Errors.NO_SESSION(session=session, store="this tenant's sessions", known=known)
+            known = ", ".join(s if u is None else f"{s} (user {u})" for s, u in self.tenant_sessions(tenant)[:10])
+            raise Errors.NO_SESSION(session=session, store="this tenant's sessions", known=known or "none yet")
         return info
 
     def editor_of(self, info: SessionInfo) -> ContextEditor:
@@ -66,10 +71,10 @@ class Sessions:
                     stored_domain(self.store, info), self.store, cache_sessions=self.cache_sessions)
             return editor
 
-    def editor_for_write(self, tenant: str, session: str, domain: str) -> ContextEditor:
+    def editor_for_write(self, tenant: str, session: str, domain: str, user: str | None = None) -> ContextEditor:
         """The editor to add messages with: the session's own domain version, or the bundled
         `domain` for a new session."""
-        info = self.store.session(self.key(tenant, session))
+        info = self.store.session(self.key(tenant, session, user))
         if info is not None:
             if info.domain != domain:
                 raise Errors.SESSION_OTHER_DOMAIN(session=session, stored=info.domain, domain=domain)

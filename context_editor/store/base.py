@@ -10,10 +10,12 @@ Every backend gives the same guarantees, checked by one contract test suite:
 from __future__ import annotations
 
 import hashlib
-import json
 import heapq
+import json
 import math
+import re
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
@@ -53,6 +55,11 @@ class StoredSession:
     info: SessionInfo
     messages: tuple[Message, ...]
     edits: tuple[Edit, ...]
+
+
+def redacted(url: str) -> str:
+    """A store URL without its password, for messages and files."""
+    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
 
 
 def domain_text(source: dict[str, Any]) -> tuple[str, str]:
@@ -96,6 +103,15 @@ def new_head(domain: str, domain_version: str, domain_sha256: str | None, messag
     """The head of a session after `message` and its `edits` are appended."""
     return Head(message.session, domain, domain_version, domain_sha256, n_msgs + 1, n_edits + len(edits), message.hash,
                 edits[-1].hash if edits else (last_edit_hash or GENESIS_HASH))
+
+
+def head_hashes(text: str | None) -> tuple[str, str] | None:
+    """(last message hash, last edit hash) from a session's stored head, so an append checks the
+    chain with the one read of the sessions row; None when the row holds no head yet."""
+    if not text:
+        return None
+    head = json.loads(text)
+    return head["last_message_hash"], head["last_edit_hash"]
 
 
 def key_range(after: str | None, upto: str | None, column: str, mark: str) -> tuple[str, tuple[str, ...]]:
@@ -143,7 +159,7 @@ def astuple_key(key: KeyRecord) -> tuple[Any, ...]:
 
 
 # The columns a reader selects for a message or an edit: the hashed body, its hash, and the
-# erasable salt and payload (NULL for rows written before schema 6, and once erased).
+# erasable salt and payload (NULL for rows written before schema 8, and once erased).
 ROW_COLUMNS = "body, hash, salt, payload"
 
 
@@ -151,10 +167,14 @@ def _payload(salt: str | None, payload: str | None) -> tuple[str, dict[str, Any]
     return (salt, json.loads(payload)) if salt is not None and payload is not None else None
 
 
+def payload_text(record: Message | Edit) -> str | None:
+    """The stored text of a record's erasable payload (None for a record without a salt)."""
+    return canonical_json(record.payload()) if record.salt is not None else None
+
+
 def message_row(m: Message) -> tuple[Any, ...]:
     """The row of a message in an SQL store: key columns, canonical body, hash, salt, payload."""
-    return (m.session, m.index, m.round, canonical_json(m.body()), m.hash, m.salt,
-            canonical_json(m.payload()) if m.salt is not None else None)
+    return (m.session, m.index, m.round, m.body_text(), m.hash, m.salt, payload_text(m))
 
 
 def message_from_row(body: str, hash_: str, salt: str | None = None, payload: str | None = None) -> Message:
@@ -163,12 +183,15 @@ def message_from_row(body: str, hash_: str, salt: str | None = None, payload: st
 
 def edit_row(e: Edit) -> tuple[Any, ...]:
     """The row of an edit in an SQL store: key columns, canonical body, hash, salt, payload."""
-    return (e.session, e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash, e.salt,
-            canonical_json(e.payload()) if e.salt is not None else None)
+    return (e.session, e.seq, e.round, e.message_index, e.body_text(), e.hash, e.salt, payload_text(e))
 
 
 def edit_from_row(body: str, hash_: str, salt: str | None = None, payload: str | None = None) -> Edit:
     return Edit.from_stored(json.loads(body), hash_, _payload(salt, payload))
+
+
+# Which events of a user's memory an erasure deletes, per (tenant, user): a test on each event.
+Forget = dict[tuple[str, str], Callable[[dict[str, Any]], bool]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +238,27 @@ def check_batch(message: Message, edits: list[Edit], n_messages: int, n_edits: i
         prev, seq = e.hash, seq + 1
 
 
+def check_records(session: str, edits: list[Edit], n_messages: int, n_edits: int, last_hash: str) -> None:
+    """Refuse edits appended after a session's last message (a render's recorded model answers)
+    unless they belong to that message and continue the chain exactly where it stands."""
+    where = f"session {session!r}"
+    if n_messages == 0:
+        raise Errors.STORE(problem=f"{where} has no message to attach records to", fix="add a message first")
+    prev, seq = last_hash, n_edits
+    for e in edits:
+        if e.session != session or e.message_index > n_messages - 1:
+            raise Errors.STORE(problem=f"{where}: edit {e.seq} belongs to {e.session!r} message {e.message_index}",
+                               fix="attach records to the session's last message")
+        if e.message_index != n_messages - 1 or e.seq != seq or e.prev_hash != prev:
+            raise Errors.STORE_CONFLICT(problem=f"{where}: record seq {e.seq} does not continue the chain at seq {seq}",
+                                        fix=RETRY_FIX)
+        prev, seq = e.hash, seq + 1
+
+
+def records_head(info: SessionInfo, domain_sha256: str | None, last_message_hash: str, edits: list[Edit]) -> Head:
+    """The head of a session after `edits` are appended to its last message."""
+    return Head(info.session, info.domain, info.domain_version, domain_sha256, info.messages, info.edits + len(edits),
+                last_message_hash, edits[-1].hash)
 BM25_K1, BM25_B = 1.2, 0.75  # SQLite FTS5's bm25() defaults, so the in-Python index ranks alike
 
 
@@ -301,6 +345,19 @@ class Store(ABC):
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
         """Commit one message and its edits atomically. Raises StoreError on a conflict."""
 
+    def batch(self) -> AbstractContextManager[None]:
+        """A bulk load: the appends inside commit together when the block ends (one commit for
+        many messages), or none of them if it raises. Each append stays whole: a reader sees a
+        message with all its edits or not at all. Stores without transactions commit each
+        append at once (the default)."""
+        return nullcontext()
+
+    @abstractmethod
+    def append_records(self, session: str, edits: list[Edit]) -> None:
+        """Append edits that belong to the session's last message but were made after it (a
+        render's recorded model answers), atomically, on the same hash chain and head. Raises
+        StoreError on a conflict (a message or edit was appended since the caller read the head)."""
+
     @abstractmethod
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
         """Messages in index order (those with round >= since_round when given)."""
@@ -370,9 +427,11 @@ class Store(ABC):
         """The session's tombstones as stored: (canonical text, signature), by kind and position."""
 
     @abstractmethod
-    def erase(self, tombstones: list[Tombstone]) -> None:
+    def erase(self, tombstones: list[Tombstone], forget: Forget | None = None, keep_derived: tuple[str, ...] = ()) -> None:
         """In one transaction: empty the salt and payload of each tombstone's row, store the
-        (signed) tombstones, and drop the derived data of the sessions (it was built from the text)."""
+        (signed) tombstones, drop the sessions' derived data but the kinds in `keep_derived` (it
+        was built from the text: snapshots, summaries) and their search index, and delete each
+        user memory event that `forget[(tenant, user)]` returns True for."""
 
     def sign(self, head: Head) -> tuple[str, str | None]:
         """The head and signature columns of a session."""
@@ -391,6 +450,13 @@ class Store(ABC):
     def drop_derived(self, session: str, kind: str) -> None:
         """Forget one kind of derived data (it is rebuilt from the log on next use)."""
 
+    @abstractmethod
+    def append_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
+        """Append events to one user's memory (memory/user.py), atomically and in order."""
+
+    @abstractmethod
+    def user_memory(self, tenant: str, user: str) -> list[dict[str, Any]]:
+        """One user's memory events in the order they were appended; only this tenant's user's."""
     # ------------------------------------------------------------------ search (derived data)
     @abstractmethod
     def index_search(self, session: str, docs: list[SearchDoc]) -> None:

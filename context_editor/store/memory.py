@@ -9,7 +9,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..model import ERASED, GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
-from .base import KeyRecord, SessionInfo, Store, StoredSession, TermIndex, Tombstone, check_batch, domain_text, new_head, parse_domain_row
+from .base import (KeyRecord, SessionInfo, Store, StoredSession, TermIndex, Forget, Tombstone, check_batch, check_records,
+                   domain_text, new_head, parse_domain_row, records_head)
 
 
 class MemoryStore(Store):
@@ -23,6 +24,7 @@ class MemoryStore(Store):
         self._keys: dict[str, KeyRecord] = {}
         self._lock = threading.Lock()  # the service appends from several threads
         self._derived: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
+        self._user_memory: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._search: dict[str, TermIndex] = {}
         self._erasures: dict[str, dict[tuple[str, int], tuple[str, str | None]]] = {}
 
@@ -53,6 +55,20 @@ class MemoryStore(Store):
             self._messages.setdefault(message.session, msgs).append(message)
             self._edits.setdefault(message.session, log).extend(edits)
             self._sessions[message.session] = (domain, domain_version, *columns)
+
+    def append_records(self, session: str, edits: list[Edit]) -> None:
+        with self._lock:
+            msgs = self._messages.get(session, [])
+            log = self._edits.get(session, [])
+            check_records(session, edits, len(msgs), len(log), log[-1].hash if log else GENESIS_HASH)
+            if not edits:
+                return
+            name, version, _, _ = self._sessions[session]
+            stored = self._domains.get(version)
+            info = SessionInfo(session, name, version, len(msgs), len(log))
+            columns = self.sign(records_head(info, stored[2] if stored else None, msgs[-1].hash, edits))
+            log.extend(edits)
+            self._sessions[session] = (name, version, *columns)
 
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
         msgs = self._messages.get(session, [])
@@ -99,8 +115,8 @@ class MemoryStore(Store):
                 for k in keys if (info := self.session(k)) is not None]
 
     def raw_rows(self, session: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        msgs = [(m.index, m.round, canonical_json(m.body()), m.hash) for m in self._messages.get(session, [])]
-        edits = [(e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash) for e in self._edits.get(session, [])]
+        msgs = [(m.index, m.round, m.body_text(), m.hash) for m in self._messages.get(session, [])]
+        edits = [(e.seq, e.round, e.message_index, e.body_text(), e.hash) for e in self._edits.get(session, [])]
         return msgs, edits
 
     def raw_payloads(self, session: str) -> dict[tuple[str, int], tuple[Any, Any]]:
@@ -113,7 +129,7 @@ class MemoryStore(Store):
         found = self._erasures.get(session, {})
         return [found[k] for k in sorted(found)]
 
-    def erase(self, tombstones: list[Tombstone]) -> None:
+    def erase(self, tombstones: list[Tombstone], forget: Forget | None = None, keep_derived: tuple[str, ...] = ()) -> None:
         with self._lock:
             for t in tombstones:
                 if t.kind == "message":
@@ -129,9 +145,12 @@ class MemoryStore(Store):
                 self._erasures.setdefault(t.session, {})[(t.kind, t.pos)] = (
                     t.text(), self.signer.sign(t.text()) if self.signer else None)
             for session in {t.session for t in tombstones}:
-                for key in [k for k in self._derived if k[0] == session]:
+                for key in [k for k in self._derived if k[0] == session and k[1] not in keep_derived]:
                     del self._derived[key]
                 self._search.pop(session, None)
+            for owner, test in (forget or {}).items():
+                if owner in self._user_memory:
+                    self._user_memory[owner] = [ev for ev in self._user_memory[owner] if not test(ev)]
 
     def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:
         chosen = self._sessions if after is None and upto is None else set(self.session_keys(after, upto))
@@ -147,6 +166,13 @@ class MemoryStore(Store):
     def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
         items = self._derived.get((session, kind), {})
         return {k: copy.deepcopy(items[k]) for k in sorted(items)}
+
+    def append_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self._user_memory.setdefault((tenant, user), []).extend(copy.deepcopy(events))
+
+    def user_memory(self, tenant: str, user: str) -> list[dict[str, Any]]:
+        return copy.deepcopy(self._user_memory.get((tenant, user), []))
 
     def drop_derived(self, session: str, kind: str) -> None:
         self._derived.pop((session, kind), None)

@@ -93,11 +93,16 @@ STEPS: tuple[Step, ...] = (
             session TEXT NOT NULL, message_index INTEGER NOT NULL, round INTEGER NOT NULL, role TEXT NOT NULL,
             tool TEXT, fields TEXT[] NOT NULL, terms TSVECTOR NOT NULL, PRIMARY KEY (session, message_index));
         CREATE INDEX IF NOT EXISTS search_docs_terms ON search_docs USING GIN (terms)"""),
+    # Append-only memory events per tenant and user (memory/user.py); reads name both.
+    Step(7, "a user's memory across sessions (issue 11)", """
+        CREATE TABLE IF NOT EXISTS user_memory (
+            tenant TEXT NOT NULL, user_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
+            PRIMARY KEY (tenant, user_id, seq))"""),
     # Erasure that keeps the proof (issue 12): a message's text and an edit's values move out of
     # the hashed body into `payload` with its random `salt`; the body holds commitment(salt,
     # payload). Erasing empties both columns and leaves a (signed) tombstone in `erasures`. Rows
     # written before keep their text in the body and verify as before (they cannot be erased).
-    Step(7, "erasable payloads and erasure tombstones (issue 12)", """
+    Step(8, "erasable payloads and erasure tombstones (issue 12)", """
         ALTER TABLE messages ADD COLUMN salt TEXT;
         ALTER TABLE messages ADD COLUMN payload TEXT;
         ALTER TABLE edits ADD COLUMN salt TEXT;

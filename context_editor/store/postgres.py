@@ -9,8 +9,8 @@ Bodies are TEXT holding canonical JSON, so hashes are verified on exactly the st
 from __future__ import annotations
 
 import json
-import re
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,8 +20,9 @@ import psycopg
 from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
-from .base import (KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, Tombstone, message_from_row, message_row, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
-                   domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row, raw_session_rows,
+from .base import (KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, KeyRecord, SessionInfo, Store, StoredSession, Tombstone, Forget,
+                   astuple_key, check_batch, check_records, domain_text, edit_from_row, edit_row, message_from_row,
+                   message_row, new_head, payload_text, key_range, parse_domain_row, raw_session_rows, records_head, redacted,
                    stored_sessions)
 
 
@@ -39,9 +40,7 @@ def _database_errors(action: str) -> Iterator[None]:
                              "(postgresql://user[:password]@host[:port]/database) is right") from exc
 
 
-def _safe_url(url: str) -> str:
-    """The URL without its password, for messages."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", url)
+HEADS_KEPT = 4096
 
 
 def _key_range(after: str | None, upto: str | None) -> tuple[str, tuple[str, ...]]:
@@ -73,6 +72,11 @@ class PostgresStore(Store):
         self.url = url
         self._local = threading.local()  # one connection per thread: a transaction is per connection
         self._opened: list[psycopg.Connection] = []
+        self._shas: dict[str, str] = {}  # domain version -> sha256 of its stored document
+        # session -> (messages, edits, last edit hash) as this store last wrote it: lets an append
+        # without edits go in one statement. A stale entry only costs the locking path.
+        self._heads: OrderedDict[str, tuple[int, int, str]] = OrderedDict()
+        self._heads_lock = threading.Lock()
         with _database_errors("creating or upgrading the schema"), self._conn().transaction():
             # CREATE TABLE IF NOT EXISTS is not safe against itself: two processes opening a new
             # database at once can both try to create a table. The lock makes them take turns.
@@ -83,7 +87,7 @@ class PostgresStore(Store):
             version, has_tables = _one(c.execute(
                 "SELECT (SELECT max(version) FROM schema_version), to_regclass('messages') IS NOT NULL"))
             if (has_tables, version) != (True, migrations.SCHEMA_VERSION):
-                migrations.upgrade(c.execute, (version or 1) if has_tables else None, _safe_url(url), "postgres",
+                migrations.upgrade(c.execute, (version or 1) if has_tables else None, redacted(url), "postgres",
                                    psycopg.Error)
                 c.execute("DELETE FROM schema_version")
                 c.execute("INSERT INTO schema_version VALUES (%s)", (migrations.SCHEMA_VERSION,))
@@ -120,7 +124,93 @@ class PostgresStore(Store):
                 (session,)).fetchone()
         return SessionInfo(*row) if row else None
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        # Appends inside run in this transaction (a lost race's locking path in a savepoint of it).
+        with self._conn().transaction():
+            yield
+
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
+        # One round trip when this store knows where the session stands (it wrote its head, or the
+        # batch says it: the message's index and prev hash, the first edit's seq and prev hash):
+        # a single statement that writes only if the session is still there. Anything else (a
+        # session another writer moved on, one this process has not written yet) takes the
+        # locking path, which tells a lost race from a stale expectation.
+        expected = self._expected(message, edits)
+        if expected is not None and self._append_one(domain, domain_version, message, edits, *expected):
+            return
+        self._append_locked(domain, domain_version, message, edits)
+
+    def _expected(self, message: Message, edits: list[Edit]) -> tuple[int, str] | None:
+        """(edits, last edit hash) the session should hold before this batch, if known."""
+        if edits:
+            return edits[0].seq, edits[0].prev_hash
+        if message.index == 0:
+            return 0, GENESIS_HASH
+        known = self._heads.get(message.session)
+        return (known[1], known[2]) if known is not None and known[0] == message.index else None
+
+    def _append_one(self, domain: str, domain_version: str, message: Message, edits: list[Edit], n_edits: int,
+                    last_edit: str) -> bool:
+        """The append as one statement, on condition that the session holds `message.index`
+        messages and `n_edits` edits ending in the hashes the batch links to. False (nothing
+        written) if it does not."""
+        s, n_msgs = message.session, message.index
+        check_batch(message, edits, n_msgs, n_edits, last_edit, message.prev_hash)
+        head = new_head(domain, domain_version, self._domain_sha(domain_version), message, edits, n_msgs, n_edits,
+                        last_edit if n_edits else None)
+        text, signature = self.sign(head)
+        values = {"s": s, "domain": domain, "version": domain_version, "m": head.messages, "e": head.edits,
+                  "head": text, "sig": signature, "n_msgs": n_msgs, "n_edits": n_edits,
+                  "last_msg": message.prev_hash, "last_edit": last_edit, "idx": message.index, "round": message.round,
+                  "body": message.body_text(), "hash": message.hash, "seqs": [e.seq for e in edits],
+                  "rounds": [e.round for e in edits], "mis": [e.message_index for e in edits],
+                  "bodies": [e.body_text() for e in edits], "hashes": [e.hash for e in edits],
+                  "salt": message.salt, "payload": payload_text(message), "salts": [e.salt for e in edits],
+                  "payloads": [payload_text(e) for e in edits]}
+        session_row = (
+            "INSERT INTO sessions VALUES (%(s)s, %(domain)s, %(version)s, %(m)s, %(e)s, %(head)s, %(sig)s) "
+            "ON CONFLICT DO NOTHING RETURNING 1" if n_msgs == 0 else
+            # UPDATE re-checks its condition on the row as the winner of a race left it.
+            "UPDATE sessions SET domain = %(domain)s, domain_version = %(version)s, messages = %(m)s, edits = %(e)s, "
+            "head = %(head)s, signature = %(sig)s WHERE session = %(s)s AND messages = %(n_msgs)s "
+            "AND edits = %(n_edits)s AND head <> '' AND head::json->>'last_message_hash' = %(last_msg)s "
+            "AND head::json->>'last_edit_hash' = %(last_edit)s RETURNING 1")
+        with _database_errors(f"appending message {message.index} to session {s!r}"):
+            row = self._conn().execute(
+                f"WITH head AS ({session_row}), "
+                "m AS (INSERT INTO messages SELECT %(s)s, %(idx)s, %(round)s, %(body)s, %(hash)s, %(salt)s, %(payload)s "
+                "FROM head RETURNING 1), "
+                "e AS (INSERT INTO edits SELECT %(s)s, t.* FROM head, unnest(%(seqs)s::integer[], %(rounds)s::integer[], "
+                "%(mis)s::integer[], %(bodies)s::text[], %(hashes)s::text[], %(salts)s::text[], %(payloads)s::text[]) AS t "
+                "RETURNING 1) "
+                "SELECT count(*) FROM head", values).fetchone()
+        if not row or not row[0]:
+            return False
+        self._remember(s, head.messages, head.edits, head.last_edit_hash)
+        return True
+
+    def _remember(self, session: str, messages: int, edits: int, last_edit: str) -> None:
+        """Where a session stands after this store wrote it (a bounded cache of heads)."""
+        with self._heads_lock:
+            self._heads[session] = (messages, edits, last_edit)
+            self._heads.move_to_end(session)
+            while len(self._heads) > HEADS_KEPT:
+                self._heads.popitem(last=False)
+
+    def _domain_sha(self, version_hash: str) -> str | None:
+        """The SHA-256 of a stored domain document (a row never changes once written: kept)."""
+        sha = self._shas.get(version_hash)
+        if sha is None:
+            with _database_errors(f"reading domain {version_hash}"):
+                row = self._conn().execute("SELECT sha256 FROM domains WHERE version_hash = %s", (version_hash,)).fetchone()
+            sha = row[0] if row else None
+            if sha is not None:
+                self._shas[version_hash] = sha
+        return sha
+
+    def _append_locked(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
+        """The append that reads and locks the session's row first (several round trips)."""
         c, s = self._conn(), message.session
         with _database_errors(f"appending message {message.index} to session {s!r}"), c.transaction():
             # The session row is this session's lock. A writer racing on a new session waits on
@@ -142,6 +232,26 @@ class PostgresStore(Store):
             c.execute("UPDATE sessions SET domain = %s, domain_version = %s, messages = %s, edits = %s, head = %s, "
                       "signature = %s WHERE session = %s",
                       (domain, domain_version, head.messages, head.edits, *self.sign(head), s))
+        self._remember(s, head.messages, head.edits, head.last_edit_hash)
+
+    def append_records(self, session: str, edits: list[Edit]) -> None:
+        c = self._conn()
+        with _database_errors(f"appending records to session {session!r}"), c.transaction():
+            locked = c.execute(
+                "SELECT session, domain, domain_version, messages, edits, "
+                "(SELECT hash FROM edits e WHERE e.session = s.session AND e.seq = s.edits - 1), "
+                "(SELECT hash FROM messages m WHERE m.session = s.session AND m.idx = s.messages - 1), "
+                "(SELECT sha256 FROM domains d WHERE d.version_hash = s.domain_version) "
+                "FROM sessions s WHERE session = %s FOR UPDATE", (session,)).fetchone()
+            info = SessionInfo(*locked[:5]) if locked else SessionInfo(session, "", "", 0, 0)
+            last_hash, last_msg, sha = locked[5:] if locked else (None, None, None)
+            check_records(session, edits, info.messages, info.edits, last_hash or GENESIS_HASH)
+            if edits:
+                with c.cursor() as cur:
+                    cur.executemany("INSERT INTO edits VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", [edit_row(e) for e in edits])
+                head = records_head(info, sha, last_msg, edits)
+                c.execute("UPDATE sessions SET edits = %s, head = %s, signature = %s WHERE session = %s",
+                          (head.edits, *self.sign(head), session))
 
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
         with _database_errors(f"reading messages of session {session!r}"):
@@ -232,7 +342,7 @@ class PostgresStore(Store):
             return [(r[0], r[1]) for r in self._conn().execute(
                 "SELECT tombstone, signature FROM erasures WHERE session = %s ORDER BY kind, pos", (session,)).fetchall()]
 
-    def erase(self, tombstones: list[Tombstone]) -> None:
+    def erase(self, tombstones: list[Tombstone], forget: Forget | None = None, keep_derived: tuple[str, ...] = ()) -> None:
         c = self._conn()
         with _database_errors("erasing"), c.transaction():
             for t in tombstones:
@@ -243,8 +353,13 @@ class PostgresStore(Store):
                           "SET tombstone = excluded.tombstone, signature = excluded.signature",
                           (t.session, t.kind, t.pos, t.text(), self.signer.sign(t.text()) if self.signer else None))
             for session in sorted({t.session for t in tombstones}):
-                c.execute("DELETE FROM derived WHERE session = %s", (session,))
+                c.execute("DELETE FROM derived WHERE session = %s AND NOT kind = ANY(%s)", (session, list(keep_derived)))
                 c.execute("DELETE FROM search_docs WHERE session = %s", (session,))  # the text's terms (derived)
+            for (tenant, user), test in (forget or {}).items():
+                rows = c.execute("SELECT seq, body FROM user_memory WHERE tenant = %s AND user_id = %s FOR UPDATE",
+                                 (tenant, user)).fetchall()
+                gone = [seq for seq, body in rows if test(json.loads(body))]
+                c.execute("DELETE FROM user_memory WHERE tenant = %s AND user_id = %s AND seq = ANY(%s)", (tenant, user, gone))
 
     def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:
         where, params = _key_range(after, upto)
@@ -267,6 +382,23 @@ class PostgresStore(Store):
             rows = self._conn().execute("SELECT key, body FROM derived WHERE session = %s AND kind = %s ORDER BY key",
                                         (session, kind)).fetchall()
         return {k: json.loads(b) for k, b in rows}
+
+    def append_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
+        c = self._conn()
+        with _database_errors(f"appending to the memory of user {user!r}"), c.transaction():
+            # One writer per user at a time: the lock lives as long as the transaction.
+            c.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{tenant}/{user}",))
+            start = _one(c.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM user_memory WHERE tenant = %s AND user_id = %s",
+                                   (tenant, user)))[0]
+            with c.cursor() as cur:
+                cur.executemany("INSERT INTO user_memory VALUES (%s, %s, %s, %s)",
+                                [(tenant, user, start + i, canonical_json(ev)) for i, ev in enumerate(events)])
+
+    def user_memory(self, tenant: str, user: str) -> list[dict[str, Any]]:
+        with _database_errors(f"reading the memory of user {user!r}"):
+            rows = self._conn().execute("SELECT body FROM user_memory WHERE tenant = %s AND user_id = %s ORDER BY seq",
+                                        (tenant, user)).fetchall()
+        return [json.loads(b) for (b,) in rows]
 
     def drop_derived(self, session: str, kind: str) -> None:
         with _database_errors(f"dropping derived {kind} of session {session!r}"):

@@ -11,14 +11,17 @@ import hashlib
 import json
 import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
-from .base import (KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, Tombstone, message_from_row, message_row, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
-                   domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row, raw_session_rows,
+from .base import (KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, KeyRecord, SessionInfo, Store, StoredSession, Tombstone, Forget,
+                   astuple_key, check_batch, check_records, domain_text, edit_from_row, edit_row, head_hashes,
+                   message_from_row, message_row, new_head, key_range, parse_domain_row, raw_session_rows, records_head,
                    stored_sessions)
 
 
@@ -42,6 +45,7 @@ class SQLiteStore(Store):
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        self._shas: dict[str, str] = {}  # domain version -> sha256 of its stored document
         c = self._conn()
         try:
             if self._schema_version(c) != (True, migrations.SCHEMA_VERSION):
@@ -94,31 +98,99 @@ class SQLiteStore(Store):
             "SELECT session, domain, domain_version, messages, edits FROM sessions WHERE session = ?", (session,)).fetchone()
         return SessionInfo(*row) if row else None
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        c = self._conn()
+        if c.in_transaction:  # already in a batch: the outer one commits
+            yield
+            return
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+        c.execute("COMMIT")
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One atomic write: its own transaction, or a savepoint inside a batch."""
+        c = self._conn()
+        nested = c.in_transaction
+        c.execute("SAVEPOINT ce_write" if nested else "BEGIN IMMEDIATE")
+        try:
+            yield c
+        except BaseException:
+            if nested:
+                c.execute("ROLLBACK TO ce_write")
+                c.execute("RELEASE ce_write")
+            elif c.in_transaction:
+                c.execute("ROLLBACK")
+            raise
+        c.execute("RELEASE ce_write" if nested else "COMMIT")
+
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
+        try:
+            with self._write() as c:
+                self._append(c, domain, domain_version, message, edits)
+        except sqlite3.IntegrityError as exc:
+            raise Errors.STORE_CONFLICT(problem=f"session {message.session!r}: {exc}", fix=RETRY_FIX) from exc
+
+    def _append(self, c: sqlite3.Connection, domain: str, domain_version: str, message: Message,
+                edits: list[Edit]) -> None:
+        s = message.session
+        # One read: the counters and, from the head, the hashes the batch must link to.
+        row = c.execute("SELECT messages, edits, head FROM sessions WHERE session = ?", (s,)).fetchone()
+        n_msgs, n_edits, head_text = row if row else (0, 0, "")
+        hashes = head_hashes(head_text)
+        if hashes is None and row is not None:  # a row without a head: read the chain ends
+            last = c.execute("SELECT hash FROM edits WHERE session = ? AND seq = ?", (s, n_edits - 1)).fetchone()
+            last_msg = c.execute("SELECT hash FROM messages WHERE session = ? AND idx = ?", (s, n_msgs - 1)).fetchone()
+            hashes = (last_msg[0] if last_msg else GENESIS_HASH, last[0] if last else GENESIS_HASH)
+        last_msg_hash, last_hash = hashes or (GENESIS_HASH, GENESIS_HASH)
+        check_batch(message, edits, n_msgs, n_edits, last_hash, last_msg_hash)
+        c.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)", message_row(message))
+        if edits:
+            c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
+        head = new_head(domain, domain_version, self._domain_sha(domain_version), message, edits, n_msgs, n_edits,
+                        last_hash if n_edits else None)
+        c.execute(
+            "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session) DO UPDATE SET "
+            "domain = excluded.domain, domain_version = excluded.domain_version, messages = excluded.messages, "
+            "edits = excluded.edits, head = excluded.head, signature = excluded.signature",
+            (s, domain, domain_version, head.messages, head.edits, *self.sign(head)))
+
+    def _domain_sha(self, version_hash: str) -> str | None:
+        """The SHA-256 of a stored domain document (a row never changes once written: kept)."""
+        sha = self._shas.get(version_hash)
+        if sha is None:
+            row = self._conn().execute("SELECT sha256 FROM domains WHERE version_hash = ?", (version_hash,)).fetchone()
+            sha = row[0] if row else None
+            if sha is not None:
+                self._shas[version_hash] = sha
+        return sha
+
+    def append_records(self, session: str, edits: list[Edit]) -> None:
         c = self._conn()
         try:
             c.execute("BEGIN IMMEDIATE")
-            s = message.session
-            row = c.execute("SELECT messages, edits FROM sessions WHERE session = ?", (s,)).fetchone()
-            n_msgs, n_edits = row if row else (0, 0)
-            last = c.execute("SELECT hash FROM edits WHERE session = ? AND seq = ?", (s, n_edits - 1)).fetchone()
-            last_msg = c.execute("SELECT hash FROM messages WHERE session = ? AND idx = ?", (s, n_msgs - 1)).fetchone()
-            check_batch(message, edits, n_msgs, n_edits, last[0] if last else GENESIS_HASH,
-                        last_msg[0] if last_msg else GENESIS_HASH)
-            c.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)", message_row(message))
-            c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
-            sha = c.execute("SELECT sha256 FROM domains WHERE version_hash = ?", (domain_version,)).fetchone()
-            head = new_head(domain, domain_version, sha[0] if sha else None, message, edits, n_msgs, n_edits,
-                            last[0] if last else None)
-            c.execute(
-                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session) DO UPDATE SET "
-                "domain = excluded.domain, domain_version = excluded.domain_version, messages = excluded.messages, "
-                "edits = excluded.edits, head = excluded.head, signature = excluded.signature",
-                (s, domain, domain_version, head.messages, head.edits, *self.sign(head)))
+            row = c.execute("SELECT session, domain, domain_version, messages, edits FROM sessions WHERE session = ?",
+                            (session,)).fetchone()
+            info = SessionInfo(*row) if row else SessionInfo(session, "", "", 0, 0)
+            last = c.execute("SELECT hash FROM edits WHERE session = ? AND seq = ?", (session, info.edits - 1)).fetchone()
+            check_records(session, edits, info.messages, info.edits, last[0] if last else GENESIS_HASH)
+            if edits:
+                last_msg = c.execute("SELECT hash FROM messages WHERE session = ? AND idx = ?",
+                                     (session, info.messages - 1)).fetchone()
+                c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
+                sha = c.execute("SELECT sha256 FROM domains WHERE version_hash = ?", (info.domain_version,)).fetchone()
+                head = records_head(info, sha[0] if sha else None, last_msg[0], edits)
+                c.execute("UPDATE sessions SET edits = ?, head = ?, signature = ? WHERE session = ?",
+                          (head.edits, *self.sign(head), session))
             c.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
             c.execute("ROLLBACK")
-            raise Errors.STORE_CONFLICT(problem=f"session {message.session!r}: {exc}", fix=RETRY_FIX) from exc
+            raise Errors.STORE_CONFLICT(problem=f"session {session!r}: {exc}", fix=RETRY_FIX) from exc
         except BaseException:
             if c.in_transaction:
                 c.execute("ROLLBACK")
@@ -197,29 +269,29 @@ class SQLiteStore(Store):
         return [(r[0], r[1]) for r in self._conn().execute(
             "SELECT tombstone, signature FROM erasures WHERE session = ? ORDER BY kind, pos", (session,))]
 
-    def erase(self, tombstones: list[Tombstone]) -> None:
-        c = self._conn()
-        try:
-            c.execute("BEGIN IMMEDIATE")
+    def erase(self, tombstones: list[Tombstone], forget: Forget | None = None, keep_derived: tuple[str, ...] = ()) -> None:
+        sessions = sorted({t.session for t in tombstones})
+        keep = json.dumps(list(keep_derived))
+        with self._write() as c:
             for t in tombstones:
                 table, key = ("messages", "idx") if t.kind == "message" else ("edits", "seq")
                 c.execute(f"UPDATE {table} SET salt = NULL, payload = NULL WHERE session = ? AND {key} = ?", (t.session, t.pos))
                 c.execute("INSERT OR REPLACE INTO erasures VALUES (?, ?, ?, ?, ?)",
                           (t.session, t.kind, t.pos, t.text(), self.signer.sign(t.text()) if self.signer else None))
-            for session in sorted({t.session for t in tombstones}):
-                c.execute("DELETE FROM derived WHERE session = ?", (session,))
-            c.execute("COMMIT")
-        except BaseException:
-            if c.in_transaction:
-                c.execute("ROLLBACK")
-            raise
-        # The search index holds the text's terms: derived, so dropped (rebuilt from the log on next
-        # use); 'optimize' merges FTS5's segments, so no deleted term stays behind in them.
-        for session in sorted({t.session for t in tombstones}):
-            self.drop_search(session)
+            for session in sessions:
+                c.execute("DELETE FROM derived WHERE session = ? AND kind NOT IN (SELECT value FROM json_each(?))",
+                          (session, keep))
+                self.drop_search(session)  # the text's terms: derived, rebuilt from the log on next use
+            for (tenant, user), test in (forget or {}).items():
+                rows = c.execute("SELECT seq, body FROM user_memory WHERE tenant = ? AND user_id = ?", (tenant, user))
+                gone = [(tenant, user, seq) for seq, body in rows.fetchall() if test(json.loads(body))]
+                c.executemany("DELETE FROM user_memory WHERE tenant = ? AND user_id = ? AND seq = ?", gone)
+        if c.in_transaction:
+            return  # inside a caller's batch: it commits, and the clean-up below waits for that
+        # 'optimize' merges FTS5's segments, so no deleted term stays behind in an older one;
+        # secure_delete zeroed the freed bytes of the database pages, and a truncating checkpoint
+        # removes the old page images from the write-ahead log.
         c.execute("INSERT INTO search_terms(search_terms) VALUES ('optimize')")
-        # secure_delete zeroed the freed bytes in the database pages; the old page images still
-        # in the write-ahead log go with a truncating checkpoint.
         c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:
@@ -237,13 +309,30 @@ class SQLiteStore(Store):
                                     (session, kind)).fetchall()
         return {k: json.loads(b) for k, b in rows}
 
+    def append_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
+        c = self._conn()
+        try:
+            c.execute("BEGIN IMMEDIATE")
+            start = c.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM user_memory WHERE tenant = ? AND user_id = ?",
+                              (tenant, user)).fetchone()[0]
+            c.executemany("INSERT INTO user_memory VALUES (?, ?, ?, ?)",
+                          [(tenant, user, start + i, canonical_json(ev)) for i, ev in enumerate(events)])
+            c.execute("COMMIT")
+        except BaseException:
+            if c.in_transaction:
+                c.execute("ROLLBACK")
+            raise
+
+    def user_memory(self, tenant: str, user: str) -> list[dict[str, Any]]:
+        rows = self._conn().execute("SELECT body FROM user_memory WHERE tenant = ? AND user_id = ? ORDER BY seq",
+                                    (tenant, user)).fetchall()
+        return [json.loads(b) for (b,) in rows]
+
     def drop_derived(self, session: str, kind: str) -> None:
         self._conn().execute("DELETE FROM derived WHERE session = ? AND kind = ?", (session, kind))
 
     def index_search(self, session: str, docs: list[SearchDoc]) -> None:
-        c = self._conn()
-        c.execute("BEGIN IMMEDIATE")
-        try:
+        with self._write() as c:
             for d in docs:
                 old = c.execute("SELECT rowid FROM search_docs WHERE session = ? AND message_index = ?",
                                 (session, d.message_index)).fetchone()
@@ -254,10 +343,6 @@ class SQLiteStore(Store):
                                   (session, d.message_index, d.round, d.role, d.tool, f" {' '.join(d.fields)} ")).lastrowid
                 c.execute("INSERT INTO search_terms (rowid, terms) VALUES (?, ?)",
                           (rowid, f"{search_session_term(session)} {d.terms}"))
-            c.execute("COMMIT")
-        except BaseException:
-            c.execute("ROLLBACK")
-            raise
 
     def search(self, session: str, terms: list[str], where: SearchFilter, limit: int) -> list[tuple[int, float]]:
         query = search_terms_query(session, terms)
@@ -287,11 +372,9 @@ class SQLiteStore(Store):
         return -1 if row is None or row[0] is None else int(row[0])
 
     def drop_search(self, session: str) -> None:
-        c = self._conn()
-        c.execute("BEGIN IMMEDIATE")
-        c.execute("DELETE FROM search_terms WHERE rowid IN (SELECT rowid FROM search_docs WHERE session = ?)", (session,))
-        c.execute("DELETE FROM search_docs WHERE session = ?", (session,))
-        c.execute("COMMIT")
+        with self._write() as c:
+            c.execute("DELETE FROM search_terms WHERE rowid IN (SELECT rowid FROM search_docs WHERE session = ?)", (session,))
+            c.execute("DELETE FROM search_docs WHERE session = ?", (session,))
 
     def messages_at(self, session: str, indexes: list[int]) -> list[Message]:
         wanted = sorted(set(indexes))

@@ -16,10 +16,14 @@ from ..domain.model import RuleSpec
 from ..expressions import evaluate
 
 
-def violations(domain: Domain, values: dict[str, Any], today: date | None) -> list[tuple[RuleSpec, str]]:
-    """Rules that do not hold for these values, with a message each."""
+def violations(domain: Domain, values: dict[str, Any], today: date | None,
+               changed: set[str] | None = None) -> list[tuple[RuleSpec, str]]:
+    """Rules that do not hold for these values, with a message each. `changed`: only the rules
+    that read one of these fields are evaluated (the others' verdicts cannot have changed)."""
     out = []
     for rule in domain.rules:
+        if changed is not None and changed.isdisjoint(rule.fields):
+            continue
         if any(values.get(f) is None for f in rule.fields):
             continue
         try:

@@ -1,0 +1,83 @@
+"""Reopening a long session and a long-running process (issue 15).
+
+- A snapshot of the folded state is stored every SNAPSHOT_EVERY messages (derived data): a
+  reopened session folds only the edits after it, and the result equals the fold of the whole
+  log. A snapshot that does not belong to the log (its last edit is not the stored one) is
+  ignored. Snapshots never touch the record: tests/test_chain_unchanged.py.
+- A process cycling through many sessions keeps at most `cache_sessions` of them, with
+  everything it holds per session: its memory stays under a ceiling however many it serves.
+"""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+
+from context_editor import ContextEditor
+from context_editor.model import State
+from context_editor.pipeline import SNAPSHOT_EVERY, SNAPSHOT_KIND
+
+TEXTS = ["我想买耳机，要黑色", "预算2000以内", "I want red headphones", "改成白色", "budget under 300 dollars", "还是黑色吧"]
+
+
+def turns(n: int) -> list[dict]:
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": TEXTS[i % len(TEXTS)],
+             "timestamp": f"2024-05-01T10:{i // 60 % 60:02d}:{i % 60:02d}+08:00"} for i in range(n)]
+
+
+def full_fold(editor: ContextEditor, session: str) -> State:
+    state = State.fold(editor.domain.name, editor.domain.version_hash, session, editor.store.edits(session))
+    last = editor.store.messages(session)[-1]
+    state.round, state.message_index, state.last_message_hash = last.round, last.index, last.hash
+    return state
+
+
+def test_a_reopened_session_starts_from_its_snapshot_and_equals_the_full_fold(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    writer = ContextEditor("ecommerce", url)
+    writer.ingest("long", turns(2 * SNAPSHOT_EVERY + 37))
+    snap = writer.store.derived("long", SNAPSHOT_KIND)[0]
+    assert snap["message_index"] == 2 * SNAPSHOT_EVERY - 1
+    reopened = ContextEditor("ecommerce", url)
+    assert reopened.state("long") == full_fold(reopened, "long") == writer.state("long")
+    # ... and goes on from there exactly as the writer would have.
+    more = turns(2 * SNAPSHOT_EVERY + 40)[-3:]
+    reopened.ingest("long", more)
+    writer.ingest("other", turns(2 * SNAPSHOT_EVERY + 40))
+    assert reopened.state("long").to_json()["fields"] == writer.state("other").to_json()["fields"]
+
+
+def test_a_snapshot_of_another_log_is_ignored(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    writer = ContextEditor("ecommerce", url)
+    writer.ingest("long", turns(SNAPSHOT_EVERY + 5))
+    snap = writer.store.derived("long", SNAPSHOT_KIND)[0]
+    forged = {**snap, "fields": {}, "last_hash": "0" * 64}
+    writer.store.put_derived("long", SNAPSHOT_KIND, 0, forged)
+    reopened = ContextEditor("ecommerce", url)
+    assert reopened.state("long") == full_fold(reopened, "long")
+    assert reopened.state("long").fields
+
+
+def test_a_process_cycling_through_sessions_stays_under_its_memory_ceiling(tmp_path):
+    """cache_sessions=20 is the configured ceiling: after 300 sessions have warmed every bounded
+    cache, 1,500 more sessions add about nothing (the renderer's memos are bounded by their own
+    constants: inject/render.py MEMO, inject/tokens.py SEGMENT_CACHE)."""
+    editor = ContextEditor("ecommerce", f"sqlite:///{tmp_path / 'many.db'}", cache_sessions=20)
+    message = turns(1)[0]
+    for i in range(300):
+        editor.add(f"warm-{i}", message)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(1500):
+            editor.add(f"s-{i}", message)
+            assert editor.state(f"s-{i}").get("color") == "black"
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 256 * 1024, f"{grown / 1024:.0f} KiB more after 1,500 sessions"  # < 0.2 KiB a session
+    held = [editor._states, editor._bound, editor._zones, editor._priors, editor._indexed]
+    assert all(len(cache) <= 21 for cache in held), [len(c) for c in held]
