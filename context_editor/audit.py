@@ -26,10 +26,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Collection, Iterator
 
 from .domain import Domain, domain_from_source
 from .errors import AuditError, DomainError, Errors
@@ -39,8 +39,9 @@ from .store import MemoryStore, Store
 from .store.base import Forget, Head, Tombstone
 
 NO_KEY_LIMITS = ("heads were not checked against a trusted public key (no --pubkey): a consistent rewrite of a "
-                 "session (every hash and its head recomputed), a truncation with a recomputed head, or the "
-                 "deletion of a whole session cannot be detected. Sign heads (CONTEXT_EDITOR_SIGNING_KEY_FILE) "
+                 "session (every hash and its head recomputed), a truncation with a recomputed head, the "
+                 "deletion of a whole session, or a rewritten erasure tombstone (who, when, why) cannot be "
+                 "detected. Sign heads and tombstones (CONTEXT_EDITOR_SIGNING_KEY_FILE) "
                  "and verify with --pubkey and --checkpoint for those guarantees.")
 NO_CHECKPOINT_LIMITS = ("no --checkpoint: signed heads prove who wrote each head, but not that a session was not "
                         "deleted or rolled back to an older signed head; verify against a checkpoint for that.")
@@ -524,33 +525,38 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
 
 
 # ----------------------------------------------------------------------------- erasure
-def erasure_targets(store: Store, session: str, message: int | None = None, field_name: str | None = None) -> list[tuple[str, int]]:
-    """(kind, position) of everything an erasure removes in one session: the whole session, one
-    message with every edit it caused, or every edit of one field; plus each later edit whose
+def erasure_targets(store: Store, session: str, messages: Collection[int] | None = None,
+                    field_name: str | None = None) -> list[tuple[str, int]]:
+    """(kind, position) of everything an erasure removes in one session: the whole session, some
+    messages with every edit they caused, or every edit of one field; plus each later edit whose
     `before` still carries an erased value (the next change of that field)."""
     msgs, edits = store.messages(session), store.edits(session)
-    if message is not None and not 0 <= message < len(msgs):
-        raise Errors.ERASE(problem=f"session {session!r} has no message {message} (it has {len(msgs)})",
-                           fix=f"pass an index from 0 to {len(msgs) - 1}")
+    for n in messages or ():
+        if not 0 <= n < len(msgs):
+            raise Errors.ERASE(problem=f"session {session!r} has no message {n} (it has {len(msgs)}, "
+                                       f"numbered 0 to {len(msgs) - 1})",
+                               fix="pass a message index that `context-editor audit export --session …` lists")
     if field_name is not None and not any(e.field == field_name for e in edits):
+        named = sorted({e.field for e in edits if e.field is not None})
         raise Errors.ERASE(problem=f"no edit of session {session!r} names field {field_name!r}",
-                           fix="check the field name with `context-editor state --session …`")
-    whole = message is None and field_name is None
-    out = [("message", m.index) for m in msgs if whole or m.index == message]
+                           fix=f"pass one of its fields: {', '.join(named) or '(it has none)'}")
+    whole = messages is None and field_name is None
+    chosen = set(messages or ())
+    out = [("message", m.index) for m in msgs if whole or m.index in chosen]
     erased_values: dict[str | None, set[str]] = {}
     for e in edits:
         if e.op in KEEP_OPS:
             continue
         carries = e.before is not None and canonical_json(e.before) in erased_values.get(e.field, set())
-        if whole or e.message_index == message or e.field == field_name or carries:
+        if whole or e.message_index in chosen or e.field == field_name or carries:
             out.append(("edit", e.seq))
             erased_values.setdefault(e.field, set()).add(canonical_json(e.after))
     return out
 
 
-def erase(store: Store, sessions: list[str], actor: str, reason: str, message: int | None = None,
+def erase(store: Store, sessions: list[str], actor: str, reason: str, messages: Collection[int] | None = None,
           field_name: str | None = None, at: str | None = None) -> list[Tombstone]:
-    """Remove the text and values (and their salts) of a message, a field or whole sessions,
+    """Remove the text and values (and their salts) of some messages, a field or whole sessions,
     keeping each row's commitment, so `verify` still passes; one tombstone per row, signed
     when the store has a key. Refused, before anything changes, for rows written before
     erasable payloads (schema 8): their hash covers the text itself."""
@@ -558,6 +564,8 @@ def erase(store: Store, sessions: list[str], actor: str, reason: str, message: i
 
     if not actor.strip() or not reason.strip():
         raise Errors.ERASE(problem="an erasure needs an actor and a reason", fix="pass --actor and --reason")
+    if messages is not None and field_name is not None:
+        raise Errors.ERASE(problem="a message and a field name different things", fix="erase one at a time")
     when = at or datetime.now(timezone.utc).isoformat(timespec="seconds")
     tombstones = []
     for s in sessions:
@@ -566,7 +574,7 @@ def erase(store: Store, sessions: list[str], actor: str, reason: str, message: i
         bodies = {("message", idx): body for idx, _, body, _ in msg_rows}
         bodies.update({("edit", seq): body for seq, _, _, body, _ in edit_rows})
         held = store.raw_payloads(s)
-        for kind, pos in erasure_targets(store, s, message, field_name):
+        for kind, pos in erasure_targets(store, s, messages, field_name):
             committed = json.loads(bodies[(kind, pos)]).get("commitment")
             if committed is None:
                 raise Errors.ERASE(problem=f"{kind} {pos} of session {s!r} was written before erasable payloads "
@@ -574,7 +582,7 @@ def erase(store: Store, sessions: list[str], actor: str, reason: str, message: i
                                    fix="nothing was changed; such rows go only with their whole store")
             if (kind, pos) in held:  # an already erased row keeps its first tombstone
                 tombstones.append(Tombstone(s, kind, pos, committed, when, actor, reason))
-    store.erase(tombstones, _forget(store, sessions, tombstones, whole=message is None and field_name is None),
+    store.erase(tombstones, _forget(store, sessions, tombstones, whole=messages is None and field_name is None),
                 keep_derived=(USAGE_KIND,))
     return tombstones
 
@@ -596,6 +604,74 @@ def _forget(store: Store, sessions: list[str], tombstones: list[Tombstone], whol
         return lambda ev: ev.get("session") in erased_sessions or (ev.get("field"), canonical_json(ev.get("value"))) in found
 
     return {owner: test_for(found) for owner, found in values.items()}
+
+
+@dataclass(frozen=True)
+class RetentionStep:
+    """What a retention policy takes from one session: its messages older than `days` days before
+    `now` that still hold their text, and those too old but written before erasable payloads
+    (kept: their hash covers the text)."""
+
+    session: str
+    domain: str
+    days: int
+    cutoff: str
+    messages: tuple[int, ...]
+    unerasable: tuple[int, ...] = ()
+    tombstones: tuple[Tombstone, ...] = ()
+
+
+def retention_plan(store: Store, now: datetime, domains: dict[str, Domain] | None = None,
+                   allow_plugins: bool = False) -> list[RetentionStep]:
+    """Every session with messages past its domain's `retention: {messages: Nd}`. The policy is
+    the one of `domains[name]` when given (today's file: a policy applies to older data too),
+    else that of the domain version the session runs under, as stored."""
+    from .pipeline import stored_domain  # as in replay: imported when used
+
+    policies: dict[str, int | None] = {}
+    out = []
+    for s in store.sessions():
+        info = store.require_session(s)
+        if domains is not None:
+            if info.domain not in domains:
+                continue
+            days = domains[info.domain].retention_days.get("messages")
+        else:
+            if info.domain_version not in policies:
+                policies[info.domain_version] = stored_domain(store, info, allow_plugins).retention_days.get("messages")
+            days = policies[info.domain_version]
+        if days is None:
+            continue
+        cutoff = now - timedelta(days=days)
+        expired = [m for m in store.messages(s) if (t := m.time()) is not None and _utc(t) < cutoff]
+        erasable = tuple(m.index for m in expired if m.salt is not None)  # (an erased one has no salt left)
+        legacy = tuple(m.index for m in expired if m.salt is None and m.commitment is None)
+        if erasable or legacy:
+            out.append(RetentionStep(s, info.domain, days, cutoff.isoformat(timespec="seconds"), erasable, legacy))
+    return out
+
+
+def apply_retention(store: Store, now: datetime | None = None, domains: dict[str, Domain] | None = None,
+                    actor: str = "retention", dry_run: bool = False, allow_plugins: bool = False) -> list[RetentionStep]:
+    """Erase (as `erase` does: commitments and a signed tombstone per row stay) every message
+    past its domain's retention period, with the edits it caused. `dry_run`: only the plan."""
+    now = _utc(now or datetime.now(timezone.utc))
+    plan = retention_plan(store, now, domains, allow_plugins)
+    if dry_run:
+        return plan
+    done = []
+    for step in plan:
+        tombstones: list[Tombstone] = []
+        if step.messages:
+            tombstones = erase(store, [step.session], actor, f"retention: messages {step.days}d (domain {step.domain})",
+                               messages=step.messages, at=now.isoformat(timespec="seconds"))
+        done.append(replace(step, tombstones=tuple(tombstones)))
+    return done
+
+
+def _utc(t: datetime) -> datetime:
+    """A time with its zone; one written without is taken as UTC."""
+    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
 
 
 def sessions_of_user(store: Store, user: str, tenant: str | None = None) -> list[str]:

@@ -11,12 +11,9 @@ meant to change hashes (say so in the commit), with
 
 from __future__ import annotations
 
-import hashlib
-import itertools
 import json
 import sys
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -26,17 +23,11 @@ sys.path.insert(0, str(ROOT))
 from context_editor import ContextEditor  # noqa: E402
 from context_editor.audit import replay  # noqa: E402
 from context_editor.domaintest import load_cases  # noqa: E402
+from conftest import seeded_salts  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "chain_heads.json"
 DOMAINS = ("ecommerce", "travel", "finance")
 NOW = "2024-05-01T10:00:00+00:00"  # messages without a timestamp get this one: hashes are reproducible
-
-
-def seeded_salts(seed: str) -> Callable[[], str]:
-    """Salts for the commitments of text and values (erasure keeps them): random in use, drawn
-    from a counter here so the recorded heads are reproducible."""
-    counter = itertools.count()
-    return lambda: hashlib.sha256(f"{seed}/{next(counter)}".encode()).hexdigest()[:32]
 
 
 def heads(store_url: str, check_replay: bool = False) -> dict[str, dict[str, str]]:
