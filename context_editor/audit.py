@@ -64,7 +64,9 @@ class Verdict:
         for t in self.erased:
             counts = groups.setdefault((t["at"][:10], t["actor"], t["reason"]), {})
             counts[t["kind"]] = counts.get(t["kind"], 0) + 1
-        return [", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in sorted(counts.items(), reverse=True))
+        names = {"message": ("message", "messages"), "edit": ("edit", "edits"),
+                 "before": ("replaced value", "replaced values")}  # an edit's `before`: erased with the value it was
+        return [", ".join(f"{counts[kind]} {names[kind][counts[kind] != 1]}" for kind in names if kind in counts)
                 + f" erased (on {at}, by {actor}, {reason})" for (at, actor, reason), counts in sorted(groups.items())]
 
     def fail(self, where: str, why: str) -> None:
@@ -263,12 +265,19 @@ def _check_payloads(store: Store, session: str, msg_rows: list[tuple[Any, ...]],
         if t.get("session") != session or canonical_json(t) != text:
             v.fail(f"{key[0]} {key[1]}", "its erasure tombstone was changed or moved from another session")
         tombstones[key] = t
-    rows = [("message", idx, body) for idx, _, body, _ in msg_rows] + [("edit", seq, body) for seq, _, _, body, _ in edit_rows]
-    for kind, pos, body in rows:
+    # Each erasable part of a row, with the commitment its hash covers (None: a row written
+    # before erasable payloads, which must have no payload).
+    parts: list[tuple[str, int, Any]] = []
+    for kind, pos, body in ([("message", idx, body) for idx, _, body, _ in msg_rows]
+                            + [("edit", seq, body) for seq, _, _, body, _ in edit_rows]):
         try:
-            committed = json.loads(body).get("commitment")
+            fields = json.loads(body)
         except ValueError:
             continue  # the chain check reported it
+        parts.append((kind, pos, fields.get("commitment")))
+        if kind == "edit":
+            parts.append(("before", pos, fields.get("before_commitment")))
+    for kind, pos, committed in parts:
         found = payloads.pop((kind, pos), None)
         if committed is None:
             if found is not None:
@@ -491,7 +500,10 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
         if m.index in answers:
             editor.record(session, answers[m.index])
     erased_messages = {m.index for m in messages if m.erased}
-    gone = [e for e in edits if e.erased or (e.message_index in erased_messages and e.op not in KEEP_OPS)]
+    # An edit whose `before` was erased keeps its value, but replay cannot make it again as it was
+    # (without the erased message the field had no value to replace): named too.
+    gone = [e for e in edits
+            if e.erased or e.before_erased or (e.message_index in erased_messages and e.op not in KEEP_OPS)]
     replayed = editor.store.edits(session)
     report = ReplayReport(session, True, len(edits), len(replayed), not_rederivable=[e.seq for e in gone])
     recorded_by: dict[int, list[Edit]] = {}
@@ -547,10 +559,11 @@ def erasure_targets(store: Store, session: str, messages: Collection[int] | None
     for e in edits:
         if e.op in KEEP_OPS:
             continue
-        carries = e.before is not None and canonical_json(e.before) in erased_values.get(e.field, set())
-        if whole or e.message_index in chosen or e.field == field_name or carries:
-            out.append(("edit", e.seq))
+        if whole or e.message_index in chosen or e.field == field_name:
+            out += [("edit", e.seq)] + [("before", e.seq)] * (e.before is not None)
             erased_values.setdefault(e.field, set()).add(canonical_json(e.after))
+        elif e.before is not None and canonical_json(e.before) in erased_values.get(e.field, set()):
+            out.append(("before", e.seq))  # the next change names the erased value; its own value stays
     return out
 
 
@@ -575,7 +588,8 @@ def erase(store: Store, sessions: list[str], actor: str, reason: str, messages: 
         bodies.update({("edit", seq): body for seq, _, _, body, _ in edit_rows})
         held = store.raw_payloads(s)
         for kind, pos in erasure_targets(store, s, messages, field_name):
-            committed = json.loads(bodies[(kind, pos)]).get("commitment")
+            body = json.loads(bodies[("message" if kind == "message" else "edit", pos)])
+            committed = body.get("before_commitment" if kind == "before" else "commitment")
             if committed is None:
                 raise Errors.ERASE(problem=f"{kind} {pos} of session {s!r} was written before erasable payloads "
                                            "(its hash covers the text itself; erasing it would break the proof)",

@@ -297,8 +297,9 @@ def cmd_erase(args: argparse.Namespace) -> int:
                        args.field)
     for s in sessions:
         kinds = [t.kind for t in done if t.session == s]
-        print(f"erased  {s}: {kinds.count('message')} messages, {kinds.count('edit')} edits "
-              f"(by {args.actor}: {args.reason}); the commitments stay, `audit verify` still passes")
+        print(f"erased  {s}: {kinds.count('message')} messages, {kinds.count('edit')} edits, "
+              f"{kinds.count('before')} replaced values (by {args.actor}: {args.reason}); "
+              "the commitments stay, `audit verify` still passes")
     return 0
 
 

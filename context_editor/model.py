@@ -278,27 +278,43 @@ class Edit:
     prev_hash: str = GENESIS_HASH
     hash: str = ""
     # As for messages: an erasable edit's hash covers commitment(salt, payload()) in place of its
-    # values; an erased one keeps only the commitment and reads its values as ERASED.
+    # new value and the text it was read from, and commitment(before_salt, before_payload()) in
+    # place of the value it replaced. The two go separately: erasing a value also erases it where
+    # the next change of its field names it as `before`, and that change's own value stays. An
+    # erased part keeps only its commitment and reads as ERASED.
     salt: str | None = None
     commitment: str | None = None
+    before_salt: str | None = None
+    before_commitment: str | None = None
     # As in Message: body() as sealed. (`field` is a column of this class, hence the long name.)
     _text: str = dataclasses.field(default="", init=False, repr=False, compare=False)
 
     def payload(self) -> dict[str, Any]:
-        """What erasure removes: the values and the text they were read from."""
-        return {"before": self.before, "after": self.after, "text": self.provenance.text if self.provenance else None}
+        """What erasing the edit removes: its value and the text it was read from."""
+        return {"after": self.after, "text": self.provenance.text if self.provenance else None}
+
+    def before_payload(self) -> dict[str, Any]:
+        """What erasing the value it replaced removes."""
+        return {"before": self.before}
 
     @property
     def erased(self) -> bool:
         return self.commitment is not None and self.salt is None
 
+    @property
+    def before_erased(self) -> bool:
+        return self.before_commitment is not None and self.before_salt is None
+
     def body(self) -> dict[str, Any]:
-        """Everything the hash covers (all but the hash itself)."""
+        """Everything the hash covers (all but the hash itself); for an erasable edit, the
+        commitments to its payloads in place of them."""
         d = self.plain()
         if self.salt is not None or self.commitment is not None:
             prov = d["provenance"]
             d.update(before=None, after=None, provenance={**prov, "text": ""} if prov else None,
-                     commitment=commitment(self.salt, self.payload()) if self.salt is not None else self.commitment)
+                     commitment=commitment(self.salt, self.payload()) if self.salt is not None else self.commitment,
+                     before_commitment=(commitment(self.before_salt, self.before_payload())
+                                        if self.before_salt is not None else self.before_commitment))
         return d
 
     def plain(self) -> dict[str, Any]:
@@ -329,10 +345,12 @@ class Edit:
         """The canonical JSON of body(): what is hashed and stored."""
         return self._text or canonical_json(self.body())
 
-    def sealed(self, seq: int, prev_hash: str, salt: str | None = None) -> Edit:
-        """This edit placed at `seq` after `prev_hash`, with `salt` (default: fresh random bits) and
-        its own hash filled in."""
-        e = replace(self, seq=seq, prev_hash=prev_hash, hash="", salt=salt or new_salt(), commitment=None)
+    def sealed(self, seq: int, prev_hash: str, salts: tuple[str, str] | None = None) -> Edit:
+        """This edit placed at `seq` after `prev_hash`, with the salts of its two commitments
+        (default: fresh random bits) and its own hash filled in."""
+        salt, before_salt = salts or (new_salt(), new_salt())
+        e = replace(self, seq=seq, prev_hash=prev_hash, hash="", salt=salt, commitment=None, before_salt=before_salt,
+                    before_commitment=None)
         text = canonical_json(e.body())
         object.__setattr__(e, "hash", hashlib.sha256(text.encode("utf-8")).hexdigest())  # not yet shared
         object.__setattr__(e, "_text", text)
@@ -346,15 +364,20 @@ class Edit:
         return cls(**{**d, "provenance": Provenance.from_dict(d.get("provenance"))})
 
     @classmethod
-    def from_stored(cls, body: dict[str, Any], hash_: str, payload: tuple[str, dict[str, Any]] | None) -> Edit:
-        """An edit from its stored body and, for an erasable one, its (salt, payload) row or None."""
+    def from_stored(cls, body: dict[str, Any], hash_: str, payload: tuple[str, dict[str, Any]] | None,
+                    before: tuple[str, dict[str, Any]] | None = None) -> Edit:
+        """An edit from its stored body and, for an erasable one, its (salt, payload) and its
+        (before salt, before payload), each None once erased."""
         if "commitment" not in body:
             return cls.from_dict({**body, "hash": hash_})
-        salt, data = payload if payload is not None else (None, {"before": ERASED, "after": ERASED, "text": ERASED})
+        salt, data = payload if payload is not None else (None, {"after": ERASED, "text": ERASED})
+        before_salt, old = before if before is not None else (None, {"before": ERASED})
         prov = body.get("provenance")
-        return cls.from_dict({**body, "before": data["before"], "after": data["after"], "hash": hash_, "salt": salt,
+        return cls.from_dict({**body, "before": old["before"], "after": data["after"], "hash": hash_,
                               "provenance": {**prov, "text": data["text"]} if prov else None,
-                              "commitment": None if salt is not None else body["commitment"]})
+                              "salt": salt, "commitment": None if salt is not None else body["commitment"],
+                              "before_salt": before_salt,
+                              "before_commitment": None if before_salt is not None else body["before_commitment"]})
 
 
 @dataclass(slots=True)

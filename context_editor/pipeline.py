@@ -101,7 +101,7 @@ class _Chain:
 
     def seal(self, e: Edit) -> Edit:
         self.seq += 1
-        sealed = e.sealed(self.seq, self.prev, self.salts() if self.salts else None)
+        sealed = e.sealed(self.seq, self.prev, (self.salts(), self.salts()) if self.salts else None)
         self.prev = sealed.hash
         return sealed
 
@@ -215,6 +215,11 @@ class ContextEditor:
         if pending:
             flush()
         return done
+
+    def forget(self, session: str) -> None:
+        """Drop everything cached about a session (after `erase`: the cache may hold erased text);
+        the next use reads it from the store."""
+        self._forget(session)
 
     def _forget(self, session: str) -> None:
         """Drop everything cached about a session: the next use reads it from the store."""

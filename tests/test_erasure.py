@@ -63,18 +63,24 @@ def _check_reads(store: Store, url: str, not_rederivable: dict[str, list[int]]) 
     assert report.ok, [v.problems for v in report.sessions]
     summaries = {v.session: v.erasure_summary() for v in report.sessions}
     day = datetime.now(timezone.utc).date().isoformat()
-    assert summaries[ALICE] == [f"1 message, {len(not_rederivable[ALICE])} edits erased "
+    edits = store.edits(ALICE)
+    erased = [e.seq for e in edits if e.after == ERASED]
+    replaced = [e.seq for e in edits if e.before == ERASED and e.after != ERASED]
+    assert erased and replaced  # origin: 乌鲁木齐 (erased) -> 北京 keeps 北京, its `before` goes
+    assert summaries[ALICE] == [f"1 message, {len(erased)} edits, 1 replaced value erased "
                                 f"(on {day}, by dpo@example.com, GDPR art. 17 request 118)"]
     assert summaries[BOB][0].startswith("2 messages, ") and "PIPL art. 47 request 9" in summaries[BOB][0]
-    # Replay names exactly the edits whose message or values were erased, and every other edit re-derives.
-    gone = [e.seq for e in store.edits(ALICE)
-            if e.after == ERASED or e.message_index == 0 and e.op not in ("transition", "upgrade", "resolve")]
-    assert not_rederivable[ALICE] == gone and gone
+    # Replay names exactly the edits whose message, values or replaced value were erased, and
+    # every other edit re-derives.
+    gone = [e.seq for e in edits if e.after == ERASED or e.before == ERASED
+            or e.message_index == 0 and e.op not in ("transition", "upgrade", "resolve")]
+    assert not_rederivable[ALICE] == gone == sorted(erased + replaced)
     assert replay(store, ALICE).identical
     assert not_rederivable[BOB] == [e.seq for e in store.edits(BOB) if e.op not in ("transition", "upgrade", "resolve")]
     editor = ContextEditor("travel", store, retrieval=True)
     assert store.messages(ALICE)[0].content == ERASED
-    assert editor.state(ALICE).get("origin") == ERASED
+    assert editor.state(ALICE).get("origin") == "北京"  # said later: kept
+    assert editor.state(ALICE).get("destination") == ERASED
     assert editor.why(ALICE, "origin")["history"][0]["value"] == ERASED
     xml = editor.render(ALICE, "book_flight").xml
     assert "乌鲁木齐" not in xml and ERASED in xml
@@ -191,9 +197,9 @@ def test_bad_erasure_targets_are_refused_with_a_fix_and_change_nothing(tmp_path,
     assert main(["erase", "--store", url, "--user", "alice", "--session", "trip", "--field", "origin",
                  "--actor", "dpo", "--reason", "request 7"]) == 0
     out = capsys.readouterr().out
-    assert "erased  alice/trip: 0 messages, 2 edits (by dpo: request 7)" in out
+    assert "erased  alice/trip: 0 messages, 2 edits, 1 replaced values (by dpo: request 7)" in out
     assert main(["audit", "verify", "--store", url]) == 0
-    assert "2 edits erased (on " in capsys.readouterr().out
+    assert "2 edits, 1 replaced value erased (on " in capsys.readouterr().out
 
 
 # ----------------------------------------------------------------------------- retention

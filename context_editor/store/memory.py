@@ -122,7 +122,11 @@ class MemoryStore(Store):
     def raw_payloads(self, session: str) -> dict[tuple[str, int], tuple[Any, Any]]:
         out: dict[tuple[str, int], tuple[Any, Any]] = {
             ("message", m.index): (m.salt, canonical_json(m.payload())) for m in self._messages.get(session, []) if m.salt}
-        out.update({("edit", e.seq): (e.salt, canonical_json(e.payload())) for e in self._edits.get(session, []) if e.salt})
+        for e in self._edits.get(session, []):
+            if e.salt:
+                out[("edit", e.seq)] = (e.salt, canonical_json(e.payload()))
+            if e.before_salt:
+                out[("before", e.seq)] = (e.before_salt, canonical_json(e.before_payload()))
         return out
 
     def erasures(self, session: str) -> list[tuple[str, str | None]]:
@@ -139,9 +143,13 @@ class MemoryStore(Store):
                 else:
                     i = next(i for i, e in enumerate(self._edits[t.session]) if e.seq == t.pos)
                     e = self._edits[t.session][i]
-                    prov = replace(e.provenance, text=ERASED) if e.provenance else None
-                    self._edits[t.session][i] = replace(e, before=ERASED, after=ERASED, provenance=prov, salt=None,
-                                                        commitment=e.body()["commitment"])
+                    if t.kind == "before":
+                        self._edits[t.session][i] = replace(e, before=ERASED, before_salt=None,
+                                                            before_commitment=e.body()["before_commitment"])
+                    else:
+                        prov = replace(e.provenance, text=ERASED) if e.provenance else None
+                        self._edits[t.session][i] = replace(e, after=ERASED, provenance=prov, salt=None,
+                                                            commitment=e.body()["commitment"])
                 self._erasures.setdefault(t.session, {})[(t.kind, t.pos)] = (
                     t.text(), self.signer.sign(t.text()) if self.signer else None)
             for session in {t.session for t in tombstones}:

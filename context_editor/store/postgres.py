@@ -20,9 +20,9 @@ import psycopg
 from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
-from .base import (KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, KeyRecord, SessionInfo, Store, StoredSession, Tombstone, Forget,
+from .base import (EDIT_COLUMNS, ERASABLE, KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, KeyRecord, SessionInfo, Store, StoredSession, Tombstone, Forget, payload_rows,
                    astuple_key, check_batch, check_records, domain_text, edit_from_row, edit_row, message_from_row,
-                   message_row, new_head, payload_text, key_range, parse_domain_row, raw_session_rows, records_head, redacted,
+                   message_row, new_head, payload_text, before_text, key_range, parse_domain_row, raw_session_rows, records_head, redacted,
                    stored_sessions)
 
 
@@ -167,7 +167,8 @@ class PostgresStore(Store):
                   "rounds": [e.round for e in edits], "mis": [e.message_index for e in edits],
                   "bodies": [e.body_text() for e in edits], "hashes": [e.hash for e in edits],
                   "salt": message.salt, "payload": payload_text(message), "salts": [e.salt for e in edits],
-                  "payloads": [payload_text(e) for e in edits]}
+                  "payloads": [payload_text(e) for e in edits], "before_salts": [e.before_salt for e in edits],
+                  "befores": [before_text(e) for e in edits]}
         session_row = (
             "INSERT INTO sessions VALUES (%(s)s, %(domain)s, %(version)s, %(m)s, %(e)s, %(head)s, %(sig)s) "
             "ON CONFLICT DO NOTHING RETURNING 1" if n_msgs == 0 else
@@ -182,7 +183,8 @@ class PostgresStore(Store):
                 "m AS (INSERT INTO messages SELECT %(s)s, %(idx)s, %(round)s, %(body)s, %(hash)s, %(salt)s, %(payload)s "
                 "FROM head RETURNING 1), "
                 "e AS (INSERT INTO edits SELECT %(s)s, t.* FROM head, unnest(%(seqs)s::integer[], %(rounds)s::integer[], "
-                "%(mis)s::integer[], %(bodies)s::text[], %(hashes)s::text[], %(salts)s::text[], %(payloads)s::text[]) AS t "
+                "%(mis)s::integer[], %(bodies)s::text[], %(hashes)s::text[], %(salts)s::text[], %(payloads)s::text[], %(before_salts)s::text[], "
+                "%(befores)s::text[]) AS t "
                 "RETURNING 1) "
                 "SELECT count(*) FROM head", values).fetchone()
         if not row or not row[0]:
@@ -227,7 +229,7 @@ class PostgresStore(Store):
             check_batch(message, edits, n_msgs, n_edits, last_hash or GENESIS_HASH, last_msg or GENESIS_HASH)
             c.execute("INSERT INTO messages VALUES (%s, %s, %s, %s, %s, %s, %s)", message_row(message))
             with c.cursor() as cur:
-                cur.executemany("INSERT INTO edits VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", [edit_row(e) for e in edits])
+                cur.executemany("INSERT INTO edits VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", [edit_row(e) for e in edits])
             head = new_head(domain, domain_version, sha, message, edits, n_msgs, n_edits, last_hash)
             c.execute("UPDATE sessions SET domain = %s, domain_version = %s, messages = %s, edits = %s, head = %s, "
                       "signature = %s WHERE session = %s",
@@ -248,7 +250,7 @@ class PostgresStore(Store):
             check_records(session, edits, info.messages, info.edits, last_hash or GENESIS_HASH)
             if edits:
                 with c.cursor() as cur:
-                    cur.executemany("INSERT INTO edits VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", [edit_row(e) for e in edits])
+                    cur.executemany("INSERT INTO edits VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", [edit_row(e) for e in edits])
                 head = records_head(info, sha, last_msg, edits)
                 c.execute("UPDATE sessions SET edits = %s, head = %s, signature = %s WHERE session = %s",
                           (head.edits, *self.sign(head), session))
@@ -262,7 +264,7 @@ class PostgresStore(Store):
 
     def edits(self, session: str, since_seq: int | None = None) -> list[Edit]:
         with _database_errors(f"reading edits of session {session!r}"):
-            rows = self._conn().execute(f"SELECT {ROW_COLUMNS} FROM edits WHERE session = %s AND seq > %s ORDER BY seq",
+            rows = self._conn().execute(f"SELECT {EDIT_COLUMNS} FROM edits WHERE session = %s AND seq > %s ORDER BY seq",
                                         (session, since_seq if since_seq is not None else -1)).fetchall()
         return [edit_from_row(*r) for r in rows]
 
@@ -314,7 +316,7 @@ class PostgresStore(Store):
                               "WHERE session = ANY(%s)", (keys,)).fetchall()
             msgs = c.execute(f"SELECT session, {ROW_COLUMNS} FROM messages WHERE session = ANY(%s) ORDER BY session, idx",
                              (keys,)).fetchall()
-            edits = c.execute(f"SELECT session, {ROW_COLUMNS} FROM edits WHERE session = ANY(%s) ORDER BY session, seq",
+            edits = c.execute(f"SELECT session, {EDIT_COLUMNS} FROM edits WHERE session = ANY(%s) ORDER BY session, seq",
                               (keys,)).fetchall()
         return stored_sessions(keys, infos, msgs, edits)
 
@@ -329,12 +331,10 @@ class PostgresStore(Store):
     def raw_payloads(self, session: str) -> dict[tuple[str, int], tuple[Any, Any]]:
         with _database_errors(f"reading payloads of session {session!r}"):
             c = self._conn()
-            out = {("message", r[0]): (r[1], r[2]) for r in c.execute(
-                "SELECT idx, salt, payload FROM messages WHERE session = %s AND (salt IS NOT NULL OR payload IS NOT NULL)",
-                (session,)).fetchall()}
-            out.update({("edit", r[0]): (r[1], r[2]) for r in c.execute(
-                "SELECT seq, salt, payload FROM edits WHERE session = %s AND (salt IS NOT NULL OR payload IS NOT NULL)",
-                (session,)).fetchall()})
+            out = payload_rows("message", c.execute("SELECT idx, salt, payload FROM messages WHERE session = %s",
+                                                    (session,)).fetchall())
+            out.update(payload_rows("edit", c.execute(
+                "SELECT seq, salt, payload, before_salt, before_payload FROM edits WHERE session = %s", (session,)).fetchall()))
         return out
 
     def erasures(self, session: str) -> list[tuple[str, str | None]]:
@@ -346,8 +346,8 @@ class PostgresStore(Store):
         c = self._conn()
         with _database_errors("erasing"), c.transaction():
             for t in tombstones:
-                table, key = ("messages", "idx") if t.kind == "message" else ("edits", "seq")
-                c.execute(f"UPDATE {table} SET salt = NULL, payload = NULL WHERE session = %s AND {key} = %s",
+                table, key, salt, payload = ERASABLE[t.kind]
+                c.execute(f"UPDATE {table} SET {salt} = NULL, {payload} = NULL WHERE session = %s AND {key} = %s",
                           (t.session, t.pos))
                 c.execute("INSERT INTO erasures VALUES (%s, %s, %s, %s, %s) ON CONFLICT (session, kind, pos) DO UPDATE "
                           "SET tombstone = excluded.tombstone, signature = excluded.signature",

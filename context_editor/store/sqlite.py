@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
-from .base import (KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, KeyRecord, SessionInfo, Store, StoredSession, Tombstone, Forget,
+from .base import (EDIT_COLUMNS, ERASABLE, KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, KeyRecord, SessionInfo, Store, StoredSession, Tombstone, Forget, payload_rows,
                    astuple_key, check_batch, check_records, domain_text, edit_from_row, edit_row, head_hashes,
                    message_from_row, message_row, new_head, key_range, parse_domain_row, raw_session_rows, records_head,
                    stored_sessions)
@@ -151,7 +151,7 @@ class SQLiteStore(Store):
         check_batch(message, edits, n_msgs, n_edits, last_hash, last_msg_hash)
         c.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)", message_row(message))
         if edits:
-            c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
+            c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
         head = new_head(domain, domain_version, self._domain_sha(domain_version), message, edits, n_msgs, n_edits,
                         last_hash if n_edits else None)
         c.execute(
@@ -182,7 +182,7 @@ class SQLiteStore(Store):
             if edits:
                 last_msg = c.execute("SELECT hash FROM messages WHERE session = ? AND idx = ?",
                                      (session, info.messages - 1)).fetchone()
-                c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
+                c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
                 sha = c.execute("SELECT sha256 FROM domains WHERE version_hash = ?", (info.domain_version,)).fetchone()
                 head = records_head(info, sha[0] if sha else None, last_msg[0], edits)
                 c.execute("UPDATE sessions SET edits = ?, head = ?, signature = ? WHERE session = ?",
@@ -203,7 +203,7 @@ class SQLiteStore(Store):
         return [message_from_row(*r) for r in rows]
 
     def edits(self, session: str, since_seq: int | None = None) -> list[Edit]:
-        rows = self._conn().execute(f"SELECT {ROW_COLUMNS} FROM edits WHERE session = ? AND seq > ? ORDER BY seq",
+        rows = self._conn().execute(f"SELECT {EDIT_COLUMNS} FROM edits WHERE session = ? AND seq > ? ORDER BY seq",
                                     (session, since_seq if since_seq is not None else -1)).fetchall()
         return [edit_from_row(*r) for r in rows]
 
@@ -246,7 +246,7 @@ class SQLiteStore(Store):
                           "WHERE session IN (SELECT value FROM json_each(?))", (wanted,)).fetchall()
         msgs = c.execute(f"SELECT session, {ROW_COLUMNS} FROM messages WHERE session IN (SELECT value FROM json_each(?)) "
                          "ORDER BY session, idx", (wanted,)).fetchall()
-        edits = c.execute(f"SELECT session, {ROW_COLUMNS} FROM edits WHERE session IN (SELECT value FROM json_each(?)) "
+        edits = c.execute(f"SELECT session, {EDIT_COLUMNS} FROM edits WHERE session IN (SELECT value FROM json_each(?)) "
                           "ORDER BY session, seq", (wanted,)).fetchall()
         return stored_sessions(keys, infos, msgs, edits)
 
@@ -259,10 +259,9 @@ class SQLiteStore(Store):
 
     def raw_payloads(self, session: str) -> dict[tuple[str, int], tuple[Any, Any]]:
         c = self._conn()
-        out = {("message", r[0]): (r[1], r[2]) for r in c.execute(
-            "SELECT idx, salt, payload FROM messages WHERE session = ? AND (salt IS NOT NULL OR payload IS NOT NULL)", (session,))}
-        out.update({("edit", r[0]): (r[1], r[2]) for r in c.execute(
-            "SELECT seq, salt, payload FROM edits WHERE session = ? AND (salt IS NOT NULL OR payload IS NOT NULL)", (session,))})
+        out = payload_rows("message", c.execute("SELECT idx, salt, payload FROM messages WHERE session = ?", (session,)))
+        out.update(payload_rows("edit", c.execute(
+            "SELECT seq, salt, payload, before_salt, before_payload FROM edits WHERE session = ?", (session,))))
         return out
 
     def erasures(self, session: str) -> list[tuple[str, str | None]]:
@@ -274,8 +273,9 @@ class SQLiteStore(Store):
         keep = json.dumps(list(keep_derived))
         with self._write() as c:
             for t in tombstones:
-                table, key = ("messages", "idx") if t.kind == "message" else ("edits", "seq")
-                c.execute(f"UPDATE {table} SET salt = NULL, payload = NULL WHERE session = ? AND {key} = ?", (t.session, t.pos))
+                table, key, salt, payload = ERASABLE[t.kind]
+                c.execute(f"UPDATE {table} SET {salt} = NULL, {payload} = NULL WHERE session = ? AND {key} = ?",
+                          (t.session, t.pos))
                 c.execute("INSERT OR REPLACE INTO erasures VALUES (?, ?, ?, ?, ?)",
                           (t.session, t.kind, t.pos, t.text(), self.signer.sign(t.text()) if self.signer else None))
             for session in sessions:
