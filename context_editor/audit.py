@@ -253,17 +253,17 @@ def _check_payloads(store: Store, session: str, msg_rows: list[tuple[Any, ...]],
     and a tombstone (signed by the trusted key, when one is given) names that commitment."""
     payloads = store.raw_payloads(session)
     tombstones: dict[tuple[str, int], dict[str, Any]] = {}
-    for text, signature in store.erasures(session):
+    for kind, pos, text, signature in store.erasures(session):
         try:
             t = json.loads(text)
             key = (str(t["kind"]), int(t["pos"]))
         except (ValueError, KeyError, TypeError):
-            v.fail("erasure", "a tombstone is not valid JSON")
+            v.fail(f"{kind} {pos}", "its erasure tombstone is not valid JSON")
             continue
         if why := check_signature(signature, text, trusted):
             v.fail(f"{key[0]} {key[1]}", f"its erasure tombstone cannot be trusted: {why}")
-        if t.get("session") != session or canonical_json(t) != text:
-            v.fail(f"{key[0]} {key[1]}", "its erasure tombstone was changed or moved from another session")
+        if t.get("session") != session or canonical_json(t) != text or key != (kind, pos):
+            v.fail(f"{key[0]} {key[1]}", "its erasure tombstone was changed or moved from another row or session")
         tombstones[key] = t
     # Each erasable part of a row, with the commitment its hash covers (None: a row written
     # before erasable payloads, which must have no payload).

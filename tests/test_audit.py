@@ -67,7 +67,8 @@ def test_intact_store_verifies_and_replays(db):
     ("DELETE FROM edits WHERE seq = (SELECT max(seq) FROM edits)", "edit"),  # deleted last row
     ("UPDATE edits SET seq = -1 WHERE seq = 1; UPDATE edits SET seq = 1 WHERE seq = 2;"
      "UPDATE edits SET seq = 2 WHERE seq = -1", "edit 1"),  # reordered
-    ("INSERT INTO edits SELECT session, 99, round, message_index, body, hash, salt, payload FROM edits WHERE seq = 0",
+    ("INSERT INTO edits SELECT session, 99, round, message_index, body, hash, salt, payload, before_salt, before_payload "
+     "FROM edits WHERE seq = 0",
      "edit"),  # inserted
     ("UPDATE edits SET round = 1 WHERE seq = 3", "edit 3"),  # column changed, body intact
 ])

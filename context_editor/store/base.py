@@ -448,8 +448,9 @@ class Store(ABC):
         has a column of the pair filled."""
 
     @abstractmethod
-    def erasures(self, session: str) -> list[tuple[str, str | None]]:
-        """The session's tombstones as stored: (canonical text, signature), by kind and position."""
+    def erasures(self, session: str) -> list[tuple[str, int, str, str | None]]:
+        """The session's tombstones as stored: (kind, position, canonical text, signature), by
+        kind and position."""
 
     @abstractmethod
     def erase(self, tombstones: list[Tombstone], forget: Forget | None = None, keep_derived: tuple[str, ...] = ()) -> None:

@@ -129,9 +129,9 @@ class MemoryStore(Store):
                 out[("before", e.seq)] = (e.before_salt, canonical_json(e.before_payload()))
         return out
 
-    def erasures(self, session: str) -> list[tuple[str, str | None]]:
+    def erasures(self, session: str) -> list[tuple[str, int, str, str | None]]:
         found = self._erasures.get(session, {})
-        return [found[k] for k in sorted(found)]
+        return [(*k, *found[k]) for k in sorted(found)]
 
     def erase(self, tombstones: list[Tombstone], forget: Forget | None = None, keep_derived: tuple[str, ...] = ()) -> None:
         with self._lock:

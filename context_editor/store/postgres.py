@@ -337,10 +337,11 @@ class PostgresStore(Store):
                 "SELECT seq, salt, payload, before_salt, before_payload FROM edits WHERE session = %s", (session,)).fetchall()))
         return out
 
-    def erasures(self, session: str) -> list[tuple[str, str | None]]:
+    def erasures(self, session: str) -> list[tuple[str, int, str, str | None]]:
         with _database_errors(f"reading erasures of session {session!r}"):
-            return [(r[0], r[1]) for r in self._conn().execute(
-                "SELECT tombstone, signature FROM erasures WHERE session = %s ORDER BY kind, pos", (session,)).fetchall()]
+            return [(r[0], r[1], r[2], r[3]) for r in self._conn().execute(
+                "SELECT kind, pos, tombstone, signature FROM erasures WHERE session = %s ORDER BY kind, pos",
+                (session,)).fetchall()]
 
     def erase(self, tombstones: list[Tombstone], forget: Forget | None = None, keep_derived: tuple[str, ...] = ()) -> None:
         c = self._conn()

@@ -264,9 +264,9 @@ class SQLiteStore(Store):
             "SELECT seq, salt, payload, before_salt, before_payload FROM edits WHERE session = ?", (session,))))
         return out
 
-    def erasures(self, session: str) -> list[tuple[str, str | None]]:
-        return [(r[0], r[1]) for r in self._conn().execute(
-            "SELECT tombstone, signature FROM erasures WHERE session = ? ORDER BY kind, pos", (session,))]
+    def erasures(self, session: str) -> list[tuple[str, int, str, str | None]]:
+        return [(r[0], r[1], r[2], r[3]) for r in self._conn().execute(
+            "SELECT kind, pos, tombstone, signature FROM erasures WHERE session = ? ORDER BY kind, pos", (session,))]
 
     def erase(self, tombstones: list[Tombstone], forget: Forget | None = None, keep_derived: tuple[str, ...] = ()) -> None:
         sessions = sorted({t.session for t in tombstones})
