@@ -163,6 +163,7 @@ class ContextEditor:
         self._renderers: dict[str, Renderer] = {}  # model -> renderer counting with that model's tokenizer
         self.default_budget, self.price_per_mtok = budget, price_per_mtok
         self._states: OrderedDict[str, State] = OrderedDict()
+        self._erased: dict[str, int] = {}  # per cached session: the store's erasure count when it was read
         self._cache_sessions = max(cache_sessions, 1)
         self._zones: dict[str, SummaryZone] = {}
         self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
@@ -224,6 +225,7 @@ class ContextEditor:
     def _forget(self, session: str) -> None:
         """Drop everything cached about a session: the next use reads it from the store."""
         self._states.pop(session, None)
+        self._erased.pop(session, None)
         self._bound.pop(session, None)
         self._zones.pop(session, None)
         self._priors.pop(session, None)
@@ -500,6 +502,9 @@ class ContextEditor:
         cached fold caught up with what other writers appended (or a fresh fold)."""
         info = self.store.session(session)
         head = (info.messages, info.edits) if info else (0, 0)
+        if info is not None and self._erased.get(session, 0) != info.erased:
+            self._forget(session)  # parts were erased since it was cached: the cache may hold their text
+            self._erased[session] = info.erased
         state = self._states.get(session)
         if state is not None and (state.message_index + 1, state.last_seq + 1) == head:
             self._states.move_to_end(session)

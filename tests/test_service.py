@@ -156,6 +156,11 @@ def test_erasure_through_the_service(svc):
     assert state["fields"]["budget_max"]["value"] == "[erased]" and state["fields"]["color"]["value"] == "black"
     xml = call(svc, "GET", "/v1/sessions/erase-1/context?action=place_order&user=eve").json()["xml"]
     assert "13912345678" not in xml and "1500" not in xml
+    # Erased by another process (the CLI) while the service holds erase-2's state in its cache.
+    assert call(svc, "GET", "/v1/sessions/erase-2/state?user=eve").json()["fields"]["budget_max"]["value"] != "[erased]"
+    assert main(["erase", "--store", svc["store"], "--tenant", "acme", "--user", "eve", "--session", "erase-2",
+                 "--message", "0", "--actor", "dpo", "--reason", "ticket 6"]) == 0
+    assert call(svc, "GET", "/v1/sessions/erase-2/state?user=eve").json()["fields"]["budget_max"]["value"] == "[erased]"
     r = call(svc, "POST", "/v1/users/eve/erase", json={"actor": "dpo", "reason": "PIPL art. 47"})
     assert [e["session"] for e in r.json()["erased"]] == ["erase-1", "erase-2"]
     assert "13912345678" not in call(svc, "GET", "/v1/sessions/erase-2/export?user=eve", key=("acme", "auditor")).text

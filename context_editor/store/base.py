@@ -46,6 +46,9 @@ class SessionInfo:
     domain_version: str
     messages: int
     edits: int
+    # How many parts of the session were erased (`session()` fills it): a reader that cached the
+    # session's state re-reads it when this changes, as erased text may be in its cache.
+    erased: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,8 @@ class MemoryStore(Store):
         if session not in self._sessions:
             return None
         name, version, _, _ = self._sessions[session]
-        return SessionInfo(session, name, version, len(self._messages[session]), len(self._edits[session]))
+        return SessionInfo(session, name, version, len(self._messages[session]), len(self._edits[session]),
+                           len(self._erasures.get(session, {})))
 
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
         with self._lock:

@@ -120,7 +120,8 @@ class PostgresStore(Store):
     def session(self, session: str) -> SessionInfo | None:
         with _database_errors(f"reading session {session!r}"):
             row = self._conn().execute(
-                "SELECT session, domain, domain_version, messages, edits FROM sessions WHERE session = %s",
+                "SELECT session, domain, domain_version, messages, edits, "
+                "(SELECT count(*) FROM erasures e WHERE e.session = s.session) FROM sessions s WHERE session = %s",
                 (session,)).fetchone()
         return SessionInfo(*row) if row else None
 

@@ -95,7 +95,9 @@ class SQLiteStore(Store):
 
     def session(self, session: str) -> SessionInfo | None:
         row = self._conn().execute(
-            "SELECT session, domain, domain_version, messages, edits FROM sessions WHERE session = ?", (session,)).fetchone()
+            "SELECT session, domain, domain_version, messages, edits, "
+            "(SELECT count(*) FROM erasures e WHERE e.session = s.session) FROM sessions s WHERE session = ?",
+            (session,)).fetchone()
         return SessionInfo(*row) if row else None
 
     @contextmanager
