@@ -627,8 +627,13 @@ def _add_read_commands(sub: Subcommands) -> None:
     p.add_argument("--budget", metavar="TOKENS|N%", help="with --action: the render's budget (default: the action's)")
     p.add_argument("--retrieval", action="store_true", help="with --action: render with retrieval, as `render --retrieval`")
     p = _command(sub, "erase", cmd_erase, "Erase text and values (right to erasure): a message with the edits it "
-                 "caused, every value of a field, a whole session, or every session of --user. The hashed "
-                 "commitments and a tombstone (signed with the store's key, if any) stay, so `audit verify` passes.")
+                 "caused, every value of a field, a whole session, or every session of --user.")
+    p.description = ERASE_HELP
+    p.epilog = ("examples:\n"
+                "  context-editor erase --session alice-1 --message 3 --actor dpo@acme.com --reason 'GDPR art. 17 #118'\n"
+                "  context-editor erase --session alice-1 --field phone --actor dpo --reason 'ticket 7'\n"
+                "  context-editor erase --tenant acme --user amy --actor dpo --reason 'PIPL art. 47 #9'   # every session of amy\n"
+                "  context-editor audit verify --store prod.db    # then: ok … 1 message, 4 edits erased (on …, by …, …)")
     _session_option(p, required=False)
     p.add_argument("--message", type=int, metavar="N", help="the message index to erase (default: the whole session)")
     p.add_argument("--field", metavar="F", help="erase every value of this field")
@@ -670,6 +675,27 @@ def _add_audit_commands(sub: Subcommands) -> None:
     _session_option(x)
     x.add_argument("--out", metavar="FILE", help="write here instead of stdout")
     x.set_defaults(func=cmd_audit_export)
+
+
+ERASE_HELP = """\
+Erase text and values for the right to erasure (GDPR art. 17, PIPL art. 47), keeping the proof.
+
+Each message's text and each edit's value are stored apart from the hashed log, committed
+by a salted hash. Erasing removes the text, the value and the salt and keeps the
+commitment, so every hash chain still verifies; a tombstone records when, by --actor and
+why (--reason), signed with the store's key (--key or $CONTEXT_EDITOR_SIGNING_KEY_FILE).
+
+  --session S --message N   message N (numbered from 0, as `audit export` lists them) and
+                            every value read from it
+  --session S --field F     every value of field F in session S
+  --session S               the whole session
+  --user U [--tenant T]     every session of end user U, and U's memory (with --session S:
+                            U's session S only; sessions are keyed tenant/user/session)
+
+The value a later message corrected stays; what depended only on the erased text reads
+[erased] in state, render and why; `replay` names the edits it can no longer re-derive.
+The session's derived data (snapshots, summaries, search index) is rebuilt from the log.
+"""
 
 
 RETENTION_HELP = """\
