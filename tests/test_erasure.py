@@ -201,7 +201,7 @@ def test_bad_erasure_targets_are_refused_with_a_fix_and_change_nothing(tmp_path,
     assert main(["erase", "--store", url, "--user", "alice", "--session", "trip", "--field", "origin",
                  "--actor", "dpo", "--reason", "request 7"]) == 0
     out = capsys.readouterr().out
-    assert "erased  alice/trip: 0 messages, 2 edits, 1 replaced values (by dpo: request 7)" in out
+    assert "erased  alice/trip: 0 messages, 2 edits, 1 replaced value (by dpo: request 7)" in out
     assert main(["audit", "verify", "--store", url]) == 0
     assert "2 edits, 1 replaced value erased (on " in capsys.readouterr().out
 
