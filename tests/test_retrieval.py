@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from context_editor import ContextEditor
+from context_editor.inject.compact import shown_lines
 from context_editor.memory.retrieval import HashingEmbedder, action_query, document
 from context_editor.model import SearchFilter
 from context_editor.store import open_store
@@ -53,8 +54,9 @@ def test_the_answer_to_the_latest_question_comes_back_from_before_the_window(lan
         elif value in with_retrieval.xml:
             gained += 1
             root = ET.fromstring(with_retrieval.xml)
-            brought = [el for el in root.iter() if el.get("reason") == "retrieved"]
-            assert any(value in (el.text or "") for el in brought)
+            brought = [el.text or "" for el in root.iter() if el.get("reason") == "retrieved"]
+            brought += [line["text"] for line in shown_lines(root.find("summary")) if line.get("reason") == "retrieved"]
+            assert any(value in text for text in brought)
     assert gained  # at some budget only retrieval keeps the answer to what was just asked
     # Retrieval off reads the same store as before: the plain render does not change.
     assert off.render("s", "book_flight", budget=600).xml == ContextEditor("travel", on.store).render("s", "book_flight",

@@ -101,8 +101,9 @@ def _text(value: Any) -> Markup:
 # Tiers in the order they give way to the budget. Within a tier the oldest (or, for history,
 # the lowest scored) goes first; the token count only grows with what is kept, so the most
 # that fits is found by bisection. The latest user message outlives every optional field, and
-# facts of the summary zone give way only after the optional fields.
-TIERS = ("entities", "notes", "history", "values", "recent", "alerts", "optional", "facts", "latest")
+# facts of the summary zone give way only after the optional fields. Open values the assistant
+# or a tool said ("replies") give way before those the user said.
+TIERS = ("entities", "notes", "replies", "history", "values", "recent", "alerts", "optional", "facts", "latest")
 
 
 MEMO = 64  # states whose render views a renderer keeps (a few sessions, every action)
@@ -206,7 +207,7 @@ class _Costs:
         return kept
 
 
-_NEWEST_FIRST = {"recent", "alerts", "notes", "values", "facts"}  # tiers that keep their last items
+_NEWEST_FIRST = {"recent", "alerts", "notes", "replies", "values", "facts"}  # tiers that keep their last items
 
 
 @dataclass
@@ -236,7 +237,8 @@ class _Plan:
     wanted_back: frozenset[int] = frozenset()  # messages a search brought back (their summary lines are kept first)
 
     def sizes(self) -> dict[str, int]:
-        return {"entities": len(self.entities), "notes": len(self.zone["notes"]), "history": len(self.ranked),
+        return {"entities": len(self.entities), "notes": len(self.zone["notes"]), "replies": len(self.zone["replies"]),
+                "history": len(self.ranked),
                 "values": len(self.zone["values"]), "recent": len(self.recent), "alerts": len(self.alerts),
                 "optional": len(self.optional),
                 "facts": len(self.zone["facts"]), "latest": len(self.latest)}
@@ -363,8 +365,8 @@ class Renderer:
                                           [v for n in names if isinstance(v := state.get(n), str)
                                            and self.domain.fields[n].cls != "trace"],
                                           self._relations(state, present)),
-            zone={tier: _retrieved_last([line for line in lines if line.rank == rank], wanted_back)
-                  for tier, rank in (("notes", compact.NOTE), ("values", compact.VALUE), ("facts", compact.FACT))},
+            zone={tier: _retrieved_last([line for line in lines if _zone_tier(line) == tier], wanted_back)
+                  for tier in ZONE_TIERS},
             wanted_back=wanted_back,
             window_from=window_from, oversized=sum(1 for m in messages if m.role != "system" and len(m.content) > too_big))
 
@@ -612,6 +614,15 @@ def _retrieved_last(lines: list[compact.ZoneLine], retrieved: frozenset[int]) ->
     return [z for z in lines if not retrieved.intersection(z.sources)] + back
 
 
+ZONE_TIERS = ("notes", "replies", "values", "facts")  # the summary zone's tiers, in the order they give way
+
+
+def _zone_tier(line: compact.ZoneLine) -> str:
+    if line.rank == compact.VALUE:
+        return "values" if line.role == "user" else "replies"
+    return "facts" if line.rank == compact.FACT else "notes"
+
+
 def _kept_zone(plan: _Plan, kept: dict[str, int], shown: set[int],
                shown_text: str) -> tuple[list[tuple[str, int, compact.ZoneLine]], list[int], int]:
     """The summary lines kept (newest of each tier; with their tier and position in it), leaving
@@ -620,9 +631,12 @@ def _kept_zone(plan: _Plan, kept: dict[str, int], shown: set[int],
     out: list[tuple[str, int, compact.ZoneLine]] = []
     lost: list[int] = []
     dropped = 0
-    for tier in ("notes", "values", "facts"):
+    said = shown_text.lower()
+    for tier in ZONE_TIERS:
+        # A line is left out when its turn is shown, or its text, or (a value line) every open value of it.
         candidates = [(tier, i, z) for i, z in enumerate(plan.zone[tier])
-                      if not set(z.sources) <= shown and z.text not in shown_text]
+                      if not set(z.sources) <= shown and z.text not in shown_text
+                      and not (z.rank == compact.VALUE and z.open and all(v in said for v in z.open))]
         n = min(kept[tier], len(candidates))
         out.extend(candidates[len(candidates) - n:])
         dropped += len(candidates) - n
@@ -639,7 +653,8 @@ def _zone_groups(lines: list[tuple[str, int, compact.ZoneLine]], window_from: in
         # A sentence said many times names its first and latest source and how often it was said.
         src = z.sources if len(z.sources) <= 2 else (z.sources[0], z.sources[-1])
         line = {"round": z.round, "sources": tag(" ".join(f"m{i}" for i in src), tier, position),
-                "times": len(z.sources) if len(z.sources) > 2 else None, "text": tag(z.text, tier, position)}
+                "times": len(z.sources) if len(z.sources) > 2 else None, "text": tag(z.text, tier, position),
+                "role": tag(z.role, tier, position)}
         if retrieved.intersection(z.sources):
             line["reason"] = "retrieved"
         groups.setdefault(z.stage, []).append(line)

@@ -34,7 +34,9 @@ MAX_NOTES_PER_STAGE = 40  # notes only; facts and values are never capped
 KIND = "summary"  # derived-data kind in the store
 ANCHORS_KEY = -1  # the stage key that holds the goal and subtask anchors
 
-_SENTENCE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;]?|[^.\n]+(?:\.(?!\d)|$)")
+# A sentence ends at 。！？!?；; or at a full stop followed by space and no lower-case word ("3.5",
+# "www.x.com" and "7 p.m. tomorrow" stay whole; "a restaurant. Is there" is two sentences).
+_SENTENCE = re.compile(r"(?:[^。！？!?；;.\n]|\.(?!\s|$)|\.(?=\s+[a-z]))+[。！？!?；;.]?")
 _CLAUSE = re.compile(r"[^，,、]+[，,、]?")
 _VALUE_SPANS = re.compile(
     r"\d[\d,.:/-]*\d|\d"  # numbers, times, dates
