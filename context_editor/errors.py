@@ -290,6 +290,10 @@ class Errors:
     BAD_CONVERSATION = Entry("CE200", "{problem}", "{fix}", ConversationError)
     UNKNOWN_ACTION = Entry("CE300", "unknown action {action!r} in domain {domain!r}", "use one of: {known}", UnknownActionError)
     UNKNOWN_FIELD = Entry("CE301", "unknown field {field!r} in domain {domain!r}", "use one of: {known}", UnknownFieldError)
+    NO_DOMAINS = _e("CE302", "a context of several domains needs at least one (editor, session) part",
+                    "pass the conversation's domains, e.g. render_together([(restaurant, 's1'), (hotel, 's1')], 'track')")
+    DUPLICATE_DOMAIN = _e("CE303", "a context of several domains names a domain twice: {domains}",
+                          "pass each domain of the conversation once")
 
     OVER_BUDGET = Entry("CE400", "action {action!r}: the required part of the context needs {tokens} tokens, the budget "
                         "allows {limit} (required and critical fields: {protected}; missing: {missing}; alerts: {alerts})",
