@@ -290,9 +290,11 @@ class Errors:
     BAD_CONVERSATION = Entry("CE200", "{problem}", "{fix}", ConversationError)
     UNKNOWN_ACTION = Entry("CE300", "unknown action {action!r} in domain {domain!r}", "use one of: {known}", UnknownActionError)
     UNKNOWN_FIELD = Entry("CE301", "unknown field {field!r} in domain {domain!r}", "use one of: {known}", UnknownFieldError)
-    NO_DOMAINS = _e("CE302", "a context of several domains needs at least one (editor, session) part",
+    UNKNOWN_MESSAGE = _e("CE302", "session {session!r} has no message {ref!r} ({known})",
+                         "name a message as the context's src does (m0 is the first message), or a field of the domain")
+    NO_DOMAINS = _e("CE303", "a context of several domains needs at least one (editor, session) part",
                     "pass the conversation's domains, e.g. render_together([(restaurant, 's1'), (hotel, 's1')], 'track')")
-    DUPLICATE_DOMAIN = _e("CE303", "a context of several domains names a domain twice: {domains}",
+    DUPLICATE_DOMAIN = _e("CE304", "a context of several domains names a domain twice: {domains}",
                           "pass each domain of the conversation once")
 
     OVER_BUDGET = Entry("CE400", "action {action!r}: the required part of the context needs {tokens} tokens, the budget "
@@ -362,6 +364,7 @@ class Errors:
                         "CONTEXT_EDITOR_SIGNING_KEY_FILE to its path (or CONTEXT_EDITOR_SIGNING_KEY to its 64 hex digits)",
                         AuditError)
     CHECKPOINT = Entry("CE521", "{problem}", "{fix}", AuditError)
+    ERASE = Entry("CE522", "cannot erase: {problem}", "{fix}", AuditError)
 
     RAY_ADDRESS = Entry("CE530", "cannot reach a Ray cluster at {address}: {detail}",
                         "start one (`ray start --head`) or check the address (ray://HOST:10001 for Ray Client, "

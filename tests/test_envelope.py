@@ -89,9 +89,9 @@ def test_one_budget_for_the_envelope():
 
 def test_bad_parts_are_refused_with_a_fix():
     restaurant, hotel = conversation("en")
-    with pytest.raises(ContextEditorError, match="(?s)CE302.*fix"):
-        render_together([], "track")
     with pytest.raises(ContextEditorError, match="(?s)CE303.*fix"):
+        render_together([], "track")
+    with pytest.raises(ContextEditorError, match="(?s)CE304.*fix"):
         render_together([(restaurant, "c"), (restaurant, "c")], "track")
     with pytest.raises(UnknownActionError, match="CE300"):
         render_together([(restaurant, "c"), (hotel, "c")], "book")
