@@ -74,14 +74,16 @@ def test_every_retrieved_turn_and_line_is_explained_by_why(language):
             ctx = editor.render("s", "book_flight", budget=budget)
         except Exception:
             continue  # below the required part
-        for el in ET.fromstring(ctx.xml).iter():
-            if el.get("reason") != "retrieved":
-                continue
-            kinds.add(el.tag)
-            ref = el.get("src").split()[0]  # a turn names its message; a line its first source
+        root = ET.fromstring(ctx.xml)
+        shown = [("turn", el.get("src"), int(el.get("round"))) for el in root.iter("turn") if el.get("reason") == "retrieved"]
+        shown += [("line", line["src"], None) for line in shown_lines(root.find("summary")) if line.get("reason") == "retrieved"]
+        for kind, src, round_ in shown:
+            kinds.add(kind)
+            ref = src.split()[0]  # a turn names its message; a line its first source
             info = editor.why_message("s", ref, action="book_flight", budget=budget)
-            assert info["round"] == int(el.get("round"))
+            assert round_ is None or info["round"] == round_
             assert info["shown"]["reason"] == "retrieved" and info["shown"]["as"]
+            assert kind == "turn" or info["shown"]["as"].startswith("summary")
             hit = info["retrieval"]
             assert hit["rank"] >= 1 and isinstance(hit["score"], float)
             assert hit["matched_terms"] and set(hit["matched_terms"]) <= set(hit["query"])
