@@ -185,6 +185,8 @@ def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
     state view (vocabulary, absorbed values, hidden spans): when a message arrives and the
     state's values did not change, only the new lines are looked at. Entries hold the lists they
     were made from, so a reused id can never match."""
+    if not lines:
+        return []
     view = (frozenset(vocabulary), tuple(sorted((i, tuple(spans)) for i, spans in absorbed[0].items())),
             tuple(absorbed[1]), hidden.fingerprint())
     key = (id(lines), len(lines), window_from, view)
