@@ -37,8 +37,11 @@ class TurnRow:
 
 
 class Harness:
-    def __init__(self, dataset: Dataset):
+    def __init__(self, dataset: Dataset, envelope: bool = True):
+        """`envelope`: one context for the turn's frame domains (`render_together`); without it,
+        each frame domain's own context, their tokens added up (the ablation's "before")."""
         self.ds = dataset
+        self.envelope = envelope
         self.editors = {name: ContextEditor(load_domain(path), "memory://") for name, path in dataset.domain_files.items()}
         self.scores: dict[str, DomainScore] = defaultdict(DomainScore)
         self.rows: list[TurnRow] = []
@@ -101,11 +104,17 @@ class Harness:
         # One envelope for the turn's frame domains: each turn and summary line once, one budget.
         tokens, texts = meter.sizes(), meter.texts()
         tokens["editor"], texts["editor"] = 0, ""
-        if frames:
+        if frames and self.envelope:
             start = time.perf_counter()
             ctx = render_together([(self.editors[name], d.id) for name in frames], GENERAL_ACTION)
             self.render_ms.append((time.perf_counter() - start) * 1000)
             tokens["editor"], texts["editor"] = ctx.tokens, norm(ctx.xml)
+        for name in frames if not self.envelope else ():
+            start = time.perf_counter()
+            alone = self.editors[name].render(d.id, GENERAL_ACTION)
+            self.render_ms.append((time.perf_counter() - start) * 1000)
+            tokens["editor"] += alone.tokens
+            texts["editor"] += norm(alone.xml)
         tokens["window_equal_tokens"], texts["window_equal_tokens"] = meter.equal_window(tokens["editor"])
         values = [g for gold in frames.values() for g in gold.values() if g.surface]
         covered = {k: sum(contained(text, g) for g in values) for k, text in texts.items()}
