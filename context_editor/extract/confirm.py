@@ -19,6 +19,8 @@ from .cues import load_cues
 
 _QUESTION = re.compile(r"[^。！!？?\n]*[？?]")
 _SENTENCE = re.compile(r"[^。！!？?\n]*(?:[。！!？?\n]|$)")
+# A sentence of a user message: "." ends one too, except inside a number ("1.5").
+_USER_SENTENCE = re.compile(r"(?:[^.。！!？?\n]|(?<=[0-9])\.(?=[0-9]))*(?:[.。！!？?\n]+|$)")
 _CLAUSE_JOIN = re.compile(r"\s+(?:and|or)\s+|[,，、;；]|和|以及|还有|或者", re.IGNORECASE)
 _LATIN_WORD = re.compile(r"[a-z0-9]+")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
@@ -58,6 +60,22 @@ def offer_spans(text: str) -> list[tuple[int, int]]:
         s, e = m.span()
         if e > s and (text[e - 1] in "?？" or (cues.offer is not None and cues.offer.search(text, s, e))):
             out.append((s, e))
+    return out
+
+
+def thing_questions(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the sentences of a user message that ask about a thing on the table rather
+    than say what the user wants: "Is it furnished?", "Do they have live music?", "Can you tell me
+    if the flat allows pets?", "这家店有wifi吗？". A value named there is asked about, not wanted."""
+    pattern = load_cues().about_thing
+    if pattern is None:
+        return []
+    out = []
+    for m in _USER_SENTENCE.finditer(text):
+        s, e = m.span()
+        found = pattern.search(text[s:e]) if e > s else None
+        if found:
+            out.append((s + found.start(), e))
     return out
 
 

@@ -32,7 +32,7 @@ from ..domain import Domain, FieldSpec
 from ..domain.rulepacks import extractor_ref
 from ..lang import detect_language
 from ..model import Candidate, Message, Provenance
-from .confirm import AskMatcher, confirmation, decline, offer_spans, pick
+from .confirm import AskMatcher, confirmation, decline, offer_spans, pick, thing_questions
 from .cues import load_cues
 from .enums import EnumMatcher
 from .negation import is_negated
@@ -153,6 +153,9 @@ class Extractor:
             out.extend(found)
         if msg.role != "user":
             return out
+        asking = thing_questions(text) if self.offers_on else []
+        if asking:  # "Is it furnished?": a value asked about is not a wish
+            out = [c for c in out if c.kind != "value" or not any(s <= c.provenance.span[0] < e for s, e in asking)]
         if prior is not None and (prior.asks or prior.offered):
             out = self._answers(msg, text, prior, out, now)
         return out + self._reply_acts(msg, text, prior)
