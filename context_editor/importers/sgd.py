@@ -35,7 +35,7 @@ from typing import Any
 
 from ..domain.kinds import served_label, value_kind
 from ..errors import Errors
-from .common import NerRef, model_ref, read_json, snake, track_action, words, write_domains
+from .common import NerRef, model_ref, read_json, snake, track_action, value_synonyms, words, write_domains
 
 # Words of a boolean slot name that say nothing about what the user wants ("has_wifi" -> wifi).
 _FLAG_FILLER = {"has", "is", "allowed", "options", "flag", "good", "for", "available"}
@@ -72,7 +72,7 @@ def _categorical(slot: dict[str, Any]) -> SlotPlan:
         return SlotPlan("int", [rule], constraints={"ge": min(nums), "le": max(nums)})
     if set(values) == {"True", "False"}:
         return SlotPlan("enum", values=_flag_values(slot["name"]))
-    return SlotPlan("enum", values={v: [v] for v in values})
+    return SlotPlan("enum", values={v: [v, *value_synonyms(v)] for v in values})
 
 
 def _count_rule(name: str) -> str:
