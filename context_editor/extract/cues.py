@@ -72,6 +72,7 @@ class Cues:
     closing: re.Pattern[str] | None
     offer: re.Pattern[str] | None
     kinds: tuple[tuple[str, re.Pattern[str]], ...]
+    roles: tuple[tuple[str, re.Pattern[str]], ...]  # "start" / "end": which end of a span a question asks for
     stopwords: frozenset[str]
     lead: re.Pattern[str] | None  # a filler opening an answer ("in", "I'd like", "我想")
     trail: re.Pattern[str] | None  # a filler closing it ("please", "吧")
@@ -92,6 +93,9 @@ class Cues:
 
     def question_kinds(self, text: str) -> set[str]:
         return {kind for kind, pattern in self.kinds if pattern.search(text)}
+
+    def question_roles(self, text: str) -> set[str]:
+        return {role for role, pattern in self.roles if pattern.search(text)}
 
     def strip_fillers(self, text: str) -> tuple[int, int]:
         """The span of `text` left once leading and trailing fillers and punctuation are cut."""
@@ -153,6 +157,7 @@ def _compile(lex: Lexicon) -> Cues:
         ordinals=_ordinals(ordinals),
         closing=_anywhere(words("closing")), offer=_anywhere(words("offer")),
         kinds=tuple((k, p) for k, ws in sorted(kinds.items()) if (p := _anywhere(ws)) is not None),
+        roles=tuple((k, p) for k, ws in sorted(lex.table("dialogue/question_roles").items()) if (p := _anywhere(ws)) is not None),
         stopwords=frozenset(w.lower() for w in words("stopwords")),
         lead=_anywhere(fillers), about_thing=_about_thing(lex),
         trail=re.compile(r"(?<![A-Za-z])(?:" + _alternation(fillers) + r")$", re.IGNORECASE) if fillers else None)

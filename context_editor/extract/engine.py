@@ -151,6 +151,7 @@ class Extractor:
                 found = [replace(c, kind="proposal") for c in found
                          if any(s <= c.provenance.span[0] < e for s, e in questions)]
             out.extend(found)
+        out = self._one_field_per_span(out, set(prior.asks) if prior is not None and msg.role == "user" and self.answers_on else set())
         if msg.role != "user":
             return out
         asking = thing_questions(text) if self.offers_on else []
@@ -159,6 +160,25 @@ class Extractor:
         if prior is not None and (prior.asks or prior.offered):
             out = self._answers(msg, text, prior, out, now)
         return out + self._reply_acts(msg, text, prior)
+
+    def _one_field_per_span(self, found: list[Candidate], asked: set[str]) -> list[Candidate]:
+        """One span says one value: where fields of the same type read the same words ("leaving on
+        the 8th, returning on the 12th": "on" is a start cue before both dates), the field the
+        assistant just asked for wins, then the more confident rule ("returning" over "on"); a tie
+        keeps both. Enum fields are left alone (a synonym may rightly serve two of them)."""
+        def rank(c: Candidate) -> tuple[bool, float]:
+            return c.field in asked, c.provenance.confidence
+
+        typed = [c for c in found if c.kind in ("value", "proposal") and c.field and not self.domain.fields[c.field].synonyms]
+        if len({c.field for c in typed}) < 2:
+            return found
+        drop = set()
+        for c in typed:
+            kind, (s, e) = self.domain.fields[c.field].type, c.provenance.span
+            if any(o.field != c.field and o.kind == c.kind and self.domain.fields[o.field].type == kind
+                   and o.provenance.span[0] < e and s < o.provenance.span[1] and rank(o) > rank(c) for o in typed):
+                drop.add(id(c))
+        return [c for c in found if id(c) not in drop]
 
     def _reply_acts(self, msg: Message, text: str, prior: Prior | None) -> list[Candidate]:
         """Acceptance, decline and picks: about the previous round's offer, so they name no field."""
@@ -183,7 +203,7 @@ class Extractor:
         asked = set(prior.asks) if self.answers_on else set()
         out = [replace(c, kind="answer", asked_round=prior.round) if c.field in asked and c.kind == "value" else c
                for c in found]
-        claimed = [c.provenance.span for c in out if c.kind in ("value", "answer")]
+        claimed = [(c.provenance.span, c) for c in out if c.kind in ("value", "answer")]
         others = any(c.kind == "value" for c in out)
         for name in dict.fromkeys([*(prior.asks if self.answers_on else ()), *prior.offered]):
             spec = self.domain.fields.get(name)
@@ -196,12 +216,20 @@ class Extractor:
             if got is None:
                 continue
             value, s, e, how = got
-            if any(s < ce and cs < e and not (s <= cs and ce <= e and e - s > ce - cs) for cs, ce in claimed):
+            # An unasked field of the same type reading these words yields to the asked one ("When do
+            # you come back?" "On the 12th": "on" is a start cue, but the question asked for the end).
+            rivals = [c for (cs, ce), c in claimed if s < ce and cs < e and is_answer and c.field not in asked
+                      and c.field and spec.synonyms == {} and self.domain.fields[c.field].type == spec.type]
+            if any(s < ce and cs < e and not (s <= cs and ce <= e and e - s > ce - cs) and c not in rivals for (cs, ce), c in claimed):
                 continue  # that span already says something else (and no more): don't force it into this field
+            if rivals:
+                out = [c for c in out if all(c is not r for r in rivals)]
+                claimed = [(sp, c) for sp, c in claimed if all(c is not r for r in rivals)]
             prov = self._prov(msg, s, e, text[s:e], f"answer:{how}", 0.85)
-            out.append(Candidate(name, value, prov, negated=is_negated(text, s, e),
-                                 kind="answer" if is_answer else "value", asked_round=prior.round if is_answer else None))
-            claimed.append((s, e))
+            cand = Candidate(name, value, prov, negated=is_negated(text, s, e),
+                             kind="answer" if is_answer else "value", asked_round=prior.round if is_answer else None)
+            out.append(cand)
+            claimed.append(((s, e), cand))
         return out
 
     def _answer_value(self, spec: FieldSpec, text: str, now: datetime, free: bool) -> tuple[Any, int, int, str] | None:
