@@ -236,3 +236,68 @@ def test_mechanisms_can_be_switched_off_in_the_domain(tmp_path):
     _, got = talk("hi", "A: How many people will be dining?", "4", "A: How about Sino?", "yes",
                   editor=ContextEditor(off, store="memory://"))
     assert got == {}
+
+
+# ---------------------------------------------------------------- session 4: what SGD train dialogues showed
+# (benchmarks/sgd_misses.py classifies the misses; each mechanism below is one class of them)
+
+ROUNDTRIP = Path(__file__).resolve().parent / "domains" / "roundtrip.yaml"
+
+
+def trip(*turns: str) -> dict:
+    return talk(*turns, editor=ContextEditor(ROUNDTRIP, store="memory://"))[1]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("leaving on the 1st", ["2024-07-01"]), ("the 20th", ["2024-06-20"]), ("on the 9th of this month", ["2024-06-09"]),
+    ("the 3rd of next month", ["2024-07-03"]), ("5th of the following month", ["2024-07-05"]),
+    ("the 3rd of March", ["2025-03-03"]),  # a named month is a calendar day, not this month's 3rd
+    ("I'll take the 2nd one", []), ("the 3rd floor", []), ("for the 5th time", []), ("3rd", []),
+])
+def test_english_day_of_month(text, expected):
+    assert [str(d.value) for d in find_dates(text, datetime(2024, 6, 15, 10))] == expected
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (["A: When do you want to leave?", "That would be the 20th"], {"depart": "2024-06-20"}),
+    (["A: When are you coming back?", "On the 3rd of next month."], {"back": "2024-07-03"}),  # "on" is a start cue
+    (["A: 您哪天出发？", "20号"], {"depart": "2024-06-20"}),
+    (["A: 您哪天返回？", "7月2号"], {"back": "2024-07-02"}),
+    (["A: When will you travel?", "The 20th"], {}),  # no end named: a tie, no field is guessed
+])
+def test_a_question_names_which_end_of_a_span_it_asks_for(turns, expected):
+    assert trip(*turns) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "I'm leaving from Boston on the 20th, and I'd like to return on July 2nd.",
+    "Leaving on the 20th of June and returning on the 2nd of July",
+])
+def test_one_date_is_one_end_of_the_trip(text):
+    got = trip(text)
+    assert (got["depart"], got["back"]) == ("2024-06-20", "2024-07-02")
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (["A: There is the Grand Hotel in Paris.", "Does it allow pets?"], {}),
+    (["A: How about the Grand Hotel?", "Sounds good, do they have wifi?"], {"hotel": "Grand Hotel"}),
+    (["A: How about the Grand Hotel?", "Can you tell me if they have wifi?"], {}),
+    (["A: 为您推荐北京饭店。", "这家有无线网吗？"], {}),
+    # traps: a question that searches is a wish
+    (["Do you have a hotel with wifi?"], {"wifi": True}),
+    (["Are there any places where pets are allowed?"], {"pets": True}),
+    (["Is it possible to fly out on the 20th?"], {"depart": "2024-06-20"}),
+    (["有带无线网的酒店吗？"], {"wifi": True}),
+])
+def test_a_question_about_what_is_on_the_table_asks_it_does_not_want(turns, expected):
+    assert trip(*turns) == expected
+
+
+@pytest.mark.parametrize("reply, accepted", [
+    ("That sounds great.", True), ("That works for me, thanks", True), ("Sounds perfect!", True),
+    ("Great, book it", True), ("就它吧", True),
+    ("Good morning, is this the booking line?", False), ("That is far away.", False),  # no praise of the offer
+])
+def test_praise_of_an_offer_accepts_it(reply, accepted):
+    got = trip("A: How about the Grand Hotel?", reply)
+    assert (got.get("hotel") == "Grand Hotel") is accepted
