@@ -454,9 +454,12 @@ class ContextEditor:
             before = self._priors.get(msg.session)
             asks = self.extractor.asks(msg) if msg.role == "assistant" else ()
             offered = tuple(dict.fromkeys(c.field for c in candidates if c.kind == "proposal"))
+            named = tuple((c.field, c.provenance.text, c.value) for c in candidates
+                          if c.kind == "proposal" and msg.role == "assistant" and isinstance(c.value, str) and c.provenance.text)
             if before is not None and before.round == msg.round:
                 asks, offered = tuple(dict.fromkeys([*before.asks, *asks])), tuple(dict.fromkeys([*before.offered, *offered]))
-            self._priors[msg.session] = Prior(msg.round, asks, offered)
+                named = (*before.named, *named)
+            self._priors[msg.session] = Prior(msg.round, asks, offered, named)
 
     def _validate(self, state: State, msg: Message, proposed: list[Edit], commit: Callable[[Edit], None]) -> list[Edit]:
         """Split proposed edits into accepted ones and rejections (committed with their alerts)."""

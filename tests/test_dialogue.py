@@ -301,3 +301,15 @@ def test_a_question_about_what_is_on_the_table_asks_it_does_not_want(turns, expe
 def test_praise_of_an_offer_accepts_it(reply, accepted):
     got = trip("A: How about the Grand Hotel?", reply)
     assert (got.get("hotel") == "Grand Hotel") is accepted
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (['A: I found "Grand Hotel" and "Hotel Lux". Which one?', "Hotel Lux sounds nice."], {"hotel": "Hotel Lux"}),
+    (["A: 为您找到“北京饭店”和“王府井饭店”。", "王府井饭店吧"], {"hotel": "王府井饭店"}),
+    # traps: a name said in a no, or in a question about it, picks nothing; praise is no free-text name
+    (['A: I found "Grand Hotel" and "Hotel Lux". Which one?', "Not Hotel Lux, please."], {}),
+    (['A: How about "Grand Hotel"?', "Is Grand Hotel near the station?"], {}),
+    (['A: Which hotel, "Grand Hotel" or "Hotel Lux"?', "Sounds perfect"], {}),
+])
+def test_naming_an_offered_value_picks_it(turns, expected):
+    assert trip(*turns) == expected

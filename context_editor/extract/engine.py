@@ -53,6 +53,7 @@ NUMERIC_PARSERS = ("money", "number", "int", "float", "percent", "count")
 _WORDLIKE = re.compile(r"\w")
 MAX_FREE_ANSWER_CHARS = 60  # a free-text answer is a short reply, not a paragraph
 MAX_OPTIONS = 20  # options read from one tool result
+MIN_NAMED_CHARS = 3  # an offered value shorter than this ("2", "CA") is not picked by being said again
 _TYPED_ANSWERS = ("time", "date", "datetime", "int", "float", "money", "duration", "percent")
 
 
@@ -63,6 +64,9 @@ class Prior:
     round: int  # the round of the question
     asks: tuple[str, ...] = ()  # fields it asked for, in text order
     offered: tuple[str, ...] = ()  # fields it offered values for
+    # (field, the words it offered, value) of each offered value: a reply naming one picks it by name
+    # ("What about Dumbo, Hellboy or Hotel Mumbai?" "Hellboy is good.")
+    named: tuple[tuple[str, str, Any], ...] = ()
 
 
 class Extractor:
@@ -157,9 +161,31 @@ class Extractor:
         asking = thing_questions(text) if self.offers_on else []
         if asking:  # "Is it furnished?": a value asked about is not a wish
             out = [c for c in out if c.kind != "value" or not any(s <= c.provenance.span[0] < e for s, e in asking)]
+        if prior is not None and prior.named and self.offers_on:
+            out = self._named_offers(msg, text, prior, out)
         if prior is not None and (prior.asks or prior.offered):
             out = self._answers(msg, text, prior, out, now)
         return out + self._reply_acts(msg, text, prior)
+
+    def _named_offers(self, msg: Message, text: str, prior: Prior, found: list[Candidate]) -> list[Candidate]:
+        """`found`, plus the offered values the reply names word for word, for fields the reply says
+        nothing else about: naming one of the options picks it ("Hellboy is good"), unless negated
+        ("not Hellboy") or inside a question about it ("Is Hellboy scary?" asks)."""
+        said = {c.field for c in found if c.kind in ("value", "answer")}
+        asking = thing_questions(text)
+        out = list(found)
+        for name, words, value in prior.named:
+            spec = self.domain.fields.get(name)
+            if name in said or len(words) < MIN_NAMED_CHARS or spec is None or spec.type != "text" or spec.synonyms:
+                continue  # typed values and enums are read from the reply by their own parsers
+            left = r"(?<![A-Za-z0-9])" if words[0].isascii() and words[0].isalnum() else ""
+            right = r"(?![A-Za-z0-9])" if words[-1].isascii() and words[-1].isalnum() else ""  # no word edges in Chinese
+            m = re.search(left + re.escape(words) + right, text, re.IGNORECASE)
+            if m is None or is_negated(text, m.start(), m.end()) or any(s <= m.start() < e for s, e in asking):
+                continue
+            out.append(Candidate(name, value, self._prov(msg, m.start(), m.end(), m.group(0), "offer:named", 0.9)))
+            said.add(name)
+        return out
 
     def _one_field_per_span(self, found: list[Candidate], asked: set[str]) -> list[Candidate]:
         """One span says one value: where fields of the same type read the same words ("leaving on
@@ -212,7 +238,9 @@ class Extractor:
             is_answer = name in asked
             if not is_answer and spec.type not in _TYPED_ANSWERS:
                 continue  # an offered field is re-read only for weak typed forms ("yes, but at 11")
-            got = self._answer_value(spec, text, now, free=is_answer and not others)
+            # A question that offers values ("Which one, Sino or Rosie's?") is answered by naming or
+            # accepting one of them, not with free text ("Sounds perfect" is no restaurant).
+            got = self._answer_value(spec, text, now, free=is_answer and not others and name not in prior.offered)
             if got is None:
                 continue
             value, s, e, how = got
