@@ -306,10 +306,11 @@ def test_praise_of_an_offer_accepts_it(reply, accepted):
 @pytest.mark.parametrize("turns, expected", [
     (['A: I found "Grand Hotel" and "Hotel Lux". Which one?', "Hotel Lux sounds nice."], {"hotel": "Hotel Lux"}),
     (["A: 为您找到“北京饭店”和“王府井饭店”。", "王府井饭店吧"], {"hotel": "王府井饭店"}),
-    # traps: a name said in a no, or in a question about it, picks nothing; praise is no free-text name
+    # traps: a name said in a no, or in a question about it, picks nothing; a reply to an offer
+    # question is not read as free text ("the blue one" is no hotel's name)
     (['A: I found "Grand Hotel" and "Hotel Lux". Which one?', "Not Hotel Lux, please."], {}),
     (['A: How about "Grand Hotel"?', "Is Grand Hotel near the station?"], {}),
-    (['A: Which hotel, "Grand Hotel" or "Hotel Lux"?', "Sounds perfect"], {}),
+    (['A: Which hotel, "Grand Hotel" or "Hotel Lux"?', "Hmm, the blue one"], {}),
 ])
 def test_naming_an_offered_value_picks_it(turns, expected):
     assert trip(*turns) == expected
