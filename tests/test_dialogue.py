@@ -314,3 +314,26 @@ def test_praise_of_an_offer_accepts_it(reply, accepted):
 ])
 def test_naming_an_offered_value_picks_it(turns, expected):
     assert trip(*turns) == expected
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (['A: How about "Grand Hotel"?', "What is their address?", "A: It is at 12 Main Street. Shall I book it?", "Yes please."],
+     {"hotel": "Grand Hotel"}),
+    (["A: 为您推荐“北京饭店”。", "地址在哪？", "A: 在王府井大街1号。", "好的，就这家"], {"hotel": "北京饭店"}),
+    # traps: a no closes the offer, and so does a reply that says something of its own
+    (['A: How about "Grand Hotel"?', "No, anything else?", "A: It is at 12 Main Street. Shall I book it?", "Yes please."], {}),
+    (['A: How about "Grand Hotel"?', "I need it from the 20th.", "A: Noted. Shall I book it?", "Yes please."],
+     {"depart": "2024-06-20"}),
+    (['A: How about "Grand Hotel"?', "Where is it?", "A: Downtown.", "Does it have a pool?", "A: Yes.", "Which floor?",
+      "A: The 3rd.", "Great, thanks."], {}),  # asked about for too long: the offer lapsed
+])
+def test_an_offer_the_user_only_asks_about_stays_open(turns, expected):
+    assert trip(*turns) == expected
+
+
+def test_an_open_offer_survives_a_reload(tmp_path):
+    url = f"sqlite:///{tmp_path}/open.db"
+    talk('A: How about "Grand Hotel"?', "What is their address?", "A: It is at 12 Main Street.",
+         editor=ContextEditor(ROUNDTRIP, store=url))
+    _, got = talk("Great, book it.", editor=ContextEditor(ROUNDTRIP, store=url))
+    assert got == {"hotel": "Grand Hotel"}

@@ -67,6 +67,9 @@ class Prior:
     # (field, the words it offered, value) of each offered value: a reply naming one picks it by name
     # ("What about Dumbo, Hellboy or Hotel Mumbai?" "Hellboy is good.")
     named: tuple[tuple[str, str, Any], ...] = ()
+    # The round whose offer a reply answers: this one, or an earlier one the user kept open by only
+    # asking about it ("How about Sino?" "What's their address?" "12 Main St." "Great, book it").
+    offer_round: int | None = None
 
 
 class Extractor:
@@ -209,19 +212,29 @@ class Extractor:
     def _reply_acts(self, msg: Message, text: str, prior: Prior | None) -> list[Candidate]:
         """Acceptance, decline and picks: about the previous round's offer, so they name no field."""
         out = []
+        about = prior.offer_round if prior is not None else None  # None: the previous round's offer
         yes = confirmation(text)
         if yes:
-            out.append(Candidate("", True, self._prov(msg, *yes, text[yes[0]:yes[1]], "confirm:yes", 1.0), kind="confirmation"))
+            out.append(Candidate("", True, self._prov(msg, *yes, text[yes[0]:yes[1]], "confirm:yes", 1.0), kind="confirmation",
+                                 asked_round=about))
         if not self.offers_on:
             return out
         no = decline(text) if not yes else None
         if no:
-            out.append(Candidate("", False, self._prov(msg, *no, text[no[0]:no[1]], "confirm:no", 1.0), kind="decline"))
+            out.append(Candidate("", False, self._prov(msg, *no, text[no[0]:no[1]], "confirm:no", 1.0), kind="decline",
+                                 asked_round=about))
         chosen = pick(text)
         if chosen:
             n, s, e = chosen
-            out.append(Candidate("", n, self._prov(msg, s, e, text[s:e], "confirm:pick", 1.0), kind="pick"))
+            out.append(Candidate("", n, self._prov(msg, s, e, text[s:e], "confirm:pick", 1.0), kind="pick", asked_round=about))
         return out
+
+    def keeps_offer_open(self, msg: Message, candidates: list[Candidate]) -> bool:
+        """A user reply that only asks (a question; no value, no yes, no, or pick) leaves the offer it
+        replies to open for the next reply."""
+        text = msg.content[:MAX_SCAN_CHARS]
+        return (self.offers_on and ("?" in text or "？" in text)
+                and not any(c.kind in ("value", "answer", "confirmation", "decline", "pick") for c in candidates))
 
     def _answers(self, msg: Message, text: str, prior: Prior, found: list[Candidate], now: datetime) -> list[Candidate]:
         """`found`, with values for the asked fields marked as answers, and the reply parsed by
