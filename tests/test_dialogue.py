@@ -337,3 +337,29 @@ def test_an_open_offer_survives_a_reload(tmp_path):
          editor=ContextEditor(ROUNDTRIP, store=url))
     _, got = talk("Great, book it.", editor=ContextEditor(ROUNDTRIP, store=url))
     assert got == {"hotel": "Grand Hotel"}
+
+
+@pytest.mark.parametrize("ftype, text, expected", [
+    ("int", "I want a 4 star hotel", 4), ("int", "a three-star place in Paris", 3), ("int", "要四星级的酒店", 4),
+    ("text", "something with a rating of 4.4 or higher", "4.4"), ("text", "评分4.5以上的", "4.5"),
+    ("int", "Book 3 rooms for 4 people", None),  # trap: counts of people and rooms are no rating
+])
+def test_a_rating_is_read_as_stars_or_a_score(ftype, text, expected):
+    from context_editor.domain.model import domain_from_source
+    doc = {"domain": "r", "version": 1, "languages": ["en", "zh"],
+           "fields": {"f": {"type": ftype, "extract": ["slot.score"]}}, "actions": {"a": {"fields": ["f"]}}}
+    editor = ContextEditor(domain_from_source(doc), "memory://")
+    assert editor.ingest("s", [{"role": "user", "content": text, "timestamp": TS}]).get("f") == expected
+
+
+def test_the_sgd_importer_maps_a_rating_slot_to_the_score_rules(tmp_path):
+    from context_editor.importers.sgd import service_domain
+    service = {"service_name": "Stays_9", "slots": [
+        {"name": "star_rating", "description": "Star rating of the hotel", "is_categorical": True, "possible_values": ["1", "2", "3", "4", "5"]},
+        {"name": "guests", "description": "Number of guests", "is_categorical": True, "possible_values": ["1", "2", "3", "4", "5"]},
+        {"name": "rating", "description": "Review rating of the house", "is_categorical": False, "possible_values": []}],
+        "intents": [{"name": "FindStay", "description": "Find a stay", "is_transactional": False, "required_slots": [],
+                     "optional_slots": {"star_rating": "dontcare", "guests": "1", "rating": "dontcare"}, "result_slots": []}]}
+    fields = service_domain(service)["fields"]
+    assert fields["star_rating"]["extract"] == ["slot.score"] and fields["rating"]["extract"] == ["slot.score"]
+    assert fields["guests"]["extract"] == ["slot.count.people"]  # a count stays a count
