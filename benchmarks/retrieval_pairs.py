@@ -11,7 +11,8 @@ is the planted message. After the whole conversation, each question is added as 
 turn (with a short assistant reply, as in a live session) and `plan_trip` is rendered with
 retrieval off and on, from the same store, at the same budget. A pair counts when the answer's
 value is in the context; beside it, the share of all 20 facts the same contexts hold (what the
-answer's place cost the others). Also: render latency with retrieval on against off (wall p50, the same
+answer's place cost the others). A phone or passport number, which every context masks (personal
+data), counts when its sentence is there with the number masked. Also: render latency with retrieval on against off (wall p50, the same
 renders). Writes benchmarks/out/retrieval_pairs.json and prints the README table.
 """
 
@@ -30,7 +31,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
 from context_editor import ContextEditor  # noqa: E402
 from context_editor.store import open_store  # noqa: E402
-from long_memory import ACTION, FREE, conversation, plant  # noqa: E402
+from long_memory import ACTION, FREE, conversation, plant, withheld  # noqa: E402
 
 # One question per FREE template (same order), asking for the value without saying it.
 QUESTIONS = {
@@ -65,6 +66,13 @@ def question_for(language: str, text: str, questions: dict[str, list[str]] = QUE
     return questions[language][i]
 
 
+def holds(fact: object, text: str) -> bool:
+    """The fact's value is in the context, or for a phone or passport number (personal data every
+    context masks) its sentence with the number masked, as long_memory scores it."""
+    masked = withheld(fact)  # type: ignore[arg-type]
+    return (masked if masked is not None else fact.surface).lower() in text  # type: ignore[attr-defined]
+
+
 def run(language: str, rounds: int, seed: int, budgets: list[int], paraphrase: bool = False,
         embedder: object | None = None) -> dict:
     facts = [f for f in plant(language, rounds, seed) if f.field is None]
@@ -90,8 +98,8 @@ def run(language: str, rounds: int, seed: int, budgets: list[int], paraphrase: b
                 ctx = editor.render("s", ACTION, budget=budget)
                 times[name].append((time.perf_counter() - start) * 1000)
                 text = html.unescape(ctx.xml).lower()
-                hits[budget][name] += fact.surface.lower() in text
-                held[budget][name] += sum(f.surface.lower() in text for f in facts) / len(facts)
+                hits[budget][name] += holds(fact, text)
+                held[budget][name] += sum(holds(f, text) for f in facts) / len(facts)
                 retrieved_shown += name != "off" and 'reason="retrieved"' in ctx.xml
     return {"language": language, "seed": seed, "pairs": len(facts), "hits": hits, "held": held, "render_ms": times,
             "renders_with_retrieved": retrieved_shown}

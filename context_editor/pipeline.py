@@ -645,7 +645,7 @@ class ContextEditor:
         self._recall_llm(session)
         query, hits = self._retrieve(session, state, view, messages, since)
         ctx = renderer.render(state, action, messages, budget=budget if budget is not None else self.default_budget,
-                              summary=zone.lines(state.round - view.recent_rounds), anchors=anchors,
+                              summary=zone.lines(state.round), anchors=anchors,
                               retrieved=[m for m, _ in hits])
         return ctx, query, hits, since
 
