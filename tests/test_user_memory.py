@@ -194,3 +194,20 @@ def test_memory_rebuild_from_the_cli(tmp_path, capsys):
     assert open_store(url).user_memory("acme", "u1") == recorded
     assert main(["memory", "rebuild", "--store", url, "--user", "a/b"]) == 2
     assert "[CE002]" in capsys.readouterr().err
+
+
+def test_a_rebuild_does_not_bring_back_an_erased_value(store_url):
+    from context_editor.audit import erase
+    from context_editor.pipeline import rebuild_user_memory
+
+    travel = ContextEditor("travel", store_url)
+    t1, t2 = session_key("t1", tenant="acme", user="u1"), session_key("t2", tenant="acme", user="u1")
+    say(travel, t1, "I prefer a window seat", 0)
+    say(travel, t2, "Book me a flight to Boston", 5)
+    erase(travel.store, [t1], actor="dpo", reason="request 1", messages=[0])
+    kept = travel.store.user_memory("acme", "u1")
+    assert all(e["value"] != "window" for e in kept if e["event"] == "remember")
+    assert all(e["value"] != "[erased]" for e in rebuild_user_memory(travel.store, "acme", "u1"))
+    say(travel, session_key("t3", tenant="acme", user="u1"), "去杭州", 9)
+    assert seat(travel, session_key("t3", tenant="acme", user="u1")) is None  # never "[erased]", nor the erased value
+
