@@ -10,8 +10,9 @@ needs comes back into the context even when it lies far before the loaded window
   name, fields, synonyms, current values) when that turn has no search terms; the filter admits
   user, assistant and tool messages older than the loaded window. The hits compete in the ranked history with the reason
   `retrieved` (see `inject.history.select_history`).
-- Dense re-ranking is an interface (`Embedder`): a deterministic double here for tests, and a
-  real model in `memory.minilm` (all-MiniLM-L6-v2 with numpy, the [embed] extra).
+- Dense recall is an interface (`Embedder`): a deterministic double here for tests, and a real
+  model in `memory.minilm` (all-MiniLM-L6-v2 with numpy, the [embed] extra). Each message's
+  vector is derived data (`VectorIndex`); the nearest ones are fused with the lexical hits (`fuse`).
 """
 
 from __future__ import annotations
