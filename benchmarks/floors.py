@@ -47,7 +47,8 @@ from render_speed import cycled  # noqa: E402
 OUT = ROOT / "benchmarks" / "out" / "floors.json"
 README = ROOT / "README.md"
 MARKERS = ("<!-- floors:start -->\n", "<!-- floors:end -->")
-LANG_DOMAIN = {"zh": "ecommerce", "en": "travel"}  # the bundled samples' main language per domain
+INGEST_DOMAIN = "ecommerce"  # both languages ingest into one domain, so the rows compare
+GOLDEN = ROOT / "tests" / "golden"
 
 
 def ms(seconds: float) -> float:
@@ -58,15 +59,25 @@ def p50(values: list[float]) -> float:
     return statistics.median(values) if values else 0.0
 
 
-def conversation(domain: str, n: int, lang: str | None = None) -> list[dict[str, Any]]:
-    """n messages cycled from the domain's samples (only user turns of one language if asked)."""
+def conversation(domain: str, n: int) -> list[dict[str, Any]]:
+    """n messages cycled from the domain's bundled samples."""
     pool = cycled(domain, max(1, n))
-    if lang == "zh":
-        pool = [m for m in pool if any("\u4e00" <= ch <= "\u9fff" for ch in m["content"])] or pool
-    elif lang == "en":
-        pool = [m for m in pool if not any("\u4e00" <= ch <= "\u9fff" for ch in m["content"])] or pool
     start = datetime(2024, 5, 1, 9, tzinfo=timezone.utc)
     return [{**pool[i % len(pool)], "timestamp": (start + timedelta(seconds=20 * i)).isoformat()} for i in range(n)]
+
+
+def golden_conversation(domain: str, lang: str, n: int) -> list[dict[str, Any]]:
+    """n messages cycled from the domain's golden conversations in one language (`lang: zh|en`):
+    varied, realistic turns of both roles (the bundled samples are Chinese only)."""
+    import yaml
+
+    pool = []
+    for path in sorted((GOLDEN / domain).glob(f"{lang}_*.yaml")):
+        doc = yaml.safe_load(path.read_text("utf-8"))
+        pool += [m for m in doc["messages"] if m["role"] in ("user", "assistant")]
+    start = datetime(2024, 5, 1, 9, tzinfo=timezone.utc)
+    return [{"role": pool[i % len(pool)]["role"], "content": pool[i % len(pool)]["content"],
+             "timestamp": (start + timedelta(seconds=20 * i)).isoformat()} for i in range(n)]
 
 
 def regex_floor(editor: ContextEditor, text: str) -> float:
@@ -80,9 +91,8 @@ def regex_floor(editor: ContextEditor, text: str) -> float:
 
 
 def ingest_sqlite(lang: str, n: int, tmp: Path) -> dict[str, Any]:
-    domain = LANG_DOMAIN[lang]
-    messages = conversation(domain, n, lang)
-    editor = ContextEditor(domain, f"sqlite:///{tmp}/ingest-{lang}.db")
+    messages = golden_conversation(INGEST_DOMAIN, lang, n)
+    editor = ContextEditor(INGEST_DOMAIN, f"sqlite:///{tmp}/ingest-{lang}.db")
     bare = sqlite3.connect(tmp / f"bare-{lang}.db", isolation_level=None)
     bare.execute("PRAGMA journal_mode=WAL")
     bare.execute("PRAGMA synchronous=NORMAL")  # what the store sets

@@ -71,9 +71,14 @@ def session_owner(key: str) -> tuple[str, str] | None:
     return None
 
 
+# What json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False) builds at every
+# call, built once (the encoder keeps only its settings: safe to share between threads).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(obj: Any) -> str:
     """One serialisation for hashing and storage: sorted keys, no whitespace, UTF-8 kept."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(obj)
 
 
 @dataclass(frozen=True, slots=True)
