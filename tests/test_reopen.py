@@ -59,6 +59,29 @@ def test_a_snapshot_of_another_log_is_ignored(tmp_path):
     assert reopened.state("long").fields
 
 
+def test_a_snapshot_written_before_the_compact_form_is_still_read(tmp_path):
+    """Snapshots stored by an earlier version (v1: provenance as dicts) give the same state."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    writer = ContextEditor("ecommerce", url)
+    writer.ingest("long", turns(SNAPSHOT_EVERY + 5))
+    snap = writer.store.derived("long", SNAPSHOT_KIND)[0]
+    assert snap["v"] == 2 and any(f["history"] for f in snap["fields"].values())
+    state = State.from_snapshot(snap)
+
+    def v1(p):
+        return None if p is None else {**p.to_dict(), "span": list(p.span)}
+
+    old = {k: v for k, v in snap.items() if k != "v"}
+    old["fields"] = {name: {**f, "provenance": v1(state.fields[name].provenance),
+                            "history": [[h.value, h.round, h.status, h.source, h.reason, v1(h.provenance)]
+                                        for h in state.fields[name].history]}
+                     for name, f in snap["fields"].items()}
+    writer.store.put_derived("long", SNAPSHOT_KIND, 0, old)
+    reopened = ContextEditor("ecommerce", url)
+    assert State.from_snapshot(old) == state
+    assert reopened.state("long") == full_fold(reopened, "long") == writer.state("long")
+
+
 def test_a_process_cycling_through_sessions_stays_under_its_memory_ceiling(tmp_path):
     """cache_sessions=20 is the configured ceiling: after 300 sessions have warmed every bounded
     cache, 1,500 more sessions add about nothing (the renderer's memos are bounded by their own
