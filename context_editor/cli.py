@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, TypeAlias
@@ -206,7 +207,9 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_why(args: argparse.Namespace) -> int:
-    editor = _editor_for_session(args.session, args.store, allow_plugins=_plugins(args))
+    editor = _editor_for_session(args.session, args.store, allow_plugins=_plugins(args), retrieval=args.retrieval)
+    if args.field not in editor.domain.fields and re.fullmatch(r"m\d+", args.field):
+        return _why_message(editor, args)
     info = editor.why(args.session, args.field, as_of_round=args.as_of_round)
     if args.json:
         print(json.dumps(info, ensure_ascii=False, indent=2))
@@ -225,6 +228,36 @@ def cmd_why(args: argparse.Namespace) -> int:
         where = f" <- {prov['text']!r} via {prov['extractor']}" if prov else ""
         reason = f" [{h['reason']}]" if h["reason"] else ""
         print(f"  round {h['round']:>3}  {h['status']:<8} {h['source']:<10} {json.dumps(h['value'], ensure_ascii=False)}{reason}{where}")
+    return 0
+
+
+def _why_message(editor: ContextEditor, args: argparse.Namespace) -> int:
+    """`why m12 [--action A]`: where a message is in the action's context, and why (search included)."""
+    info = editor.why_message(args.session, args.field, action=args.action, budget=args.budget,
+                              as_of_round=args.as_of_round)
+    if args.json:
+        print(json.dumps(info, ensure_ascii=False, indent=2))
+        return 0
+    name = f" {info['name']}" if info["name"] else ""
+    print(f"{info['message']}: round {info['round']}, {info['role']}{name}: {info['text']!r}")
+    for f in info["fields"]:
+        print(f"  set {f['field']} = {json.dumps(f['value'], ensure_ascii=False)} [{f['reason']}]")
+    shown = info.get("shown")
+    if shown is not None:
+        where = shown["as"] or "not shown"
+        reason = f" (reason: {shown['reason']})" if shown.get("reason") else ""
+        print(f"  in {info['action']}: {where}{reason}" + (f"; {shown['note']}" if shown.get("note") else ""))
+    hit = info.get("retrieval")
+    if hit is not None:
+        print(f"  search query: {' '.join(hit['query'])}")
+        print(f"  matched terms: {' '.join(hit['matched_terms']) or '(none)'}")
+        if "rank" in hit:
+            print(f"  rank {hit['rank']} of {hit['of']}, score {hit['score']}, searched rounds "
+                  f"{hit['searched_rounds'][0]}-{hit['searched_rounds'][1]}")
+        else:
+            print(f"  {hit['note']}")
+    elif shown is not None:
+        print("  (search off: pass --retrieval to see what search made of it)")
     return 0
 
 
@@ -515,11 +548,15 @@ def _add_read_commands(sub: Subcommands) -> None:
     p.add_argument("--runs", type=int, default=100, help="number of runs (default 100)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
-    p = _command(sub, "why", cmd_why, "Explain one field: where its value came from and its full history.")
-    p.add_argument("field")
+    p = _command(sub, "why", cmd_why, "Explain one field (where its value came from, its full history) or one message "
+                 "(m12, as a context's src names it: where an action's context shows it and why, search included).")
+    p.add_argument("field", metavar="FIELD|mN")
     _session_option(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--as-of-round", type=int, metavar="N", help="the field's history as it stood at the end of round N")
+    p.add_argument("--action", metavar="NAME", help="with a message: explain its place in this action's context")
+    p.add_argument("--budget", metavar="TOKENS|N%", help="with --action: the render's budget (default: the action's)")
+    p.add_argument("--retrieval", action="store_true", help="with --action: render with retrieval, as `render --retrieval`")
     p = _command(sub, "replay", cmd_replay, "Re-run a session's stored messages through its recorded domain version; "
                  "exit 0 if the edit log is identical.")
     _session_option(p, required=False)

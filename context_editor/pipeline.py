@@ -35,7 +35,7 @@ from .inject.tokens import count_tokens
 from .llm import Answers, distil
 from .llm.distil import MAX_CHARS
 from .memory import SummaryZone
-from .memory import retrieval
+from .memory import explain, retrieval
 from .memory.retrieval import Embedder
 from .memory.summary import KIND as SUMMARY_KIND
 from .memory.user import Remembered, UserMemory, memory_events, recall_edit, recalled
@@ -559,6 +559,16 @@ class ContextEditor:
         """The XML context of `action` for this session (at `as_of_round` if given), counted with
         `model`'s tokenizer (default: the editor's model).
         `budget`: tokens, or a share of the model window ("60%") when `context_window` is set."""
+        ctx, _, _, _ = self._draft(session, action, budget, as_of_round, model)
+        self._record_llm(session)
+        self._check_ratio(ctx)
+        self._account(session, ctx)
+        return ctx
+
+    def _draft(self, session: str, action: str, budget: int | str | None, as_of_round: int | None,
+               model: str | None) -> tuple[RenderedContext, list[str], list[tuple[Message, float]], int]:
+        """A render and what it was made from: the search query, its hits (with scores) and the
+        first round of the loaded window. Nothing is recorded or accounted here."""
         renderer = self._renderer(model)
         renderer.action(action)  # unknown action: fail before touching the store
         state = self.state(session, as_of_round)
@@ -570,19 +580,22 @@ class ContextEditor:
         zone = self._zone(session)
         anchors = {n: a for n in ("goal", "subtask") if (a := zone.anchor(n, as_of_round))}
         self._recall_llm(session)
-        found = self._retrieve(session, state, view, messages, since) if self.retrieval and since > 1 else []
+        query, hits = self._retrieve(session, state, view, messages, since)
         ctx = renderer.render(state, action, messages, budget=budget if budget is not None else self.default_budget,
-                              summary=zone.lines(state.round - view.recent_rounds), anchors=anchors, retrieved=found)
-        self._record_llm(session)
-        self._check_ratio(ctx)
-        self._account(session, ctx)
-        return ctx
+                              summary=zone.lines(state.round - view.recent_rounds), anchors=anchors,
+                              retrieved=[m for m, _ in hits])
+        return ctx, query, hits, since
 
-    def _retrieve(self, session: str, state: State, view: ActionSpec, messages: list[Message], since: int) -> list[Message]:
-        """Messages older than the loaded window that match the action and the latest user turn."""
+    def _retrieve(self, session: str, state: State, view: ActionSpec, messages: list[Message],
+                  since: int) -> tuple[list[str], list[tuple[Message, float]]]:
+        """The query and the messages older than the loaded window that match it (with their
+        scores): the latest user turn's terms, or the action's vocabulary. Nothing when retrieval is
+        off or the window already starts at the first round."""
+        if not self.retrieval or since <= 1:
+            return [], []
         latest = next((m.content for m in reversed(messages) if m.role == "user"), None)
         query = retrieval.action_query(self.domain, view, state, latest)
-        return [m for m, _ in self.search(session, query, retrieval.older_than(since))]
+        return query, self.search(session, query, retrieval.older_than(since))
 
     def _answers(self) -> list[Answers]:
         """The answer books of the model parts in use (a ChatScorer's, a ChatSummarizer's)."""
@@ -701,3 +714,31 @@ class ContextEditor:
             "history": history,
             "note": None if history else "no candidate: nothing in this session was extracted for this field",
         }
+
+    def why_message(self, session: str, ref: str | int, action: str | None = None, budget: int | str | None = None,
+                    as_of_round: int | None = None) -> dict[str, Any]:
+        """Explain one message (`m12`, as a context's src names it): its round, role and text, the
+        fields it set, and with `action`, where that action's context shows it and why: a recent or
+        history turn, a summary line, dropped by the budget (named in <truncated_context>), or
+        brought back by search (the query, the terms it matched, its score and rank)."""
+        self.store.require_session(session)
+        index = explain.message_index(ref)
+        found = self.store.messages_at(session, [index]) if index is not None else []
+        if not found:
+            last = len(self.store.messages(session)) - 1
+            raise Errors.UNKNOWN_MESSAGE(session=session, ref=str(ref), known=f"m0-m{last}" if last >= 0 else "none yet")
+        msg = found[0]
+        edits = [e for e in self.store.edits(session) if e.message_index == msg.index and e.field and e.op == "set"]
+        out: dict[str, Any] = {
+            "session": session, "message": f"m{msg.index}", "round": msg.round, "role": msg.role, "name": msg.name,
+            "text": explain.masked(msg.content), "fields": [{"field": e.field, "value": e.after, "reason": e.reason}
+                                                               for e in edits]}
+        if action is None:
+            return out
+        ctx, query, hits, since = self._draft(session, action, budget, as_of_round, None)
+        out["action"] = action
+        out["shown"] = explain.where_shown(ctx.xml, msg, ctx.retrieved)
+        if self.retrieval:
+            out["retrieval"] = explain.explain_hit(query, hits, msg, window_from=since)
+        return out
+
