@@ -360,6 +360,7 @@ class Errors:
                         "CONTEXT_EDITOR_SIGNING_KEY_FILE to its path (or CONTEXT_EDITOR_SIGNING_KEY to its 64 hex digits)",
                         AuditError)
     CHECKPOINT = Entry("CE521", "{problem}", "{fix}", AuditError)
+    ERASE = Entry("CE522", "cannot erase: {problem}", "{fix}", AuditError)
 
     RAY_ADDRESS = Entry("CE530", "cannot reach a Ray cluster at {address}: {detail}",
                         "start one (`ray start --head`) or check the address (ray://HOST:10001 for Ray Client, "

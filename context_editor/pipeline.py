@@ -96,12 +96,12 @@ def rederived(state: State, target: State, msg: Message, domain: Domain) -> list
 class _Chain:
     """Seals edits one after another onto a session's hash chain."""
 
-    def __init__(self, state: State):
-        self.seq, self.prev = state.last_seq, state.last_hash
+    def __init__(self, state: State, salts: Callable[[], str] | None):
+        self.seq, self.prev, self.salts = state.last_seq, state.last_hash, salts
 
     def seal(self, e: Edit) -> Edit:
         self.seq += 1
-        sealed = e.sealed(self.seq, self.prev)
+        sealed = e.sealed(self.seq, self.prev, (self.salts(), self.salts()) if self.salts else None)
         self.prev = sealed.hash
         return sealed
 
@@ -120,7 +120,7 @@ class ContextEditor:
                  output_reserve: float = 0.15, budget: int | str | None = None, price_per_mtok: float | None = None,
                  scorer: Any = None, summarizer: Any = None, compaction_band: tuple[float, float] | None = DEFAULT_BAND,
                  cache_sessions: int = DEFAULT_CACHE_SESSIONS, retrieval: bool = False, embedder: Embedder | None = None,
-                 recalled: Iterable[Edit] | None = None):
+                 recalled: Iterable[Edit] | None = None, salts: Callable[[], str] | None = None):
         """`upgrade`: a session processed with another version of this domain moves to this version
         (recorded as an `upgrade` edit with the next message); without it, adding to it is refused.
         `upgrade=REDERIVE` (`backfill --apply`) also sets, with that message, every field to what this
@@ -144,7 +144,9 @@ class ContextEditor:
         `retrieval`: index every message for search (`search`), and let each render bring back the
         messages older than its window that match the action and the latest user turn (shown in
         <history> with reason="retrieved"). `embedder`: an `memory.retrieval.Embedder` that re-ranks
-        the lexical hits by cosine similarity (`memory.minilm.MiniLMEmbedder` with the [embed] extra)."""
+        the lexical hits by cosine similarity (`memory.minilm.MiniLMEmbedder` with the [embed] extra).
+        `salts`: where the salt of each message's and edit's commitment comes from (erasure keeps
+        the commitment); default 128 random bits each. Only a test that pins hashes passes its own."""
         self.domain = domain if isinstance(domain, Domain) else load_domain(domain, allow_plugins=allow_plugins)
         self.upgrade = upgrade
         self._bound: dict[str, str | None] = {}  # session -> the version it moves from (None: already on ours)
@@ -161,9 +163,11 @@ class ContextEditor:
         self._renderers: dict[str, Renderer] = {}  # model -> renderer counting with that model's tokenizer
         self.default_budget, self.price_per_mtok = budget, price_per_mtok
         self._states: OrderedDict[str, State] = OrderedDict()
+        self._erased: dict[str, int] = {}  # per cached session: the store's erasure count when it was read
         self._cache_sessions = max(cache_sessions, 1)
         self._zones: dict[str, SummaryZone] = {}
         self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
+        self._salts = salts
         self._recalled = None if recalled is None else [e for e in recalled if e.source == "user_memory"]
         self._user_scoped = any(f.scope == "user" for f in self.domain.fields.values())
         self.retrieval, self.embedder = retrieval or embedder is not None, embedder
@@ -213,9 +217,15 @@ class ContextEditor:
             flush()
         return done
 
+    def forget(self, session: str) -> None:
+        """Drop everything cached about a session (after `erase`: the cache may hold erased text);
+        the next use reads it from the store."""
+        self._forget(session)
+
     def _forget(self, session: str) -> None:
         """Drop everything cached about a session: the next use reads it from the store."""
         self._states.pop(session, None)
+        self._erased.pop(session, None)
         self._bound.pop(session, None)
         self._zones.pop(session, None)
         self._priors.pop(session, None)
@@ -401,11 +411,12 @@ class ContextEditor:
             ts = clock if isinstance(clock, str) else clock.isoformat()
         return Message(session=session, index=index, round=rnd, role=raw["role"], content=raw["content"], timestamp=ts,
                        id=raw.get("id"), name=raw.get("name"), tool_call_id=raw.get("tool_call_id"),
-                       tool_calls=tuple(raw.get("tool_calls") or ()), asks=tuple(raw.get("asks") or ())).sealed(state.last_message_hash)
+                       tool_calls=tuple(raw.get("tool_calls") or ()), asks=tuple(raw.get("asks") or ())).sealed(
+                           state.last_message_hash, self._salts() if self._salts else None)
 
     def _edits_for(self, state: State, msg: Message, upgrade_from: str | None = None) -> list[Edit]:
         """All edits `msg` causes, sealed, folded into `state` as they are made."""
-        chain = _Chain(state)
+        chain = _Chain(state, self._salts)
         out: list[Edit] = []
 
         def commit(e: Edit) -> None:
@@ -491,6 +502,9 @@ class ContextEditor:
         cached fold caught up with what other writers appended (or a fresh fold)."""
         info = self.store.session(session)
         head = (info.messages, info.edits) if info else (0, 0)
+        if info is not None and self._erased.get(session, 0) != info.erased:
+            self._forget(session)  # parts were erased since it was cached: the cache may hold their text
+            self._erased[session] = info.erased
         state = self._states.get(session)
         if state is not None and (state.message_index + 1, state.last_seq + 1) == head:
             self._states.move_to_end(session)
@@ -624,7 +638,7 @@ class ContextEditor:
             fresh = [r for r in records if r["prompt_hash"] not in state.llm]
             if not fresh:
                 return []
-            chain = _Chain(state)
+            chain = _Chain(state, self._salts)
             edits = [chain.seal(Edit(session=session, seq=0, message_index=state.message_index, round=state.round,
                                      stage="inject", op="llm", field=None, before=None, after=r, source="llm",
                                      reason=f"LLM_{str(r.get('kind', 'answer')).upper()}", provenance=None,
