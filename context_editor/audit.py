@@ -677,8 +677,9 @@ def apply_retention(store: Store, now: datetime | None = None, domains: dict[str
     for step in plan:
         tombstones: list[Tombstone] = []
         if step.messages:
+            # The tombstone says when the erasure happened (the clock), whatever `now` ages were measured from.
             tombstones = erase(store, [step.session], actor, f"retention: messages {step.days}d (domain {step.domain})",
-                               messages=step.messages, at=now.isoformat(timespec="seconds"))
+                               messages=step.messages)
         done.append(replace(step, tombstones=tuple(tombstones)))
     return done
 

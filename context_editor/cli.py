@@ -330,10 +330,15 @@ def cmd_erase(args: argparse.Namespace) -> int:
                        args.field)
     for s in sessions:
         kinds = [t.kind for t in done if t.session == s]
-        print(f"erased  {s}: {kinds.count('message')} messages, {kinds.count('edit')} edits, "
-              f"{kinds.count('before')} replaced values (by {args.actor}: {args.reason}); "
+        counts = [_count(kinds.count(kind), noun) for kind, noun in
+                  (("message", "message"), ("edit", "edit"), ("before", "replaced value"))]
+        print(f"erased  {s}: {', '.join(counts)} (by {args.actor}: {args.reason}); "
               "the commitments stay, `audit verify` still passes")
     return 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def cmd_retention_apply(args: argparse.Namespace) -> int:
@@ -346,8 +351,7 @@ def cmd_retention_apply(args: argparse.Namespace) -> int:
     store = open_store(args.store, create=False, signer=_optional_signer(args))
     steps = audit.apply_retention(store, _parse_now(args.now), domains, args.actor, args.dry_run, _plugins(args))
     for step in steps:
-        n = len(step.messages)
-        what = f"{n} message{'s' if n != 1 else ''} older than {step.days} days (before {step.cutoff})"
+        what = f"{_count(len(step.messages), 'message')} older than {step.days} days (before {step.cutoff})"
         if args.dry_run:
             print(f"would erase  {step.session}: {what}, with the edits they caused")
         else:

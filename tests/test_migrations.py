@@ -162,6 +162,30 @@ def test_a_version_3_store_upgrades_in_place_and_keeps_its_data(url):
     again.close()
 
 
+def test_rows_written_before_erasable_payloads_are_kept_and_said_so(url, tmp_path):
+    """Their hash covers the text itself: `erase` refuses them (CE522, nothing changed) and
+    `retention apply` lists them as kept instead of failing."""
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    from context_editor import load_domain
+    from context_editor.errors import AuditError
+
+    write_version_3(url)
+    store = open_store(url)
+    rows = store.raw_rows("travel")
+    with pytest.raises(AuditError, match="written before erasable payloads"):
+        audit.erase(store, ["travel"], "dpo", "GDPR art. 17", messages=[0])
+    assert store.raw_rows("travel") == rows and store.erasures("travel") == []
+    text = Path(load_domain("travel").path).read_text(encoding="utf-8")
+    policy = tmp_path / "travel.yaml"
+    policy.write_text(text.replace("default_currency:", "retention: {messages: 30d}\ndefault_currency:", 1), "utf-8")
+    steps = audit.apply_retention(store, datetime(2100, 1, 1, tzinfo=timezone.utc), {"travel": load_domain(policy)})
+    assert [(s.session, s.messages, len(s.unerasable), s.tombstones) for s in steps] == [("travel", (), len(rows[0]), ())]
+    assert store.raw_rows("travel") == rows and audit.verify_store(store).ok
+    store.close()
+
+
 def test_the_cli_verifies_an_upgraded_store(tmp_path):
     url = f"sqlite:///{tmp_path / 'v3.db'}"
     write_version_3(url)
