@@ -24,7 +24,7 @@ from array import array
 from bisect import bisect_left
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import tiktoken
 import tiktoken_ext.openai_public as openai_public
@@ -140,16 +140,20 @@ class _RanksCache:
             pass  # a read-only home: every start parses the packaged file, as without a cache
 
 
-def _tiktoken(name: str) -> tiktoken.Encoding:
-    """A tiktoken Encoding built from packaged files (no network)."""
+def _parameters(name: str, loader: Callable[..., dict[bytes, int]]) -> dict[str, Any]:
+    """tiktoken's constructor parameters of an encoding, its BPE file read by `loader`."""
     with _lock:  # swap the loader only while tiktoken's constructor runs
         original = openai_public.load_tiktoken_bpe
-        openai_public.load_tiktoken_bpe = _packaged_bpe
+        openai_public.load_tiktoken_bpe = loader
         try:
-            params = ENCODINGS[name]()
+            return dict(ENCODINGS[name]())
         finally:
             openai_public.load_tiktoken_bpe = original
-    return tiktoken.Encoding(**params)
+
+
+def _tiktoken(name: str) -> tiktoken.Encoding:
+    """A tiktoken Encoding built from packaged files (no network)."""
+    return tiktoken.Encoding(**_parameters(name, _packaged_bpe))
 
 
 def o200k_base() -> tiktoken.Encoding:
@@ -356,13 +360,7 @@ def _constructor_call(name: str) -> tuple[dict[str, Any], str | None]:
         pinned.append(expected_hash)
         return {}
 
-    with _lock:
-        original = openai_public.load_tiktoken_bpe
-        openai_public.load_tiktoken_bpe = stub
-        try:
-            params = ENCODINGS[name]()
-        finally:
-            openai_public.load_tiktoken_bpe = original
+    params = _parameters(name, stub)
     return params, pinned[0] if pinned else None
 
 
