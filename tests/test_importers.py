@@ -68,7 +68,7 @@ def test_sgd_service_becomes_a_linted_editable_domain(restaurants):
     doc = yaml.safe_load(text)
     f = doc["fields"]
     assert f["price_range"]["type"] == "enum" and f["price_range"]["values"]["pricey"] == ["pricey"]
-    # a value the lexicon's value_words know gets everyday words for it ("inexpensive" for cheap)
+    # a value the importer's sgd_value_words.yaml knows gets everyday words for it ("inexpensive" for cheap)
     assert f["price_range"]["values"]["cheap"][:2] == ["cheap", "inexpensive"]
     assert "reasonably priced" in f["price_range"]["values"]["moderate"]
     assert f["number_of_seats"]["type"] == "int" and f["number_of_seats"]["constraints"] == {"ge": 1, "le": 6}

@@ -27,15 +27,18 @@ The mapping, chosen so that a person can read and improve the result:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ..domain.kinds import served_label, value_kind
 from ..errors import Errors
-from .common import NerRef, model_ref, read_json, snake, track_action, value_synonyms, words, write_domains
+from .common import NerRef, model_ref, read_json, snake, track_action, words, write_domains
 
 # Words of a boolean slot name that say nothing about what the user wants ("has_wifi" -> wifi).
 _FLAG_FILLER = {"has", "is", "allowed", "options", "flag", "good", "for", "available"}
@@ -73,7 +76,7 @@ def _categorical(slot: dict[str, Any]) -> SlotPlan:
         return SlotPlan("int", [rule], constraints={"ge": min(nums), "le": max(nums)})
     if set(values) == {"True", "False"}:
         return SlotPlan("enum", values=_flag_values(slot["name"]))
-    return SlotPlan("enum", values={v: [v, *value_synonyms(v)] for v in values})
+    return SlotPlan("enum", values={v: [v, *_value_synonyms(v)] for v in values})
 
 
 def _count_rule(name: str) -> str:
@@ -220,3 +223,15 @@ def import_sgd(schema_path: str | Path, out_dir: str | Path, ner: str | Path | N
                   "Edit freely: synonyms, ask texts and extract rules are a starting point (docs/domain-format.md).")
         docs[doc["domain"]] = (doc, header)
     return write_domains(docs, out_dir)
+
+
+@functools.cache
+def _value_words() -> dict[str, list[str]]:
+    path = Path(__file__).with_name("sgd_value_words.yaml")
+    return {k.lower(): [str(w) for w in ws] for k, ws in yaml.safe_load(path.read_text("utf-8")).items()}
+
+
+def _value_synonyms(value: str) -> list[str]:
+    """Everyday words for a category value that the SGD schema names by the category alone ("cheap"
+    for "inexpensive", "concert" for "Music"): this importer's own table, written into its output."""
+    return [w for w in _value_words().get(value.lower(), []) if w.lower() != value.lower()]
