@@ -102,6 +102,20 @@ def test_a_retrained_model_is_a_new_domain_version_and_replay_says_so(tiny_model
     assert not report.identical and report.first_difference
 
 
+def test_a_span_several_fields_could_take_goes_to_the_asked_one_only(tiny_model, tmp_path):
+    """A PERSON span says what it is, not whether it is the traveller or the contact: neither
+    field takes it unprompted; after the assistant asks for one, that one does."""
+    two = DOMAIN.replace("actions:", "  contact:\n    type: text\n    extract: [ner.PERSON]\nactions:")
+    editor = ContextEditor(load_domain(_domain(tmp_path, tiny_model, two)), "memory://")
+    said = {"role": "user", "content": "Anna Smith is travelling to Madrid next week", "timestamp": "2024-05-01T10:00:00"}
+    state = editor.ingest("s1", [said])
+    assert state.get("traveller") is None and state.get("contact") is None and state.get("destination") == "Madrid"
+    asked = {"role": "assistant", "content": "Who should we contact?", "asks": ["contact"], "timestamp": "2024-05-01T10:00:00"}
+    state = editor.ingest("s2", [asked, {**said, "content": "Anna Smith"}])
+    assert state.get("contact") == "Anna Smith" and state.get("traveller") is None
+    assert state.fields["contact"].provenance.extractor.startswith("ner:tiny@")
+
+
 def test_domain_lint_checks_model_and_labels(tiny_model, tmp_path):
     path = _domain(tmp_path, tiny_model, DOMAIN.replace("ner.PERSON", "ner.TITLE"))
     problems = lint_domain(path)[1]
@@ -151,7 +165,8 @@ def test_kinds_are_read_from_names_and_descriptions_without_dataset_names():
     assert value_kind("destination", "Destination city", [("destination", "")]) == "PLACE"  # no origin: no role
     assert value_kind("check_out_date", "", siblings) == "DATE.END"
     assert value_kind("song_title", "Name of the song") == "TITLE"
-    assert value_kind("hotel_name", "Name of the hotel") == "VENUE.HOTEL"
+    assert value_kind("hotel_name", "Name of the hotel") == "VENUE"  # the subject is the domain's, not the label's
+    assert value_kind("star_rating", "Star rating of the hotel") == "RATING" and value_kind("评分", "酒店") == "RATING"
     assert value_kind("目的地", "出租", [("出发地", "出租"), ("目的地", "出租")]) == "PLACE.TO"
     assert value_kind("wibble", "Something else") is None
     assert accepts("PLACE", "PLACE.TO") and not accepts("PLACE.TO", "PLACE") and not accepts("PLACE", "PLACEMENT")
