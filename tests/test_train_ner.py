@@ -165,8 +165,9 @@ def test_kinds_are_read_from_names_and_descriptions_without_dataset_names():
     assert value_kind("destination", "Destination city", [("destination", "")]) == "PLACE"  # no origin: no role
     assert value_kind("check_out_date", "", siblings) == "DATE.END"
     assert value_kind("song_title", "Name of the song") == "TITLE"
-    assert value_kind("hotel_name", "Name of the hotel") == "VENUE"  # the subject is the domain's, not the label's
-    assert value_kind("star_rating", "Star rating of the hotel") == "RATING" and value_kind("评分", "酒店") == "RATING"
+    # the subject stays in the label: every domain reads every message, so a plain RATING span would
+    # fill the hotel's, the restaurant's and the attraction's rating at once (measured: CrossWOZ 0.132 -> 0.008)
+    assert value_kind("hotel_name", "Name of the hotel") == "VENUE.HOTEL" and value_kind("评分", "酒店") == "RATING.HOTEL"
     assert value_kind("目的地", "出租", [("出发地", "出租"), ("目的地", "出租")]) == "PLACE.TO"
     assert value_kind("wibble", "Something else") is None
     assert accepts("PLACE", "PLACE.TO") and not accepts("PLACE.TO", "PLACE") and not accepts("PLACE", "PLACEMENT")

@@ -8,10 +8,8 @@ One mapping serves two users, so they can never disagree:
 
 A kind may carry a role when the slot's name says it and the schema has the counterpart:
 `PLACE.FROM` / `PLACE.TO` only in a schema with both an origin and a destination slot,
-`DATE.START` / `DATE.END` only with both a start and an end date. What a venue, a rating or a
-price belongs to (a hotel's, a restaurant's) is *not* part of the label: the words of a hotel's
-rating and a restaurant's look alike, so a model cannot learn it (held-out F1 0–0.36 for
-`RATING.HOTEL`, `VENUE.HOTEL` in session 3), and the domain the field lives in already says it.
+`DATE.START` / `DATE.END` only with both a start and an end date; a venue, rating or price
+names what it belongs to when the description says (`VENUE.HOTEL`, `RATING.RESTAURANT`).
 Elsewhere the plain kind is used, and a field that opts into `ner.PLACE` takes `PLACE` and every `PLACE.*` span (the same
 prefix rule as rule ids).
 
@@ -52,6 +50,10 @@ _TO = r"^to_|destination|where_to|arriv|目的"
 _START = r"start|check_in|pickup|leaving|departure|出发|入住"
 _END = r"return|dropoff|check_out|end|离店|退房|返回"
 _ROLES = {"PLACE": ((_FROM, "FROM"), (_TO, "TO")), "DATE": ((_START, "START"), (_END, "END"))}
+# What a venue, a rating or a price belongs to, when the description says (one conversation may
+# speak of a hotel's and a restaurant's at once).
+_SUBJECT_KINDS = ("VENUE", "RATING", "MONEY")
+_SUBJECTS = (("HOTEL", r"hotel|酒店"), ("RESTAURANT", r"restaurant|餐馆|餐厅"), ("ATTRACTION", r"attraction|景点"))
 
 
 def base_kind(name: str, description: str = "") -> str | None:
@@ -73,6 +75,9 @@ def value_kind(name: str, description: str = "", siblings: Sequence[tuple[str, s
     domain), which decide whether an origin is told apart from a destination.
     """
     kind = base_kind(name, description)
+    if kind in _SUBJECT_KINDS:
+        subject = next((s for s, cue in _SUBJECTS if re.search(cue, f"{name} {description}".lower())), None)
+        return f"{kind}.{subject}" if subject else kind
     role = _role(kind, name) if kind else None
     if kind is None or role is None:
         return kind
@@ -89,9 +94,8 @@ def accepts(ref_label: str, span_label: str) -> bool:
 
 def served_label(label: str | None, model_labels: Sequence[str]) -> str | None:
     """The label a field opts into to take `label` spans from a model with `model_labels`: the
-    label itself, or its kind without the role when the model never learned that role; None if the
-    model has neither. A plain kind takes the spans of a model trained with subjects
-    (`VENUE` takes `VENUE.HOTEL`), so models of earlier sessions still serve."""
+    label itself, or its kind without the role when the model never learned that role (a model
+    trained on services without a hotel rating still tags RATING); None if the model has neither."""
     while label:
         if any(accepts(label, x) for x in model_labels):
             return label

@@ -70,7 +70,7 @@ class Extractor:
 
     def __init__(self, domain: Domain):
         self.domain = domain
-        self._takers_of: dict[tuple[str, str], tuple[str, ...]] = {}  # (model label, role) -> fields taking it
+        self._takers_of: dict[str, tuple[str, ...]] = {}  # model label -> the fields taking its spans
 
     @cached_property
     def ask_matcher(self) -> AskMatcher:
@@ -232,13 +232,12 @@ class Extractor:
         generic = registry.extractors.get("ner")  # the generic English model, a registered extractor
         return [Span(s, e, t, label, NER_CONFIDENCE, f"ner:{MODEL_ID}:{label}") for s, e, t, label in generic(text)]
 
-    def _takers(self, label: str, role: str) -> tuple[str, ...]:
-        """The fields of the domain that take model spans labelled `label` from `role`."""
-        key = (label, role)
-        if key not in self._takers_of:
-            self._takers_of[key] = tuple(name for name, refs in self.ner_fields.items()
-                                         if role in self.domain.fields[name].sources and any(accepts(ref, label) for ref in refs))
-        return self._takers_of[key]
+    def _takers(self, label: str) -> tuple[str, ...]:
+        """The fields of the domain that take model spans labelled `label` (from the user, or as
+        the assistant's proposals of user-owned fields)."""
+        if label not in self._takers_of:
+            self._takers_of[label] = tuple(name for name, refs in self.ner_fields.items() if any(accepts(ref, label) for ref in refs))
+        return self._takers_of[label]
 
     def _from_ner(self, msg: Message, text: str, spec: FieldSpec, spans: list[Span], now: datetime,
                   asked: tuple[str, ...] = ()) -> list[Candidate]:
@@ -251,8 +250,7 @@ class Extractor:
         for sp in spans:
             if not any(accepts(ref, sp.label) for ref in refs):
                 continue
-            takers = self._takers(sp.label, msg.role)
-            if len(takers) > 1 and spec.name not in asked:
+            if len(self._takers(sp.label)) > 1 and spec.name not in asked:
                 continue
             value = self._span_value(spec, sp.text, now)
             if value is not None:
