@@ -14,7 +14,7 @@ from hypothesis import given, strategies as st
 from context_editor import ContextEditor, load_domain
 from context_editor.audit import replay
 from context_editor.domain import lint_domain
-from context_editor.domain.kinds import accepts, served_label, value_kind
+from context_editor.domain.kinds import accepts, served_label, train_label, value_kind, with_subject
 from context_editor.domain.nermodel import model_hash, model_info
 from context_editor.extract.ner import outrank
 from context_editor.model import Candidate, Provenance
@@ -171,7 +171,17 @@ def test_kinds_are_read_from_names_and_descriptions_without_dataset_names():
     assert value_kind("目的地", "出租", [("出发地", "出租"), ("目的地", "出租")]) == "PLACE.TO"
     assert value_kind("wibble", "Something else") is None
     assert accepts("PLACE", "PLACE.TO") and not accepts("PLACE.TO", "PLACE") and not accepts("PLACE", "PLACEMENT")
-    assert served_label("RATING.HOTEL", ["RATING", "TITLE"]) == "RATING" and served_label("TITLE", ["PLACE"]) is None
+    assert served_label("PLACE.TO", ["PLACE", "TITLE"]) == "PLACE" and served_label("TITLE", ["PLACE"]) is None
+
+
+def test_a_model_learns_plain_kinds_and_a_span_takes_the_subject_its_message_names():
+    assert train_label("RATING.HOTEL") == "RATING" and train_label("PLACE.TO") == "PLACE.TO"
+    assert served_label("RATING.HOTEL", ["RATING", "TITLE"]) == "RATING.HOTEL"  # the subject comes from the message
+    assert with_subject("RATING", "这家酒店的评分是多少？") == "RATING.HOTEL"
+    assert with_subject("MONEY", "the restaurant is cheap") == "MONEY.RESTAURANT"
+    assert with_subject("RATING", "评分4分以上的") == "RATING"  # no subject named: no subject field takes it
+    assert with_subject("RATING", "酒店和餐馆的评分") == "RATING"  # two named: neither
+    assert with_subject("PLACE", "a hotel in Oslo") == "PLACE" and not accepts("RATING.HOTEL", "RATING")
 
 
 def _cand(extractor: str, conf: float, span: tuple[int, int]) -> Candidate:

@@ -37,7 +37,7 @@ from .cues import load_cues
 from .enums import EnumMatcher
 from .negation import is_negated
 from .prefilter import Present
-from ..domain.kinds import accepts
+from ..domain.kinds import accepts, with_subject
 from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, Span, ner_label, outrank, scored_spans
 from .tools import key_index, parse_json, walk
 from .values import TYPED_PARSERS, default_parser, parse_value
@@ -226,7 +226,8 @@ class Extractor:
         when the domain names none)."""
         model = self.domain.ner_models.get(lang)
         if model is not None:
-            return [Span(s, e, t, label, p, f"{model.extractor}:{label}") for s, e, t, label, p in scored_spans(model, text)]
+            return [Span(s, e, t, with_subject(label, text), p, f"{model.extractor}:{label}")
+                    for s, e, t, label, p in scored_spans(model, text)]
         if self.domain.ner_models or lang != "en":
             return []
         generic = registry.extractors.get("ner")  # the generic English model, a registered extractor
