@@ -11,7 +11,9 @@ talk, with at least 40 facts planted at random rounds:
 At rounds 50, 100, 200 and 300 each context is scored by the share of the facts planted so
 far (and current) that it contains:
 - editor: `render(session, "plan_trip", budget=--budget)`; a schema fact counts when its field
-  holds the expected value, an out-of-field fact when its distinctive value is in the text;
+  holds the expected value, an out-of-field fact when its distinctive value is in the text, or
+  for a phone or passport number (personal data every context masks, `inject.pii`) when the
+  sentence is there with the number masked: the column "(of them masked)" counts those;
 - last 10 rounds: the transcript of the last 10 rounds, verbatim;
 - equal tokens: the newest messages of the history that fit in the editor context's tokens;
 - full history: every message.
@@ -36,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from context_editor import ContextEditor  # noqa: E402
+from context_editor.inject import pii  # noqa: E402
 from context_editor.inject.tokens import count_tokens  # noqa: E402
 from long_conversation import POOL as ZH_POOL  # noqa: E402
 
@@ -186,11 +189,22 @@ def current(facts: list[Fact], upto: int) -> list[Fact]:
     return [f for f in planted if f.field is None or f.field == "flight_exclusions" or latest[f.field] is f]
 
 
+def withheld(fact: Fact) -> str | None:
+    """The sentence as every context shows it when its value is personal data (a phone or passport
+    number): the product masks it by policy (`inject.pii`), so the context holds the fact that it
+    was said, `[phone number]`, never the number. None for a fact whose value may be shown."""
+    masked = pii.mask(fact.text, set())
+    return masked if masked != fact.text else None
+
+
 def editor_holds(fact: Fact, root: ET.Element, text: str) -> bool:
+    """A schema fact: its field holds the value. Any other fact: its value is in the text, or for a
+    personal value the masked sentence is (the line was kept; the policy withholds the value)."""
     if fact.field:
         node = root.find(f"state/field[@name='{fact.field}']")
         return node is not None and fact.value in (node.text or "").split(", ")
-    return fact.surface.lower() in text.lower()
+    masked = withheld(fact)
+    return (masked if masked is not None else fact.surface).lower() in text.lower()
 
 
 def window_holds(fact: Fact, text: str) -> bool:
@@ -238,7 +252,8 @@ def run(language: str, rounds: int, seed: int, budget: int) -> list[dict]:
             "editor": {"tokens": ctx.tokens, "share": share(lambda f: editor_holds(f, root, text), truth),
                        "schema": share(lambda f: editor_holds(f, root, text), schema),
                        "free": share(lambda f: editor_holds(f, root, text), free),
-                       "missed": [f.text for f in truth if not editor_holds(f, root, text)], "dropped": ctx.dropped},
+                       "missed": [f.text for f in truth if not editor_holds(f, root, text)], "dropped": ctx.dropped,
+                       "withheld": sum(1 for f in truth if withheld(f) and editor_holds(f, root, text))},
             "last_10_rounds": {"tokens": count_tokens(last10), "share": share(lambda f: window_holds(f, last10), truth)},
             "equal_tokens": {"tokens": count_tokens(equal), "share": share(lambda f: window_holds(f, equal), truth)},
             "full_history": {"tokens": count_tokens(full), "share": share(lambda f: window_holds(f, full), truth)},
@@ -247,7 +262,7 @@ def run(language: str, rounds: int, seed: int, budget: int) -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| lang | round | facts held (schema / outside) | editor tokens (% of full) | editor facts | last 10 rounds: tokens / facts"
+    out = ["| lang | round | facts held (schema / outside) | editor tokens (% of full) | editor facts (of them masked) | last 10 rounds: tokens / facts"
            " | equal tokens: facts | full history: tokens / facts |", "|---|---|---|---|---|---|---|---|"]
     for language in ("zh", "en"):
         for checkpoint in CHECKPOINTS:
@@ -265,7 +280,7 @@ def table(rows: list[dict]) -> str:
             out.append(
                 f"| {language} | {checkpoint} | {statistics.median(r['facts'] for r in group):.0f} "
                 f"({statistics.median(r['schema_facts'] for r in group):.0f} / {statistics.median(r['free_facts'] for r in group):.0f}) "
-                f"| {med('editor', 'tokens'):.0f} ({med('editor', 'tokens') / full:.1%}) | **{mean('editor', 'share'):.1%}** "
+                f"| {med('editor', 'tokens'):.0f} ({med('editor', 'tokens') / full:.1%}) | **{mean('editor', 'share'):.1%}** ({statistics.median(r['editor']['withheld'] for r in group):.0f}) "
                 f"| {med('last_10_rounds', 'tokens'):.0f} / {mean('last_10_rounds', 'share'):.1%} "
                 f"| {mean('equal_tokens', 'share'):.1%} | {full:.0f} / {mean('full_history', 'share'):.1%} |")
     return "\n".join(out)

@@ -51,7 +51,7 @@ from context_editor.store.base import Head  # noqa: E402
 OUT = ROOT / "benchmarks" / "out" / "tamper_fuzz.json"
 SAMPLES = ROOT / "domains" / "samples"
 TABLES = {"domains": ("version_hash",), "sessions": ("session",), "messages": ("session", "idx"),
-          "edits": ("session", "seq")}
+          "edits": ("session", "seq"), "erasures": ("session", "kind", "pos")}
 KEYLESS = ("cell", "row_delete", "row_insert", "row_swap", "session_move", "truncate", "domain_pointer", "domain_edit")
 KEYED = ("truncate_rehead", "rollback_signed_head", "consistent_rewrite", "signature_strip", "session_delete",
          "domain_rewrite")
@@ -118,6 +118,8 @@ def build(url: str, signer: Signer, checkpoint_file: Path) -> dict:
     editors["travel"].ingest("bob", read_conversation(str(SAMPLES / "travel_sanya.jsonl")))
     editors["finance"].ingest("carol", read_conversation(str(SAMPLES / "finance_conservative.jsonl")))
     editors["ecommerce"].ingest("dave", headphones[2:5])
+    # An erased message (and its edits): empty payloads and signed tombstones are fuzzed too.
+    audit.erase(store, ["bob"], actor="dpo", reason="GDPR art. 17 request 1", messages=[1])
     audit.checkpoint(store, signer, checkpoint_file)
     store.close()
     return old
@@ -232,6 +234,9 @@ class Tamperer:
             row["version_hash"] = "%016x" % self.rng.getrandbits(64)
         elif table == "sessions":
             row["session"] = f"ghost-{self.rng.getrandbits(32)}"
+        elif table == "erasures":  # a tombstone for a row that was not erased, or a second one
+            row["session"], row["pos"] = self.rng.choice(self.sessions()), self.rng.randrange(12)
+            row["kind"] = self.rng.choice(["message", "edit", "before"])
         else:
             target = self.rng.choice(self.sessions())
             key = "idx" if table == "messages" else "seq"
@@ -339,7 +344,8 @@ class Tamperer:
 
     def session_delete(self) -> str:
         session = self.rng.choice(self.sessions())
-        self.db.transaction([(f"DELETE FROM {t} WHERE session = ?", (session,)) for t in ("messages", "edits", "sessions")])
+        self.db.transaction([(f"DELETE FROM {t} WHERE session = ?", (session,))
+                             for t in ("messages", "edits", "sessions", "erasures")])
         return "every table"
 
     def domain_rewrite(self) -> str:

@@ -26,21 +26,22 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Collection, Iterator
 
 from .domain import Domain, domain_from_source
 from .errors import AuditError, DomainError, Errors
-from .model import GENESIS_HASH, Edit, Message, canonical_json
+from .model import GENESIS_HASH, Edit, Message, canonical_json, commitment, session_owner
 from .signing import Signer, check_signature
 from .store import MemoryStore, Store
-from .store.base import Head
+from .store.base import Forget, Head, Tombstone
 
 NO_KEY_LIMITS = ("heads were not checked against a trusted public key (no --pubkey): a consistent rewrite of a "
-                 "session (every hash and its head recomputed), a truncation with a recomputed head, or the "
-                 "deletion of a whole session cannot be detected. Sign heads (CONTEXT_EDITOR_SIGNING_KEY_FILE) "
+                 "session (every hash and its head recomputed), a truncation with a recomputed head, the "
+                 "deletion of a whole session, or a rewritten erasure tombstone (who, when, why) cannot be "
+                 "detected. Sign heads and tombstones (CONTEXT_EDITOR_SIGNING_KEY_FILE) "
                  "and verify with --pubkey and --checkpoint for those guarantees.")
 NO_CHECKPOINT_LIMITS = ("no --checkpoint: signed heads prove who wrote each head, but not that a session was not "
                         "deleted or rolled back to an older signed head; verify against a checkpoint for that.")
@@ -55,6 +56,18 @@ class Verdict:
     broken_at: str | None = None  # "edit 17", "message 3", "head", "domain …", "checkpoint"
     reason: str | None = None
     problems: list[str] = field(default_factory=list)
+    erased: list[dict[str, Any]] = field(default_factory=list)  # tombstones: kind, pos, at, actor, reason
+
+    def erasure_summary(self) -> list[str]:
+        """"n messages erased (on <date>, by <actor>, <reason>)", one line per erasure event."""
+        groups: dict[tuple[str, str, str], dict[str, int]] = {}
+        for t in self.erased:
+            counts = groups.setdefault((t["at"][:10], t["actor"], t["reason"]), {})
+            counts[t["kind"]] = counts.get(t["kind"], 0) + 1
+        names = {"message": ("message", "messages"), "edit": ("edit", "edits"),
+                 "before": ("replaced value", "replaced values")}  # an edit's `before`: erased with the value it was
+        return [", ".join(f"{counts[kind]} {names[kind][counts[kind] != 1]}" for kind in names if kind in counts)
+                + f" erased (on {at}, by {actor}, {reason})" for (at, actor, reason), counts in sorted(groups.items())]
 
     def fail(self, where: str, why: str) -> None:
         if self.ok:
@@ -181,6 +194,7 @@ def _verify_rows(store: Store, session: str, row: tuple[Any, ...] | None, domain
         v.fail("head", "the session head does not match its rows (counts, last hashes or domain were changed)")
     if why := check_signature(signature, head_text, trusted):
         v.fail("head", f"the session head cannot be trusted: {why}")
+    _check_payloads(store, session, msg_rows, edit_rows, trusted, v)
     return v
 
 
@@ -231,6 +245,68 @@ def store_checks(store: Store, pubkey: str | None = None, allow_plugins: bool = 
         after = keys[-1]
     problems, limits = _store_problems(domain_checks(store, allow_plugins), used)
     return problems, limits + ([NO_KEY_LIMITS] if pubkey is None else [NO_CHECKPOINT_LIMITS])
+
+
+def _check_payloads(store: Store, session: str, msg_rows: list[tuple[Any, ...]], edit_rows: list[tuple[Any, ...]],
+                    trusted: str | None, v: Verdict) -> None:
+    """Each erasable row: its payload matches the commitment its hash covers, or it was erased
+    and a tombstone (signed by the trusted key, when one is given) names that commitment."""
+    payloads = store.raw_payloads(session)
+    tombstones: dict[tuple[str, int], dict[str, Any]] = {}
+    for kind, pos, text, signature in store.erasures(session):
+        try:
+            t = json.loads(text)
+            key = (str(t["kind"]), int(t["pos"]))
+        except (ValueError, KeyError, TypeError):
+            v.fail(f"{kind} {pos}", "its erasure tombstone is not valid JSON")
+            continue
+        if why := check_signature(signature, text, trusted):
+            v.fail(f"{key[0]} {key[1]}", f"its erasure tombstone cannot be trusted: {why}")
+        if t.get("session") != session or canonical_json(t) != text or key != (kind, pos):
+            v.fail(f"{key[0]} {key[1]}", "its erasure tombstone was changed or moved from another row or session")
+        tombstones[key] = t
+    # Each erasable part of a row, with the commitment its hash covers (None: a row written
+    # before erasable payloads, which must have no payload).
+    parts: list[tuple[str, int, Any]] = []
+    for kind, pos, body in ([("message", idx, body) for idx, _, body, _ in msg_rows]
+                            + [("edit", seq, body) for seq, _, _, body, _ in edit_rows]):
+        try:
+            fields = json.loads(body)
+        except ValueError:
+            continue  # the chain check reported it
+        parts.append((kind, pos, fields.get("commitment")))
+        if kind == "edit":
+            parts.append(("before", pos, fields.get("before_commitment")))
+    for kind, pos, committed in parts:
+        found = payloads.pop((kind, pos), None)
+        if committed is None:
+            if found is not None:
+                v.fail(f"{kind} {pos}", f"{kind} {pos} has a payload its hash does not commit to (a row was changed)")
+            continue
+        if found is not None:
+            salt, payload = found
+            try:
+                data = json.loads(payload) if payload is not None else None
+                ok = (salt is not None and isinstance(data, dict) and canonical_json(data) == payload
+                      and commitment(salt, data) == committed)  # the form it is written in, byte for byte
+            except (ValueError, TypeError):
+                ok = False
+            if not ok:
+                v.fail(f"{kind} {pos}", f"{kind} {pos}'s text or values do not match the commitment its hash covers")
+            elif (kind, pos) in tombstones:
+                v.fail(f"{kind} {pos}", f"{kind} {pos} has a tombstone but still holds its text")
+            continue
+        t = tombstones.get((kind, pos))
+        if t is None:
+            v.fail(f"{kind} {pos}", f"{kind} {pos}'s text or values are gone without an erasure tombstone")
+        elif t.get("commitment") != committed:
+            v.fail(f"{kind} {pos}", f"the tombstone of {kind} {pos} names another commitment")
+        else:
+            v.erased.append(t)
+    for kind, pos in payloads:
+        v.fail(f"{kind} {pos}", f"a payload is stored for {kind} {pos}, which is not in the chain")
+    for kind, pos in sorted(set(tombstones) - {(t["kind"], int(t["pos"])) for t in v.erased}):
+        v.fail(f"{kind} {pos}", f"a tombstone names {kind} {pos}, which is not an erased row of the chain")
 
 
 def verify_store(store: Store, session: str | None = None, pubkey: str | None = None,
@@ -366,6 +442,9 @@ def _check_against_checkpoint(store: Store, report: AuditReport, path: Path, pub
 
 
 # ----------------------------------------------------------------------------- replay and export
+KEEP_OPS = ("transition", "upgrade", "resolve")  # phases and version ids: no personal data, and the fold needs them
+
+
 @dataclass
 class ReplayReport:
     session: str
@@ -373,10 +452,24 @@ class ReplayReport:
     recorded: int
     replayed: int
     first_difference: dict[str, Any] | None = None
+    # Edits that can no longer be re-derived: their message or their values were erased. Replay
+    # compares every other edit; these it names.
+    not_rederivable: list[int] = field(default_factory=list)
+
+
+def _comparable(e: Edit) -> dict[str, Any]:
+    """An edit as replay compares it: everything but its place in the chain and its hashes, which
+    change with every fresh salt (the chain itself is `verify`'s business)."""
+    d = e.to_dict()
+    for key in ("seq", "prev_hash", "hash"):
+        del d[key]
+    return d
 
 
 def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayReport:
-    """Re-run the stored messages through the recorded domain version; compare the edit logs."""
+    """Re-run the stored messages through the recorded domain version; compare the edit logs,
+    message by message. An erased message is fed as its placeholder; the edits it caused, and
+    those whose values were erased, are reported as no longer re-derivable instead of compared."""
     from .pipeline import REDERIVE, ContextEditor, stored_domain  # the pipeline depends on audit's neighbours, not the reverse
 
     info = store.require_session(session)
@@ -398,30 +491,208 @@ def replay(store: Store, session: str, allow_plugins: bool = False) -> ReplayRep
             answers.setdefault(e.message_index, []).append(e.after)
     # So are the values a user's memory gave the session (the memory may have moved on since).
     editor = ContextEditor(domain, MemoryStore(), recalled=edits)
-    for m in store.messages(session):
+    messages = store.messages(session)
+    for m in messages:
         if m.index in upgrades:
             domain = version(upgrades[m.index][0])
             editor = ContextEditor(domain, editor.store, upgrade=upgrades[m.index][1], recalled=edits)
         editor.add(session, Message.from_dict(m.to_dict()))
         if m.index in answers:
             editor.record(session, answers[m.index])
-    recorded = [e.to_dict() for e in edits]
-    replayed = [e.to_dict() for e in editor.store.edits(session)]
-    report = ReplayReport(session, recorded == replayed, len(recorded), len(replayed))
-    if not report.identical:
-        for i in range(max(len(recorded), len(replayed))):
-            a = recorded[i] if i < len(recorded) else None
-            b = replayed[i] if i < len(replayed) else None
-            if a != b:
-                keys = sorted(k for k in set(a or {}) | set(b or {}) if (a or {}).get(k) != (b or {}).get(k))
-                report.first_difference = {"seq": i, "fields": keys, "recorded": a, "replayed": b}
-                break
+    erased_messages = {m.index for m in messages if m.erased}
+    # An edit whose `before` was erased keeps its value, but replay cannot make it again as it was
+    # (without the erased message the field had no value to replace): named too.
+    gone = [e for e in edits
+            if e.erased or e.before_erased or (e.message_index in erased_messages and e.op not in KEEP_OPS)]
+    replayed = editor.store.edits(session)
+    report = ReplayReport(session, True, len(edits), len(replayed), not_rederivable=[e.seq for e in gone])
+    recorded_by: dict[int, list[Edit]] = {}
+    replayed_by: dict[int, list[Edit]] = {}
+    for e in edits:
+        recorded_by.setdefault(e.message_index, []).append(e)
+    for e in replayed:
+        replayed_by.setdefault(e.message_index, []).append(e)
+    skip = {e.seq for e in gone}
+    for index in sorted(set(recorded_by) | set(replayed_by)):
+        rec, rep = recorded_by.get(index, []), replayed_by.get(index, [])
+        if index in erased_messages:
+            rec = [e for e in rec if e.op in KEEP_OPS]
+            rep = [e for e in rep if e.op in KEEP_OPS]
+        fields = {e.field for e in rec if e.seq in skip}
+        a = [_comparable(e) for e in rec if e.field not in fields or e.op in KEEP_OPS]
+        b = [_comparable(e) for e in rep if e.field not in fields or e.op in KEEP_OPS]
+        if a != b:
+            report.identical = False
+            i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            x, y = (a[i] if i < len(a) else None), (b[i] if i < len(b) else None)
+            keys = sorted(k for k in set(x or {}) | set(y or {}) if (x or {}).get(k) != (y or {}).get(k))
+            report.first_difference = {"message": index, "fields": keys, "recorded": x, "replayed": y}
+            break
     if domain.version_hash != info.domain_version:
         report.identical = False
         report.first_difference = report.first_difference or {
             "seq": None, "fields": ["domain_version"],
             "recorded": info.domain_version, "replayed": domain.version_hash}
     return report
+
+
+# ----------------------------------------------------------------------------- erasure
+def erasure_targets(store: Store, session: str, messages: Collection[int] | None = None,
+                    field_name: str | None = None) -> list[tuple[str, int]]:
+    """(kind, position) of everything an erasure removes in one session: the whole session, some
+    messages with every edit they caused, or every edit of one field; plus each later edit whose
+    `before` still carries an erased value (the next change of that field)."""
+    msgs, edits = store.messages(session), store.edits(session)
+    for n in messages or ():
+        if not 0 <= n < len(msgs):
+            raise Errors.ERASE(problem=f"session {session!r} has no message {n} (it has {len(msgs)}, "
+                                       f"numbered 0 to {len(msgs) - 1})",
+                               fix="pass a message index that `context-editor audit export --session …` lists")
+    if field_name is not None and not any(e.field == field_name for e in edits):
+        named = sorted({e.field for e in edits if e.field is not None})
+        raise Errors.ERASE(problem=f"no edit of session {session!r} names field {field_name!r}",
+                           fix=f"pass one of its fields: {', '.join(named) or '(it has none)'}")
+    whole = messages is None and field_name is None
+    chosen = set(messages or ())
+    out = [("message", m.index) for m in msgs if whole or m.index in chosen]
+    erased_values: dict[str | None, set[str]] = {}
+    for e in edits:
+        if e.op in KEEP_OPS:
+            continue
+        if whole or e.message_index in chosen or e.field == field_name:
+            out += [("edit", e.seq)] + [("before", e.seq)] * (e.before is not None)
+            erased_values.setdefault(e.field, set()).add(canonical_json(e.after))
+        elif e.before is not None and canonical_json(e.before) in erased_values.get(e.field, set()):
+            out.append(("before", e.seq))  # the next change names the erased value; its own value stays
+    return out
+
+
+def erase(store: Store, sessions: list[str], actor: str, reason: str, messages: Collection[int] | None = None,
+          field_name: str | None = None, at: str | None = None) -> list[Tombstone]:
+    """Remove the text and values (and their salts) of some messages, a field or whole sessions,
+    keeping each row's commitment, so `verify` still passes; one tombstone per row, signed
+    when the store has a key. Refused, before anything changes, for rows written before
+    erasable payloads (schema 8): their hash covers the text itself."""
+    from .pipeline import USAGE_KIND  # as in replay: imported when used
+
+    if not actor.strip() or not reason.strip():
+        raise Errors.ERASE(problem="an erasure needs an actor and a reason", fix="pass --actor and --reason")
+    if messages is not None and field_name is not None:
+        raise Errors.ERASE(problem="a message and a field name different things", fix="erase one at a time")
+    when = at or datetime.now(timezone.utc).isoformat(timespec="seconds")
+    tombstones = []
+    for s in sessions:
+        store.require_session(s)
+        msg_rows, edit_rows = store.raw_rows(s)
+        bodies = {("message", idx): body for idx, _, body, _ in msg_rows}
+        bodies.update({("edit", seq): body for seq, _, _, body, _ in edit_rows})
+        held = store.raw_payloads(s)
+        for kind, pos in erasure_targets(store, s, messages, field_name):
+            body = json.loads(bodies[("message" if kind == "message" else "edit", pos)])
+            committed = body.get("before_commitment" if kind == "before" else "commitment")
+            if committed is None:
+                raise Errors.ERASE(problem=f"{kind} {pos} of session {s!r} was written before erasable payloads "
+                                           "(its hash covers the text itself; erasing it would break the proof)",
+                                   fix="nothing was changed; such rows go only with their whole store")
+            if (kind, pos) in held:  # an already erased row keeps its first tombstone
+                tombstones.append(Tombstone(s, kind, pos, committed, when, actor, reason))
+    store.erase(tombstones, _forget(store, sessions, tombstones, whole=messages is None and field_name is None),
+                keep_derived=(USAGE_KIND,))
+    return tombstones
+
+
+def _forget(store: Store, sessions: list[str], tombstones: list[Tombstone], whole: bool) -> Forget:
+    """What the users' memories lose with an erasure: every event of a wholly erased session, and
+    every event (in any session of that user) that holds an erased value of its field."""
+    values: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for s in sessions:
+        owner = session_owner(s)
+        if owner is None:
+            continue
+        gone = {t.pos for t in tombstones if t.session == s and t.kind == "edit"}
+        found = values.setdefault(owner, set())
+        found.update((e.field, canonical_json(e.after)) for e in store.edits(s) if e.seq in gone and e.field is not None)
+    erased_sessions = set(sessions) if whole else set()
+
+    def test_for(found: set[tuple[str, str]]) -> Callable[[dict[str, Any]], bool]:
+        return lambda ev: ev.get("session") in erased_sessions or (ev.get("field"), canonical_json(ev.get("value"))) in found
+
+    return {owner: test_for(found) for owner, found in values.items()}
+
+
+@dataclass(frozen=True)
+class RetentionStep:
+    """What a retention policy takes from one session: its messages older than `days` days before
+    `now` that still hold their text, and those too old but written before erasable payloads
+    (kept: their hash covers the text)."""
+
+    session: str
+    domain: str
+    days: int
+    cutoff: str
+    messages: tuple[int, ...]
+    unerasable: tuple[int, ...] = ()
+    tombstones: tuple[Tombstone, ...] = ()
+
+
+def retention_plan(store: Store, now: datetime, domains: dict[str, Domain] | None = None,
+                   allow_plugins: bool = False) -> list[RetentionStep]:
+    """Every session with messages past its domain's `retention: {messages: Nd}`. The policy is
+    the one of `domains[name]` when given (today's file: a policy applies to older data too),
+    else that of the domain version the session runs under, as stored."""
+    from .pipeline import stored_domain  # as in replay: imported when used
+
+    policies: dict[str, int | None] = {}
+    out = []
+    for s in store.sessions():
+        info = store.require_session(s)
+        if domains is not None:
+            if info.domain not in domains:
+                continue
+            days = domains[info.domain].retention_days.get("messages")
+        else:
+            if info.domain_version not in policies:
+                policies[info.domain_version] = stored_domain(store, info, allow_plugins).retention_days.get("messages")
+            days = policies[info.domain_version]
+        if days is None:
+            continue
+        cutoff = now - timedelta(days=days)
+        expired = [m for m in store.messages(s) if (t := m.time()) is not None and _utc(t) < cutoff]
+        erasable = tuple(m.index for m in expired if m.salt is not None)  # (an erased one has no salt left)
+        legacy = tuple(m.index for m in expired if m.salt is None and m.commitment is None)
+        if erasable or legacy:
+            out.append(RetentionStep(s, info.domain, days, cutoff.isoformat(timespec="seconds"), erasable, legacy))
+    return out
+
+
+def apply_retention(store: Store, now: datetime | None = None, domains: dict[str, Domain] | None = None,
+                    actor: str = "retention", dry_run: bool = False, allow_plugins: bool = False) -> list[RetentionStep]:
+    """Erase (as `erase` does: commitments and a signed tombstone per row stay) every message
+    past its domain's retention period, with the edits it caused. `dry_run`: only the plan."""
+    now = _utc(now or datetime.now(timezone.utc))
+    plan = retention_plan(store, now, domains, allow_plugins)
+    if dry_run:
+        return plan
+    done = []
+    for step in plan:
+        tombstones: list[Tombstone] = []
+        if step.messages:
+            # The tombstone says when the erasure happened (the clock), whatever `now` ages were measured from.
+            tombstones = erase(store, [step.session], actor, f"retention: messages {step.days}d (domain {step.domain})",
+                               messages=step.messages)
+        done.append(replace(step, tombstones=tuple(tombstones)))
+    return done
+
+
+def _utc(t: datetime) -> datetime:
+    """A time with its zone; one written without is taken as UTC."""
+    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+
+
+def sessions_of_user(store: Store, user: str, tenant: str | None = None) -> list[str]:
+    """The stored sessions keyed to `user` (`tenant/user/session`, or `user/session` without a
+    tenant): one tenant's user is never another tenant's user of the same name."""
+    return [s for s in store.sessions() if session_owner(s) == (tenant or "", user)]
 
 
 def export(store: Store, session: str) -> Iterator[dict[str, Any]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, TypeAlias
@@ -206,7 +207,9 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_why(args: argparse.Namespace) -> int:
-    editor = _editor_for_session(args.session, args.store, allow_plugins=_plugins(args))
+    editor = _editor_for_session(args.session, args.store, allow_plugins=_plugins(args), retrieval=args.retrieval)
+    if args.field not in editor.domain.fields and re.fullmatch(r"m\d+", args.field):
+        return _why_message(editor, args)
     info = editor.why(args.session, args.field, as_of_round=args.as_of_round)
     if args.json:
         print(json.dumps(info, ensure_ascii=False, indent=2))
@@ -225,6 +228,36 @@ def cmd_why(args: argparse.Namespace) -> int:
         where = f" <- {prov['text']!r} via {prov['extractor']}" if prov else ""
         reason = f" [{h['reason']}]" if h["reason"] else ""
         print(f"  round {h['round']:>3}  {h['status']:<8} {h['source']:<10} {json.dumps(h['value'], ensure_ascii=False)}{reason}{where}")
+    return 0
+
+
+def _why_message(editor: ContextEditor, args: argparse.Namespace) -> int:
+    """`why m12 [--action A]`: where a message is in the action's context, and why (search included)."""
+    info = editor.why_message(args.session, args.field, action=args.action, budget=args.budget,
+                              as_of_round=args.as_of_round)
+    if args.json:
+        print(json.dumps(info, ensure_ascii=False, indent=2))
+        return 0
+    name = f" {info['name']}" if info["name"] else ""
+    print(f"{info['message']}: round {info['round']}, {info['role']}{name}: {info['text']!r}")
+    for f in info["fields"]:
+        print(f"  set {f['field']} = {json.dumps(f['value'], ensure_ascii=False)} [{f['reason']}]")
+    shown = info.get("shown")
+    if shown is not None:
+        where = shown["as"] or "not shown"
+        reason = f" (reason: {shown['reason']})" if shown.get("reason") else ""
+        print(f"  in {info['action']}: {where}{reason}" + (f"; {shown['note']}" if shown.get("note") else ""))
+    hit = info.get("retrieval")
+    if hit is not None:
+        print(f"  search query: {' '.join(hit['query'])}")
+        print(f"  matched terms: {' '.join(hit['matched_terms']) or '(none)'}")
+        if "rank" in hit:
+            print(f"  rank {hit['rank']} of {hit['of']}, score {hit['score']}, searched rounds "
+                  f"{hit['searched_rounds'][0]}-{hit['searched_rounds'][1]}")
+        else:
+            print(f"  {hit['note']}")
+    elif shown is not None:
+        print("  (search off: pass --retrieval to see what search made of it)")
     return 0
 
 
@@ -260,6 +293,8 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
             print(f"BROKEN  {v.session}: first broken at {v.broken_at}: {v.reason}")
             for problem in v.problems[1:]:
                 print(f"        also {problem}")
+        for line in v.erasure_summary():
+            print(f"        {line}; their commitments verify")
     for problem in report.store_problems:
         print(f"BROKEN  {problem}")
     if not report.sessions:
@@ -270,6 +305,73 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
     for limit in report.limits:
         print(f"note: {limit}")
     return 0 if report.ok else 1
+
+
+def cmd_erase(args: argparse.Namespace) -> int:
+    from . import audit
+    from .store import open_store
+
+    if args.message is not None and args.field is not None:
+        raise Errors.ERASE(problem="--message and --field name different things", fix="erase one at a time")
+    store = open_store(args.store, create=False, signer=_optional_signer(args))
+    user = getattr(args, "user", None)
+    if args.session:
+        sessions = [args.session]
+    elif user:
+        sessions = audit.sessions_of_user(store, user, getattr(args, "tenant", None))
+        if not sessions:
+            raise Errors.ERASE(problem=f"no stored session belongs to user {user!r}"
+                                       + (f" of tenant {args.tenant!r}" if getattr(args, "tenant", None) else ""),
+                               fix="check --user (and --tenant): sessions are keyed tenant/user/session")
+    else:
+        raise Errors.ERASE(problem="nothing to erase named",
+                           fix="pass --session S (with --message N or --field F), or --user U for all of a user's sessions")
+    done = audit.erase(store, sessions, args.actor, args.reason, None if args.message is None else [args.message],
+                       args.field)
+    for s in sessions:
+        kinds = [t.kind for t in done if t.session == s]
+        counts = [_count(kinds.count(kind), noun) for kind, noun in
+                  (("message", "message"), ("edit", "edit"), ("before", "replaced value"))]
+        print(f"erased  {s}: {', '.join(counts)} (by {args.actor}: {args.reason}); "
+              "the commitments stay, `audit verify` still passes")
+    return 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def cmd_retention_apply(args: argparse.Namespace) -> int:
+    from . import audit
+    from .store import open_store
+
+    from .domain import load_domain
+
+    domains = {d.name: d for d in (load_domain(x, allow_plugins=_plugins(args)) for x in args.domain or ())} or None
+    store = open_store(args.store, create=False, signer=_optional_signer(args))
+    steps = audit.apply_retention(store, _parse_now(args.now), domains, args.actor, args.dry_run, _plugins(args))
+    for step in steps:
+        what = f"{_count(len(step.messages), 'message')} older than {step.days} days (before {step.cutoff})"
+        if args.dry_run:
+            print(f"would erase  {step.session}: {what}, with the edits they caused")
+        else:
+            print(f"erased  {step.session}: {what}: {len(step.tombstones)} tombstones"
+                  + (" (signed)" if store.signer else ""))
+        if step.unerasable:
+            print(f"        kept {len(step.unerasable)} older messages written before erasable payloads (schema 8): "
+                  "their hash covers the text itself")
+    if not steps:
+        print("nothing is older than its domain's retention period")
+    if args.dry_run:
+        print("dry run: nothing was changed")
+    return 0
+
+
+def _optional_signer(args: argparse.Namespace) -> Signer | None:
+    """--key's signer; None lets the store take the environment's key (CONTEXT_EDITOR_SIGNING_KEY*), if any."""
+    from .signing import Signer
+
+    return Signer.from_file(args.key) if getattr(args, "key", None) else None
 
 
 def _signer(args: argparse.Namespace) -> Signer:
@@ -333,8 +435,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from .store import open_store
 
     report = audit.replay(open_store(args.store, create=False), args.session, _plugins(args))
+    if report.not_rederivable:
+        print(f"not re-derivable (their message or values were erased): {len(report.not_rederivable)} edits, "
+              f"seq {', '.join(map(str, report.not_rederivable))}")
     if report.identical:
-        print(f"identical: {report.session} replays to the same {report.recorded} edits, byte for byte")
+        print(f"identical: {report.session} replays to the same {report.recorded - len(report.not_rederivable)} edits"
+              + (" that can still be derived" if report.not_rederivable else ", byte for byte"))
         return 0
     print(f"DIFFERENT: {report.session}: recorded {report.recorded} edits, replay produced {report.replayed}")
     print(json.dumps(report.first_difference, ensure_ascii=False, indent=2))
@@ -515,11 +621,31 @@ def _add_read_commands(sub: Subcommands) -> None:
     p.add_argument("--runs", type=int, default=100, help="number of runs (default 100)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
-    p = _command(sub, "why", cmd_why, "Explain one field: where its value came from and its full history.")
-    p.add_argument("field")
+    p = _command(sub, "why", cmd_why, "Explain one field (where its value came from, its full history) or one message "
+                 "(m12, as a context's src names it: where an action's context shows it and why, search included).")
+    p.add_argument("field", metavar="FIELD|mN")
     _session_option(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--as-of-round", type=int, metavar="N", help="the field's history as it stood at the end of round N")
+    p.add_argument("--action", metavar="NAME", help="with a message: explain its place in this action's context")
+    p.add_argument("--budget", metavar="TOKENS|N%", help="with --action: the render's budget (default: the action's)")
+    p.add_argument("--retrieval", action="store_true", help="with --action: render with retrieval, as `render --retrieval`")
+    p = _command(sub, "erase", cmd_erase, "Erase text and values (right to erasure): a message with the edits it "
+                 "caused, every value of a field, a whole session, or every session of --user.")
+    p.description = ERASE_HELP
+    p.epilog = ("examples:\n"
+                "  context-editor erase --session alice-1 --message 3 --actor dpo@acme.com --reason 'GDPR art. 17 #118'\n"
+                "  context-editor erase --session alice-1 --field phone --actor dpo --reason 'ticket 7'\n"
+                "  context-editor erase --tenant acme --user amy --actor dpo --reason 'PIPL art. 47 #9'   # every session of amy\n"
+                "  context-editor audit verify --store prod.db    # then: ok … 1 message, 4 edits erased (on …, by …, …)")
+    _session_option(p, required=False)
+    p.add_argument("--message", type=int, metavar="N", help="the message index to erase (default: the whole session)")
+    p.add_argument("--field", metavar="F", help="erase every value of this field")
+    p.add_argument("--actor", required=True, help="who erases (recorded in each tombstone)")
+    p.add_argument("--reason", required=True, help="why (recorded in each tombstone), e.g. 'GDPR art. 17 request 2024-118'")
+    p.add_argument("--key", metavar="FILE", help="sign each tombstone with this Ed25519 key "
+                   "(default $CONTEXT_EDITOR_SIGNING_KEY_FILE, if set)")
+    _add_retention_command(sub)
     p = _command(sub, "replay", cmd_replay, "Re-run a session's stored messages through its recorded domain version; "
                  "exit 0 if the edit log is identical.")
     _session_option(p, required=False)
@@ -553,6 +679,62 @@ def _add_audit_commands(sub: Subcommands) -> None:
     _session_option(x)
     x.add_argument("--out", metavar="FILE", help="write here instead of stdout")
     x.set_defaults(func=cmd_audit_export)
+
+
+ERASE_HELP = """\
+Erase text and values for the right to erasure (GDPR art. 17, PIPL art. 47), keeping the proof.
+
+Each message's text and each edit's value are stored apart from the hashed log, committed
+by a salted hash. Erasing removes the text, the value and the salt and keeps the
+commitment, so every hash chain still verifies; a tombstone records when, by --actor and
+why (--reason), signed with the store's key (--key or $CONTEXT_EDITOR_SIGNING_KEY_FILE).
+
+  --session S --message N   message N (numbered from 0, as `audit export` lists them) and
+                            every value read from it
+  --session S --field F     every value of field F in session S
+  --session S               the whole session
+  --user U [--tenant T]     every session of end user U, and U's memory (with --session S:
+                            U's session S only; sessions are keyed tenant/user/session)
+
+The value a later message corrected stays; what depended only on the erased text reads
+[erased] in state, render and why; `replay` names the edits it can no longer re-derive.
+The session's derived data (snapshots, summaries, search index) is rebuilt from the log.
+"""
+
+
+RETENTION_HELP = """\
+Erase what a domain keeps no longer. A domain declares how long it keeps messages:
+
+  retention: {messages: 180d}     # in the domain file, days
+
+`retention apply` erases every message older than that (its text, and the values and
+text of the edits it caused) the way `erase` does: each row keeps its salted commitment
+and gets a tombstone (when, by whom, which policy), signed with the store's key
+(--key or $CONTEXT_EDITOR_SIGNING_KEY_FILE), so `audit verify` still passes and
+reports what was erased. Run it from cron; a second run erases nothing twice.
+
+The policy is that of each session's domain version as stored, or of the domain files
+given with --domain (today's policy, applied to older sessions of that domain too).
+"""
+
+
+def _add_retention_command(sub: Subcommands) -> None:
+    p = _command(sub, "retention", None, "Apply the domains' retention periods (`retention: {messages: 180d}`).")
+    retention_sub = p.add_subparsers(dest="retention_command", required=True, metavar="SUBCOMMAND")
+    a = retention_sub.add_parser(
+        "apply", help="erase every message older than its domain's retention period (signed tombstones stay)",
+        description=RETENTION_HELP, formatter_class=_FORMAT,
+        epilog="examples:\n  context-editor retention apply --store prod.db --dry-run\n"
+               "  context-editor retention apply --store prod.db --key retention.key\n"
+               "  context-editor retention apply --domain travel.yaml --now 2024-07-01 --store prod.db")
+    a.add_argument("--now", metavar="TIME", help="the time ages are measured from (ISO 8601; default: now, UTC)")
+    a.add_argument("--dry-run", action="store_true", help="list what would be erased; change nothing")
+    a.add_argument("--domain", action="append", metavar="FILE|NAME",
+                   help="take the policy from this domain (repeatable) instead of each session's stored version")
+    a.add_argument("--actor", default="retention", help="recorded in each tombstone (default: retention)")
+    a.add_argument("--key", metavar="FILE", help="sign each tombstone with this Ed25519 key "
+                   "(default $CONTEXT_EDITOR_SIGNING_KEY_FILE, if set)")
+    a.set_defaults(func=cmd_retention_apply)
 
 
 def _add_registered_commands(sub: Any, argv: list[str]) -> None:

@@ -290,6 +290,8 @@ class Errors:
     BAD_CONVERSATION = Entry("CE200", "{problem}", "{fix}", ConversationError)
     UNKNOWN_ACTION = Entry("CE300", "unknown action {action!r} in domain {domain!r}", "use one of: {known}", UnknownActionError)
     UNKNOWN_FIELD = Entry("CE301", "unknown field {field!r} in domain {domain!r}", "use one of: {known}", UnknownFieldError)
+    UNKNOWN_MESSAGE = _e("CE302", "session {session!r} has no message {ref!r} ({known})",
+                         "name a message as the context's src does (m0 is the first message), or a field of the domain")
 
     OVER_BUDGET = Entry("CE400", "action {action!r}: the required part of the context needs {tokens} tokens, the budget "
                         "allows {limit} (required and critical fields: {protected}; missing: {missing}; alerts: {alerts})",
@@ -358,6 +360,7 @@ class Errors:
                         "CONTEXT_EDITOR_SIGNING_KEY_FILE to its path (or CONTEXT_EDITOR_SIGNING_KEY to its 64 hex digits)",
                         AuditError)
     CHECKPOINT = Entry("CE521", "{problem}", "{fix}", AuditError)
+    ERASE = Entry("CE522", "cannot erase: {problem}", "{fix}", AuditError)
 
     RAY_ADDRESS = Entry("CE530", "cannot reach a Ray cluster at {address}: {detail}",
                         "start one (`ray start --head`) or check the address (ray://HOST:10001 for Ray Client, "

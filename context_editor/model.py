@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import dataclasses
+import secrets
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Iterable, Literal
@@ -41,6 +42,20 @@ Source = Literal["initial", "correction", "reversion", "machine", "tool", "expir
                  "answer", "carry", "llm", "user_memory"]
 
 GENESIS_HASH = "0" * 64
+# What an erased message's text or an erased value reads as (`context-editor erase`): the row keeps
+# its commitment, so the chain still verifies, but the text and the salt are gone.
+ERASED = "[erased]"
+
+
+def commitment(salt: str, payload: dict[str, Any]) -> str:
+    """The salted hash a row's hash covers instead of its erasable payload (text, values). The
+    salt is random and stored beside the payload; erasing both leaves a hash that cannot be
+    reversed by trying likely values (a phone number, "yes")."""
+    return hashlib.sha256((salt + canonical_json(payload)).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def new_salt() -> str:
+    return secrets.token_hex(16)
 
 
 _KEY_PART = re.compile(r"[^/\x00-\x1f\ud800-\udfff]{1,200}")
@@ -93,18 +108,40 @@ class Message:
     prev_hash: str = GENESIS_HASH  # raw messages form their own hash chain, so they are tamper-evident too
     hash: str = ""
     asks: tuple[str, ...] = ()  # app metadata of an assistant message: the fields it asks for
+    # Erasable messages (written since schema 8): the hash covers commitment(salt, payload), not
+    # the text; an erased message has no salt left and keeps only `commitment`.
+    salt: str | None = None
+    commitment: str | None = None
     # The canonical JSON of body() as sealed: hashed once and stored as is (one serialisation per
     # body). Not a field of the record: `replace` drops it, so a changed copy is serialised anew.
     _text: str = field(default="", init=False, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        d = self.body()
+        """The message as read (its text in place, ERASED once erased) with its hash."""
+        d = self.plain()
         d["hash"] = self.hash
         return d
 
+    def payload(self) -> dict[str, Any]:
+        """What erasure removes: the text and the tool calls (their arguments are text too)."""
+        return {"content": self.content, "tool_calls": list(self.tool_calls)}
+
+    @property
+    def erased(self) -> bool:
+        return self.commitment is not None and self.salt is None
+
     def body(self) -> dict[str, Any]:
-        """Everything the hash covers (all but the hash itself). Built field by field: no deep copy
-        (the tool calls are shared, never modified)."""
+        """Everything the hash covers (all but the hash itself); for an erasable message, the
+        commitment to its payload in place of the payload."""
+        d = self.plain()
+        if self.salt is not None or self.commitment is not None:
+            d.update(content="", tool_calls=[],
+                     commitment=commitment(self.salt, self.payload()) if self.salt is not None else self.commitment)
+        return d
+
+    def plain(self) -> dict[str, Any]:
+        """The message's fields without its hash, text in place. Built field by field: no deep
+        copy (the tool calls are shared, never modified)."""
         d: dict[str, Any] = {
             "session": self.session, "index": self.index, "round": self.round, "role": self.role,
             "content": self.content, "timestamp": self.timestamp, "id": self.id, "name": self.name,
@@ -121,8 +158,10 @@ class Message:
     def compute_hash(self) -> str:
         return hashlib.sha256(canonical_json(self.body()).encode("utf-8")).hexdigest()
 
-    def sealed(self, prev_hash: str) -> Message:
-        m = replace(self, prev_hash=prev_hash, hash="")
+    def sealed(self, prev_hash: str, salt: str | None = None) -> Message:
+        """Placed after `prev_hash` with `salt` (default: fresh random bits): its text is committed,
+        hence erasable."""
+        m = replace(self, prev_hash=prev_hash, hash="", salt=salt or new_salt(), commitment=None)
         text = canonical_json(m.body())
         object.__setattr__(m, "hash", hashlib.sha256(text.encode("utf-8")).hexdigest())  # not yet shared
         object.__setattr__(m, "_text", text)
@@ -131,6 +170,16 @@ class Message:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Message:
         return cls(**{**d, "tool_calls": tuple(d.get("tool_calls") or ()), "asks": tuple(d.get("asks") or ())})
+
+    @classmethod
+    def from_stored(cls, body: dict[str, Any], hash_: str, payload: tuple[str, dict[str, Any]] | None) -> Message:
+        """A message from its stored body and, for an erasable one, its (salt, payload) row, or
+        None once erased (its text then reads as ERASED)."""
+        if "commitment" not in body:
+            return cls.from_dict({**body, "hash": hash_})
+        salt, data = payload if payload is not None else (None, {"content": ERASED, "tool_calls": []})
+        return cls.from_dict({**body, **data, "hash": hash_, "salt": salt,
+                              "commitment": None if salt is not None else body["commitment"]})
 
     def time(self) -> datetime | None:
         return datetime.fromisoformat(self.timestamp) if self.timestamp else None
@@ -228,11 +277,48 @@ class Edit:
     at: str | None = None  # the message's timestamp: TTLs in days are measured on it
     prev_hash: str = GENESIS_HASH
     hash: str = ""
+    # As for messages: an erasable edit's hash covers commitment(salt, payload()) in place of its
+    # new value and the text it was read from, and commitment(before_salt, before_payload()) in
+    # place of the value it replaced. The two go separately: erasing a value also erases it where
+    # the next change of its field names it as `before`, and that change's own value stays. An
+    # erased part keeps only its commitment and reads as ERASED.
+    salt: str | None = None
+    commitment: str | None = None
+    before_salt: str | None = None
+    before_commitment: str | None = None
     # As in Message: body() as sealed. (`field` is a column of this class, hence the long name.)
     _text: str = dataclasses.field(default="", init=False, repr=False, compare=False)
 
+    def payload(self) -> dict[str, Any]:
+        """What erasing the edit removes: its value and the text it was read from."""
+        return {"after": self.after, "text": self.provenance.text if self.provenance else None}
+
+    def before_payload(self) -> dict[str, Any]:
+        """What erasing the value it replaced removes."""
+        return {"before": self.before}
+
+    @property
+    def erased(self) -> bool:
+        return self.commitment is not None and self.salt is None
+
+    @property
+    def before_erased(self) -> bool:
+        return self.before_commitment is not None and self.before_salt is None
+
     def body(self) -> dict[str, Any]:
-        """Everything the hash covers (all but the hash itself)."""
+        """Everything the hash covers (all but the hash itself); for an erasable edit, the
+        commitments to its payloads in place of them."""
+        d = self.plain()
+        if self.salt is not None or self.commitment is not None:
+            prov = d["provenance"]
+            d.update(before=None, after=None, provenance={**prov, "text": ""} if prov else None,
+                     commitment=commitment(self.salt, self.payload()) if self.salt is not None else self.commitment,
+                     before_commitment=(commitment(self.before_salt, self.before_payload())
+                                        if self.before_salt is not None else self.before_commitment))
+        return d
+
+    def plain(self) -> dict[str, Any]:
+        """The edit as read: values in place (ERASED once erased), without its hash."""
         d = {
             "session": self.session,
             "seq": self.seq,
@@ -259,20 +345,39 @@ class Edit:
         """The canonical JSON of body(): what is hashed and stored."""
         return self._text or canonical_json(self.body())
 
-    def sealed(self, seq: int, prev_hash: str) -> Edit:
-        """This edit placed at `seq` after `prev_hash`, with its own hash filled in."""
-        e = replace(self, seq=seq, prev_hash=prev_hash, hash="")
+    def sealed(self, seq: int, prev_hash: str, salts: tuple[str, str] | None = None) -> Edit:
+        """This edit placed at `seq` after `prev_hash`, with the salts of its two commitments
+        (default: fresh random bits) and its own hash filled in."""
+        salt, before_salt = salts or (new_salt(), new_salt())
+        e = replace(self, seq=seq, prev_hash=prev_hash, hash="", salt=salt, commitment=None, before_salt=before_salt,
+                    before_commitment=None)
         text = canonical_json(e.body())
         object.__setattr__(e, "hash", hashlib.sha256(text.encode("utf-8")).hexdigest())  # not yet shared
         object.__setattr__(e, "_text", text)
         return e
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.body(), "hash": self.hash}
+        return {**self.plain(), "hash": self.hash}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Edit:
         return cls(**{**d, "provenance": Provenance.from_dict(d.get("provenance"))})
+
+    @classmethod
+    def from_stored(cls, body: dict[str, Any], hash_: str, payload: tuple[str, dict[str, Any]] | None,
+                    before: tuple[str, dict[str, Any]] | None = None) -> Edit:
+        """An edit from its stored body and, for an erasable one, its (salt, payload) and its
+        (before salt, before payload), each None once erased."""
+        if "commitment" not in body:
+            return cls.from_dict({**body, "hash": hash_})
+        salt, data = payload if payload is not None else (None, {"after": ERASED, "text": ERASED})
+        before_salt, old = before if before is not None else (None, {"before": ERASED})
+        prov = body.get("provenance")
+        return cls.from_dict({**body, "before": old["before"], "after": data["after"], "hash": hash_,
+                              "provenance": {**prov, "text": data["text"]} if prov else None,
+                              "salt": salt, "commitment": None if salt is not None else body["commitment"],
+                              "before_salt": before_salt,
+                              "before_commitment": None if before_salt is not None else body["before_commitment"]})
 
 
 @dataclass(slots=True)

@@ -35,7 +35,7 @@ from .inject.tokens import count_tokens
 from .llm import Answers, distil
 from .llm.distil import MAX_CHARS
 from .memory import SummaryZone
-from .memory import retrieval
+from .memory import explain, retrieval
 from .memory.retrieval import Embedder
 from .memory.summary import KIND as SUMMARY_KIND
 from .memory.user import Remembered, UserMemory, memory_events, recall_edit, recalled
@@ -96,12 +96,12 @@ def rederived(state: State, target: State, msg: Message, domain: Domain) -> list
 class _Chain:
     """Seals edits one after another onto a session's hash chain."""
 
-    def __init__(self, state: State):
-        self.seq, self.prev = state.last_seq, state.last_hash
+    def __init__(self, state: State, salts: Callable[[], str] | None):
+        self.seq, self.prev, self.salts = state.last_seq, state.last_hash, salts
 
     def seal(self, e: Edit) -> Edit:
         self.seq += 1
-        sealed = e.sealed(self.seq, self.prev)
+        sealed = e.sealed(self.seq, self.prev, (self.salts(), self.salts()) if self.salts else None)
         self.prev = sealed.hash
         return sealed
 
@@ -120,7 +120,7 @@ class ContextEditor:
                  output_reserve: float = 0.15, budget: int | str | None = None, price_per_mtok: float | None = None,
                  scorer: Any = None, summarizer: Any = None, compaction_band: tuple[float, float] | None = DEFAULT_BAND,
                  cache_sessions: int = DEFAULT_CACHE_SESSIONS, retrieval: bool = False, embedder: Embedder | None = None,
-                 recalled: Iterable[Edit] | None = None):
+                 recalled: Iterable[Edit] | None = None, salts: Callable[[], str] | None = None):
         """`upgrade`: a session processed with another version of this domain moves to this version
         (recorded as an `upgrade` edit with the next message); without it, adding to it is refused.
         `upgrade=REDERIVE` (`backfill --apply`) also sets, with that message, every field to what this
@@ -144,7 +144,9 @@ class ContextEditor:
         `retrieval`: index every message for search (`search`), and let each render bring back the
         messages older than its window that match the action and the latest user turn (shown in
         <history> with reason="retrieved"). `embedder`: an `memory.retrieval.Embedder` that re-ranks
-        the lexical hits by cosine similarity (`memory.minilm.MiniLMEmbedder` with the [embed] extra)."""
+        the lexical hits by cosine similarity (`memory.minilm.MiniLMEmbedder` with the [embed] extra).
+        `salts`: where the salt of each message's and edit's commitment comes from (erasure keeps
+        the commitment); default 128 random bits each. Only a test that pins hashes passes its own."""
         self.domain = domain if isinstance(domain, Domain) else load_domain(domain, allow_plugins=allow_plugins)
         self.upgrade = upgrade
         self._bound: dict[str, str | None] = {}  # session -> the version it moves from (None: already on ours)
@@ -161,9 +163,11 @@ class ContextEditor:
         self._renderers: dict[str, Renderer] = {}  # model -> renderer counting with that model's tokenizer
         self.default_budget, self.price_per_mtok = budget, price_per_mtok
         self._states: OrderedDict[str, State] = OrderedDict()
+        self._erased: dict[str, int] = {}  # per cached session: the store's erasure count when it was read
         self._cache_sessions = max(cache_sessions, 1)
         self._zones: dict[str, SummaryZone] = {}
         self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
+        self._salts = salts
         self._recalled = None if recalled is None else [e for e in recalled if e.source == "user_memory"]
         self._user_scoped = any(f.scope == "user" for f in self.domain.fields.values())
         self.retrieval, self.embedder = retrieval or embedder is not None, embedder
@@ -213,9 +217,15 @@ class ContextEditor:
             flush()
         return done
 
+    def forget(self, session: str) -> None:
+        """Drop everything cached about a session (after `erase`: the cache may hold erased text);
+        the next use reads it from the store."""
+        self._forget(session)
+
     def _forget(self, session: str) -> None:
         """Drop everything cached about a session: the next use reads it from the store."""
         self._states.pop(session, None)
+        self._erased.pop(session, None)
         self._bound.pop(session, None)
         self._zones.pop(session, None)
         self._priors.pop(session, None)
@@ -401,11 +411,12 @@ class ContextEditor:
             ts = clock if isinstance(clock, str) else clock.isoformat()
         return Message(session=session, index=index, round=rnd, role=raw["role"], content=raw["content"], timestamp=ts,
                        id=raw.get("id"), name=raw.get("name"), tool_call_id=raw.get("tool_call_id"),
-                       tool_calls=tuple(raw.get("tool_calls") or ()), asks=tuple(raw.get("asks") or ())).sealed(state.last_message_hash)
+                       tool_calls=tuple(raw.get("tool_calls") or ()), asks=tuple(raw.get("asks") or ())).sealed(
+                           state.last_message_hash, self._salts() if self._salts else None)
 
     def _edits_for(self, state: State, msg: Message, upgrade_from: str | None = None) -> list[Edit]:
         """All edits `msg` causes, sealed, folded into `state` as they are made."""
-        chain = _Chain(state)
+        chain = _Chain(state, self._salts)
         out: list[Edit] = []
 
         def commit(e: Edit) -> None:
@@ -491,6 +502,9 @@ class ContextEditor:
         cached fold caught up with what other writers appended (or a fresh fold)."""
         info = self.store.session(session)
         head = (info.messages, info.edits) if info else (0, 0)
+        if info is not None and self._erased.get(session, 0) != info.erased:
+            self._forget(session)  # parts were erased since it was cached: the cache may hold their text
+            self._erased[session] = info.erased
         state = self._states.get(session)
         if state is not None and (state.message_index + 1, state.last_seq + 1) == head:
             self._states.move_to_end(session)
@@ -559,6 +573,16 @@ class ContextEditor:
         """The XML context of `action` for this session (at `as_of_round` if given), counted with
         `model`'s tokenizer (default: the editor's model).
         `budget`: tokens, or a share of the model window ("60%") when `context_window` is set."""
+        ctx, _, _, _ = self._draft(session, action, budget, as_of_round, model)
+        self._record_llm(session)
+        self._check_ratio(ctx)
+        self._account(session, ctx)
+        return ctx
+
+    def _draft(self, session: str, action: str, budget: int | str | None, as_of_round: int | None,
+               model: str | None) -> tuple[RenderedContext, list[str], list[tuple[Message, float]], int]:
+        """A render and what it was made from: the search query, its hits (with scores) and the
+        first round of the loaded window. Nothing is recorded or accounted here."""
         renderer = self._renderer(model)
         renderer.action(action)  # unknown action: fail before touching the store
         state = self.state(session, as_of_round)
@@ -570,19 +594,22 @@ class ContextEditor:
         zone = self._zone(session)
         anchors = {n: a for n in ("goal", "subtask") if (a := zone.anchor(n, as_of_round))}
         self._recall_llm(session)
-        found = self._retrieve(session, state, view, messages, since) if self.retrieval and since > 1 else []
+        query, hits = self._retrieve(session, state, view, messages, since)
         ctx = renderer.render(state, action, messages, budget=budget if budget is not None else self.default_budget,
-                              summary=zone.lines(state.round - view.recent_rounds), anchors=anchors, retrieved=found)
-        self._record_llm(session)
-        self._check_ratio(ctx)
-        self._account(session, ctx)
-        return ctx
+                              summary=zone.lines(state.round - view.recent_rounds), anchors=anchors,
+                              retrieved=[m for m, _ in hits])
+        return ctx, query, hits, since
 
-    def _retrieve(self, session: str, state: State, view: ActionSpec, messages: list[Message], since: int) -> list[Message]:
-        """Messages older than the loaded window that match the action and the latest user turn."""
+    def _retrieve(self, session: str, state: State, view: ActionSpec, messages: list[Message],
+                  since: int) -> tuple[list[str], list[tuple[Message, float]]]:
+        """The query and the messages older than the loaded window that match it (with their
+        scores): the latest user turn's terms, or the action's vocabulary. Nothing when retrieval is
+        off or the window already starts at the first round."""
+        if not self.retrieval or since <= 1:
+            return [], []
         latest = next((m.content for m in reversed(messages) if m.role == "user"), None)
         query = retrieval.action_query(self.domain, view, state, latest)
-        return [m for m, _ in self.search(session, query, retrieval.older_than(since))]
+        return query, self.search(session, query, retrieval.older_than(since))
 
     def _answers(self) -> list[Answers]:
         """The answer books of the model parts in use (a ChatScorer's, a ChatSummarizer's)."""
@@ -611,7 +638,7 @@ class ContextEditor:
             fresh = [r for r in records if r["prompt_hash"] not in state.llm]
             if not fresh:
                 return []
-            chain = _Chain(state)
+            chain = _Chain(state, self._salts)
             edits = [chain.seal(Edit(session=session, seq=0, message_index=state.message_index, round=state.round,
                                      stage="inject", op="llm", field=None, before=None, after=r, source="llm",
                                      reason=f"LLM_{str(r.get('kind', 'answer')).upper()}", provenance=None,
@@ -701,3 +728,31 @@ class ContextEditor:
             "history": history,
             "note": None if history else "no candidate: nothing in this session was extracted for this field",
         }
+
+    def why_message(self, session: str, ref: str | int, action: str | None = None, budget: int | str | None = None,
+                    as_of_round: int | None = None) -> dict[str, Any]:
+        """Explain one message (`m12`, as a context's src names it): its round, role and text, the
+        fields it set, and with `action`, where that action's context shows it and why: a recent or
+        history turn, a summary line, dropped by the budget (named in <truncated_context>), or
+        brought back by search (the query, the terms it matched, its score and rank)."""
+        self.store.require_session(session)
+        index = explain.message_index(ref)
+        found = self.store.messages_at(session, [index]) if index is not None else []
+        if not found:
+            last = len(self.store.messages(session)) - 1
+            raise Errors.UNKNOWN_MESSAGE(session=session, ref=str(ref), known=f"m0-m{last}" if last >= 0 else "none yet")
+        msg = found[0]
+        edits = [e for e in self.store.edits(session) if e.message_index == msg.index and e.field and e.op == "set"]
+        out: dict[str, Any] = {
+            "session": session, "message": f"m{msg.index}", "round": msg.round, "role": msg.role, "name": msg.name,
+            "text": explain.masked(msg.content), "fields": [{"field": e.field, "value": e.after, "reason": e.reason}
+                                                               for e in edits]}
+        if action is None:
+            return out
+        ctx, query, hits, since = self._draft(session, action, budget, as_of_round, None)
+        out["action"] = action
+        out["shown"] = explain.where_shown(ctx.xml, msg, ctx.retrieved)
+        if self.retrieval:
+            out["retrieval"] = explain.explain_hit(query, hits, msg, window_from=since)
+        return out
+

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import os
 import uuid
 from pathlib import Path
+from typing import Callable
 
 import psycopg
 import pytest
@@ -16,6 +19,13 @@ from context_editor import ContextEditor
 from context_editor.conversation import read_conversation
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def seeded_salts(seed: str) -> Callable[[], str]:
+    """Salts for the commitments of text and values (what erasure keeps): random in use, drawn
+    from a counter here, for tests that compare hashes or stored bytes across runs or stores."""
+    counter = itertools.count()
+    return lambda: hashlib.sha256(f"{seed}/{next(counter)}".encode()).hexdigest()[:32]
 SAMPLE = ROOT / "domains" / "samples" / "ecommerce_headphones.jsonl"
 
 

@@ -59,13 +59,17 @@ def test_intact_store_verifies_and_replays(db):
 
 
 @pytest.mark.parametrize("sql,where", [
-    ("UPDATE edits SET body = replace(body, '\"amount\":2000', '\"amount\":3000')", "edit"),  # changed value
-    ("UPDATE messages SET body = replace(body, '预算2000以内', '预算9000以内')", "message 4"),  # changed raw text
+    # Values and text live in the payload column, committed to by the hashed body (salt + payload).
+    ("UPDATE edits SET payload = replace(payload, '\"amount\":2000', '\"amount\":3000')", "edit"),  # changed value
+    ("UPDATE messages SET payload = replace(payload, '预算2000以内', '预算9000以内')", "message 4"),  # changed raw text
+    ("UPDATE edits SET body = replace(body, '\"op\":\"set\"', '\"op\":\"clear\"')", "edit"),  # changed hashed body
     ("DELETE FROM edits WHERE seq = 2", "edit 2"),  # deleted row
     ("DELETE FROM edits WHERE seq = (SELECT max(seq) FROM edits)", "edit"),  # deleted last row
     ("UPDATE edits SET seq = -1 WHERE seq = 1; UPDATE edits SET seq = 1 WHERE seq = 2;"
      "UPDATE edits SET seq = 2 WHERE seq = -1", "edit 1"),  # reordered
-    ("INSERT INTO edits SELECT session, 99, round, message_index, body, hash FROM edits WHERE seq = 0", "edit"),  # inserted
+    ("INSERT INTO edits SELECT session, 99, round, message_index, body, hash, salt, payload, before_salt, before_payload "
+     "FROM edits WHERE seq = 0",
+     "edit"),  # inserted
     ("UPDATE edits SET round = 1 WHERE seq = 3", "edit 3"),  # column changed, body intact
 ])
 def test_tampering_is_caught(db, sql, where):
@@ -133,10 +137,10 @@ def test_any_single_byte_change_in_a_stored_edit_is_caught(tmp_path_factory, dat
     sqlite_editor(path).ingest("s", [{"role": "user", "content": "我想买耳机，预算2000以内，要黑色", "timestamp": TS},
                                      {"role": "user", "content": "那帮我下单吧", "timestamp": TS}])
     with sqlite3.connect(path) as c:
-        rows = c.execute("SELECT seq, body, hash FROM edits ORDER BY seq").fetchall()
-        seq, body, hash_ = data.draw(st.sampled_from(rows))
-        column = data.draw(st.sampled_from(["body", "hash"]))
-        raw = bytearray((body if column == "body" else hash_).encode("utf-8"))
+        rows = c.execute("SELECT seq, body, hash, salt, payload FROM edits ORDER BY seq").fetchall()
+        seq, *cells = data.draw(st.sampled_from(rows))
+        column = data.draw(st.sampled_from(["body", "hash", "salt", "payload"]))
+        raw = bytearray(dict(zip(["body", "hash", "salt", "payload"], cells))[column].encode("utf-8"))
         i = data.draw(st.integers(0, len(raw) - 1))
         new = data.draw(st.integers(0, 255).filter(lambda b: b != raw[i]))
         raw[i] = new
@@ -157,8 +161,8 @@ CRASHER = textwrap.dedent("""
             if message.index == int(sys.argv[2]):
                 c = self._conn()
                 c.execute("BEGIN IMMEDIATE")
-                c.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?)",
-                          (message.session, message.index, message.round, "{}", message.hash))
+                c.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)",
+                          (message.session, message.index, message.round, "{}", message.hash, None, None))
                 os.kill(os.getpid(), signal.SIGKILL)
             return super().append(domain, version, message, edits)
 
@@ -243,7 +247,7 @@ def test_keyless_verify_says_what_it_cannot_prove(db):
 
 
 def test_signed_heads_and_checkpoint_catch_a_consistent_rewrite(tmp_path, headphones):
-    from context_editor.model import canonical_json
+    from context_editor.model import canonical_json, commitment
     from context_editor.signing import Signer
     from context_editor.store.base import Head
 
@@ -262,15 +266,17 @@ def test_signed_heads_and_checkpoint_catch_a_consistent_rewrite(tmp_path, headph
     assert ok.returncode == 0 and "checked against checkpoint" in ok.stdout, ok.stdout + ok.stderr
     # Rewrite message 4 ("预算2000以内" -> 9000) and re-chain everything after it, head included.
     with sqlite3.connect(db) as c:
-        rows = c.execute("SELECT idx, body FROM messages ORDER BY idx").fetchall()
+        rows = c.execute("SELECT idx, body, salt, payload FROM messages ORDER BY idx").fetchall()
         prev = c.execute("SELECT hash FROM messages WHERE idx = 3").fetchone()[0]
-        for idx, body in rows[4:]:
-            doc = json.loads(body)
-            doc["content"] = doc["content"].replace("2000", "9000")
+        for idx, body, salt, payload in rows[4:]:
+            doc, data = json.loads(body), json.loads(payload)
+            data["content"] = data["content"].replace("2000", "9000")
+            doc["commitment"] = commitment(salt, data)
             doc["prev_hash"] = prev
             text = canonical_json(doc)
             prev = __import__("hashlib").sha256(text.encode()).hexdigest()
-            c.execute("UPDATE messages SET body = ?, hash = ? WHERE idx = ?", (text, prev, idx))
+            c.execute("UPDATE messages SET body = ?, hash = ?, payload = ? WHERE idx = ?",
+                      (text, prev, canonical_json(data), idx))
         domain, version, n, e, head = c.execute("SELECT domain, domain_version, messages, edits, head FROM sessions").fetchone()
         h = json.loads(head)
         new = Head("s", domain, version, h["domain_sha256"], n, e, prev, h["last_edit_hash"]).text()

@@ -10,6 +10,7 @@ import pytest
 from context_editor import ContextEditor, audit
 from context_editor.errors import ContextEditorError
 from context_editor.store import open_store
+from conftest import seeded_salts
 
 TS = "2024-05-01T10:00:00+08:00"
 TEXTS = ["我想买耳机，要黑色", "预算2000以内", "I want red headphones", "改成白色", "budget under 300 dollars", "还是黑色吧"]
@@ -21,9 +22,9 @@ def items(n: int, sessions: int = 3) -> list[tuple[str, dict]]:
 
 
 def test_a_bulk_load_writes_the_rows_one_add_per_message_writes(store_url, tmp_path):
-    bulk = ContextEditor("ecommerce", open_store(store_url))
+    bulk = ContextEditor("ecommerce", open_store(store_url), salts=seeded_salts("bulk"))
     assert bulk.ingest_many(items(40), batch_size=7) == 40
-    one = ContextEditor("ecommerce", f"sqlite:///{tmp_path / 'one.db'}")
+    one = ContextEditor("ecommerce", f"sqlite:///{tmp_path / 'one.db'}", salts=seeded_salts("bulk"))
     for session, message in items(40):
         one.add(session, message)
     for s in ("s0", "s1", "s2"):

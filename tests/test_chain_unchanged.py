@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 from context_editor import ContextEditor  # noqa: E402
 from context_editor.audit import replay  # noqa: E402
 from context_editor.domaintest import load_cases  # noqa: E402
+from conftest import seeded_salts  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "chain_heads.json"
 DOMAINS = ("ecommerce", "travel", "finance")
@@ -32,7 +33,7 @@ NOW = "2024-05-01T10:00:00+00:00"  # messages without a timestamp get this one: 
 def heads(store_url: str, check_replay: bool = False) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for domain in DOMAINS:
-        editor = ContextEditor(domain, store_url)
+        editor = ContextEditor(domain, store_url, salts=seeded_salts(domain))
         for case in load_cases(ROOT / "tests" / "golden" / domain):
             session = f"{domain}/{case.id}"
             state = editor.ingest(session, case.messages, now=NOW)

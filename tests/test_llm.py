@@ -179,7 +179,10 @@ def test_a_tampered_answer_breaks_the_chain(server, tmp_path):
     live.render("s", "place_order", budget=2000)
     seq = llm_edits(live)[0].seq
     with sqlite3.connect(db) as c:
-        c.execute("UPDATE edits SET body = replace(body, '\"m0\":5', '\"m0\":1') WHERE session = 's' AND seq = ?", (seq,))
+        # The answer is the edit's value: in its payload, committed to by the hashed body.
+        c.execute("UPDATE edits SET payload = replace(payload, '\"m0\":5', '\"m0\":1') WHERE session = 's' AND seq = ?",
+                  (seq,))
+        assert '"m0":1' in c.execute("SELECT payload FROM edits WHERE session = 's' AND seq = ?", (seq,)).fetchone()[0]
     [verdict] = verify(open_store(str(db)), "s")
     assert not verdict.ok and verdict.broken_at == f"edit {seq}"
 

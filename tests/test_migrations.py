@@ -8,11 +8,13 @@ than the package, and a step that fails halfway, change nothing.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -22,7 +24,9 @@ from conftest import ROOT
 from context_editor import ContextEditor, audit
 from context_editor.conversation import read_conversation
 from context_editor.errors import StoreError
+from context_editor.model import GENESIS_HASH, canonical_json
 from context_editor.store import KeyRecord, Store, migrations, open_store
+from context_editor.store.base import Head
 
 # What context-editor wrote at schema 3 (before api_keys), on both SQL stores.
 VERSION_3_DDL = """
@@ -79,6 +83,26 @@ def sessions_of(store: Store) -> dict[str, Any]:
             "rows": {s: store.raw_rows(s) for s in store.sessions()}, "derived": store.derived("travel", "stage")}
 
 
+def _as_written_at_version_3(source: Store, session: str, row: tuple[Any, ...]) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], str]:
+    """The session's rows as schema 3 wrote them: text and values inside the hashed bodies (no
+    salt, no commitment), chained and headed accordingly."""
+    prev, msgs = GENESIS_HASH, []
+    for m in source.messages(session):
+        m = replace(m, prev_hash=prev, salt=None, commitment=None, hash="")
+        m = replace(m, hash=m.compute_hash())
+        msgs.append((m.index, m.round, canonical_json(m.body()), m.hash))
+        prev = m.hash
+    last_message, prev, edits = prev, GENESIS_HASH, []
+    for e in source.edits(session):
+        e = replace(e, prev_hash=prev, salt=None, commitment=None, hash="")
+        e = replace(e, hash=e.compute_hash())
+        edits.append((e.seq, e.round, e.message_index, canonical_json(e.body()), e.hash))
+        prev = e.hash
+    domain, version, n_msgs, n_edits, head, _ = row
+    old = json.loads(head)
+    return msgs, edits, Head(session, domain, version, old["domain_sha256"], n_msgs, n_edits, last_message, prev).text()
+
+
 def write_version_3(url: str) -> dict[str, Any]:
     """A store at schema 3 holding two real sessions and a derived row; returns what it holds."""
     source = open_store("memory://")
@@ -99,16 +123,19 @@ def write_version_3(url: str) -> dict[str, Any]:
 
         for version, row in source.raw_domains().items():
             insert("domains", (version, *row))
+        written = sessions_of(source)
         for session, row in source.raw_sessions().items():
             assert row is not None
-            insert("sessions", (session, *row))
-            msgs, edits = source.raw_rows(session)
+            msgs, edits, head = _as_written_at_version_3(source, session, row)
+            insert("sessions", (session, *row[:4], head, None))
+            written["sessions"][session] = (*row[:4], head, None)
+            written["rows"][session] = (msgs, edits)
             for m in msgs:
                 insert("messages", (session, *m))
             for e in edits:
                 insert("edits", (session, *e))
         insert("derived", ("travel", "stage", 0, '{"lines": ["kept through the upgrade"]}'))
-    return sessions_of(source)
+    return written
 
 
 def test_steps_are_consecutive_from_the_base_and_say_why():
@@ -133,6 +160,30 @@ def test_a_version_3_store_upgrades_in_place_and_keeps_its_data(url):
     again = open_store(url)  # a second open finds nothing to do
     assert sessions_of(again) == before and schema_version(url) == migrations.SCHEMA_VERSION
     again.close()
+
+
+def test_rows_written_before_erasable_payloads_are_kept_and_said_so(url, tmp_path):
+    """Their hash covers the text itself: `erase` refuses them (CE522, nothing changed) and
+    `retention apply` lists them as kept instead of failing."""
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    from context_editor import load_domain
+    from context_editor.errors import AuditError
+
+    write_version_3(url)
+    store = open_store(url)
+    rows = store.raw_rows("travel")
+    with pytest.raises(AuditError, match="written before erasable payloads"):
+        audit.erase(store, ["travel"], "dpo", "GDPR art. 17", messages=[0])
+    assert store.raw_rows("travel") == rows and store.erasures("travel") == []
+    text = Path(load_domain("travel").path).read_text(encoding="utf-8")
+    policy = tmp_path / "travel.yaml"
+    policy.write_text(text.replace("default_currency:", "retention: {messages: 30d}\ndefault_currency:", 1), "utf-8")
+    steps = audit.apply_retention(store, datetime(2100, 1, 1, tzinfo=timezone.utc), {"travel": load_domain(policy)})
+    assert [(s.session, s.messages, len(s.unerasable), s.tombstones) for s in steps] == [("travel", (), len(rows[0]), ())]
+    assert store.raw_rows("travel") == rows and audit.verify_store(store).ok
+    store.close()
 
 
 def test_the_cli_verifies_an_upgraded_store(tmp_path):

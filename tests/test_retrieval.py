@@ -3,6 +3,7 @@ metadata filters; hits compete in the ranked, budgeted context with the reason `
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -59,6 +60,48 @@ def test_the_answer_to_the_latest_question_comes_back_from_before_the_window(lan
     # Retrieval off reads the same store as before: the plain render does not change.
     assert off.render("s", "book_flight", budget=600).xml == ContextEditor("travel", on.store).render("s", "book_flight",
                                                                                                       budget=600).xml
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_every_retrieved_turn_and_line_is_explained_by_why(language):
+    editor = ContextEditor("travel", "memory://", retrieval=True)
+    session(editor, language)
+    kinds = set()
+    for budget in range(300, 1500, 60):
+        try:
+            ctx = editor.render("s", "book_flight", budget=budget)
+        except Exception:
+            continue  # below the required part
+        for el in ET.fromstring(ctx.xml).iter():
+            if el.get("reason") != "retrieved":
+                continue
+            kinds.add(el.tag)
+            ref = el.get("src").split()[0]  # a turn names its message; a line its first source
+            info = editor.why_message("s", ref, action="book_flight", budget=budget)
+            assert info["round"] == int(el.get("round"))
+            assert info["shown"]["reason"] == "retrieved" and info["shown"]["as"]
+            hit = info["retrieval"]
+            assert hit["rank"] >= 1 and isinstance(hit["score"], float)
+            assert hit["matched_terms"] and set(hit["matched_terms"]) <= set(hit["query"])
+            assert hit["searched_rounds"][1] < editor.state("s").round - 1
+    assert kinds == {"turn", "line"}  # both a retrieved history turn and a retrieved summary line were seen
+
+
+def test_why_a_message_is_or_is_not_in_a_context_from_the_cli(tmp_path, capsys):
+    from context_editor.cli import main
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    session(ContextEditor("travel", url), "en")
+    assert main(["why", "--store", url, "--session", "s", "m0", "--action", "book_flight", "--retrieval"]) == 0
+    out = capsys.readouterr().out
+    assert "peanuts" in out and "matched terms: allergic" in out and "rank 1 of" in out
+    # A weather question the latest turn shares nothing with: search says so.
+    assert main(["why", "--store", url, "--session", "s", "m2", "--action", "book_flight", "--retrieval",
+                 "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert "rank" not in info["retrieval"] and info["retrieval"]["note"]
+    assert main(["why", "--store", url, "--session", "s", "m100000"]) == 2
+    assert "[CE302]" in capsys.readouterr().err
 
 
 def test_search_filters_by_role_round_tool_and_field(tmp_path):

@@ -136,6 +136,38 @@ def test_a_users_memory_stays_within_the_tenant_and_the_user(svc):
     error(call(svc, "POST", "/v1/sessions/mem-4/messages", json={**trip, "user": "../globex"}), 400, "CE002")
 
 
+def test_erasure_through_the_service(svc):
+    """A message, then a whole end user, erased over HTTP: the cached state of the running service
+    shows [erased] at once, verify passes, and bad targets or roles are refused with code and fix."""
+    said = {"role": "user", "content": "我想买耳机，预算1500以内，要白色，电话13912345678", "timestamp": "2024-05-01T10:00:00+08:00"}
+    for s in ("erase-1", "erase-2"):
+        body = {"domain": "ecommerce", "user": "eve", "messages": [said, {**MSG, "content": "要黑色"}]}
+        assert call(svc, "POST", f"/v1/sessions/{s}/messages", json=body).status_code == 200
+    assert call(svc, "GET", "/v1/sessions/erase-1/state?user=eve").json()["fields"]["color"]["value"] == "black"
+    order = {"actor": "dpo", "reason": "GDPR art. 17 request 5", "message": 0}
+    error(call(svc, "POST", "/v1/sessions/erase-1/erase?user=eve", key=("acme", "reader"), json=order), 403, "CE902")
+    error(call(svc, "POST", "/v1/sessions/erase-1/erase?user=eve", json={**order, "message": 9}), 400, "CE522")
+    error(call(svc, "POST", "/v1/sessions/erase-1/erase?user=eve", key=("globex", "writer"), json=order), 404, "CE501")
+    error(call(svc, "POST", "/v1/users/nobody/erase", json={"actor": "dpo", "reason": "r"}), 400, "CE522")
+    error(call(svc, "POST", "/v1/sessions/erase-1/erase?user=eve", json={"reason": "r"}), 400, "CE906")
+    r = call(svc, "POST", "/v1/sessions/erase-1/erase?user=eve", json=order)
+    assert r.status_code == 200 and r.json()["erased"][0]["messages"] == 1, r.text
+    state = call(svc, "GET", "/v1/sessions/erase-1/state?user=eve").json()
+    assert state["fields"]["budget_max"]["value"] == "[erased]" and state["fields"]["color"]["value"] == "black"
+    xml = call(svc, "GET", "/v1/sessions/erase-1/context?action=place_order&user=eve").json()["xml"]
+    assert "13912345678" not in xml and "1500" not in xml
+    # Erased by another process (the CLI) while the service holds erase-2's state in its cache.
+    assert call(svc, "GET", "/v1/sessions/erase-2/state?user=eve").json()["fields"]["budget_max"]["value"] != "[erased]"
+    assert main(["erase", "--store", svc["store"], "--tenant", "acme", "--user", "eve", "--session", "erase-2",
+                 "--message", "0", "--actor", "dpo", "--reason", "ticket 6"]) == 0
+    assert call(svc, "GET", "/v1/sessions/erase-2/state?user=eve").json()["fields"]["budget_max"]["value"] == "[erased]"
+    r = call(svc, "POST", "/v1/users/eve/erase", json={"actor": "dpo", "reason": "PIPL art. 47"})
+    assert [e["session"] for e in r.json()["erased"]] == ["erase-1", "erase-2"]
+    assert "13912345678" not in call(svc, "GET", "/v1/sessions/erase-2/export?user=eve", key=("acme", "auditor")).text
+    verdict = call(svc, "POST", "/v1/audit/verify", key=("acme", "auditor")).json()
+    assert verdict["ok"], verdict
+
+
 def test_roles_and_keys(svc, capsys):
     post = {"domain": "ecommerce", "messages": [MSG]}
     error(call(svc, "POST", "/v1/sessions/r1/messages", key=("acme", "reader"), json=post), 403, "CE902")

@@ -270,6 +270,48 @@ def test_derived_data_is_replaced_per_key_kept_per_session_and_dropped_by_kind(s
 
 
 
+def test_erase_empties_the_parts_keeps_the_commitments_and_cleans_up_in_one_go(store):
+    """`Store.erase`: the tombstoned parts lose salt and payload (their commitments stay in the
+    hashed bodies), the tombstones are stored signed, the session's derived data goes but the kept
+    kinds, its search index goes, the user memory events the test picks go; other sessions untouched."""
+    from context_editor.model import ERASED, SearchDoc, SearchFilter
+    from context_editor.store.base import Tombstone
+
+    signer = Signer.generate()
+    store.signer = signer
+    for s in ("a", "b"):
+        add(store, s, "电话13912345678")
+        add(store, s, "second")
+        store.put_derived(s, "snapshot", 0, {"v": "电话13912345678"})
+        store.put_derived(s, "usage", 0, {"renders": 1})
+        store.index_search(s, [SearchDoc(0, 0, "user", None, (), "电话 13912345678")])
+    store.append_user_memory("", "amy", [{"event": "remember", "field": "phone", "value": "13912345678", "session": "a"},
+                                         {"event": "remember", "field": "city", "value": "Lima", "session": "b"}])
+    before = store.raw_rows("a")
+    bodies = [json.loads(body) for _, _, _, body, _ in before[1]]
+    tombstones = [Tombstone("a", "message", 0, json.loads(before[0][0][2])["commitment"], "2024-06-01", "dpo", "r"),
+                  Tombstone("a", "edit", 0, bodies[0]["commitment"], "2024-06-01", "dpo", "r"),
+                  Tombstone("a", "before", 2, bodies[2]["before_commitment"], "2024-06-01", "dpo", "r")]
+    store.erase(tombstones, {("", "amy"): lambda ev: ev["session"] == "a"}, keep_derived=("usage",))
+    assert store.raw_rows("a") == before  # the hashed record is unchanged: both chains verify as they did
+    assert_chains(store, "a")
+    msgs, edits = store.messages("a"), store.edits("a")
+    assert msgs[0].content == ERASED and msgs[0].erased and msgs[1].content == "second"
+    assert edits[0].after == ERASED and edits[0].provenance.text == ERASED and edits[1].after == {"value": "电话13912345678", "k": 1}
+    assert edits[2].before == ERASED and edits[2].before_erased and edits[2].after == {"value": "second", "k": 0}
+    assert set(store.raw_payloads("a")) == {("message", 1), ("edit", 1), ("before", 0), ("before", 1), ("edit", 2),
+                                            ("edit", 3), ("before", 3)}
+    stored = store.erasures("a")
+    assert [(k, p) for k, p, _, _ in stored] == [("before", 2), ("edit", 0), ("message", 0)]
+    assert all(check_signature(sig, text, signer.public_hex) is None for _, _, text, sig in stored)
+    assert store.derived("a", "snapshot") == {} and store.derived("a", "usage") == {0: {"renders": 1}}
+    assert store.search("a", ["13912345678"], SearchFilter(), 10) == []
+    assert [ev["field"] for ev in store.user_memory("", "amy")] == ["city"]
+    assert store.session("a").erased == 3 and store.session("b").erased == 0
+    assert store.messages("b")[0].content == "电话13912345678" and store.derived("b", "snapshot")
+    assert store.search("b", ["13912345678"], SearchFilter(), 10) != [] and store.erasures("b") == []
+
+
 def test_search_ranks_filters_and_isolates_sessions(store):
     """The search index (derived data): any-term match, best first, metadata filters, per session,
     replace by message index, drop for a rebuild; Chinese by character bigrams as given."""

@@ -162,6 +162,12 @@ class Domain:
         return merged(stored_parts)
 
     @property
+    def retention_days(self) -> dict[str, int]:
+        """`retention:` as days per kind of record (`messages`): `retention apply` erases older ones.
+        The schema admits only "<days>d"."""
+        return {kind: int(str(age)[:-1]) for kind, age in (self.source.get("retention") or {}).items()}
+
+    @property
     def templates(self) -> dict[str, str]:
         """Templates beside the domain file, by file name (stored with the version)."""
         return dict(self.source.get(RESOLVED, {}).get("templates") or {})

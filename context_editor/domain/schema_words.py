@@ -31,6 +31,7 @@ _PATTERN_WORDS = {
     "^[A-Za-z_][A-Za-z0-9_]*\\.py$": "a Python file name such as my_rules.py",
     "^[A-Za-z_][A-Za-z0-9_]*\\.[A-Za-z_][A-Za-z0-9_]*$": "module.function, e.g. my_rules.check_budget",
     "^[A-Za-z0-9_.\\-]+$": "letters, digits, '.', '_' and '-' only",
+    "^[1-9][0-9]{0,4}d$": "a number of days followed by d, e.g. 180d (1d to 99999d)",
 }
 _DOCS = "see docs/domain-format.md"
 

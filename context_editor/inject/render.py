@@ -507,7 +507,8 @@ class Renderer:
                "entities": [replace(e, name=tag(e.name, "entities", j)) if marked else e
                             for j, e in enumerate(plan.entities[: kept["entities"]])],
                "summary": _zone_groups(zone, plan.window_from, tag, plan.wanted_back),
-               "history": [tagged({**plan.seen[m.index], "reason": plan.ranked[i].reason} if plan.ranked[i].reason
+               "history": [tagged({**plan.seen[m.index], "reason": plan.ranked[i].reason, "src": f"m{m.index}"}
+                                  if plan.ranked[i].reason
                                   else plan.seen[m.index], "history", i) for i in hist for m in plan.ranked[i].messages],
                "turns": [tagged(plan.seen[m.index], tier, j) for tier, j, m in turns]}
         draft: str = plan.template.render(**ctx, tokens=_TOKENS_SLOT)

@@ -11,7 +11,7 @@ import json
 import logging
 from importlib.metadata import version
 import tempfile
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from time import perf_counter
 from typing import Any, TypeVar
@@ -58,6 +58,15 @@ class IngestRequest(BaseModel):
     user: str | None = Field(None, description="the end user the session belongs to (within the caller's tenant): "
                              "fields with `scope: user` are remembered for them across sessions; read the session "
                              "back with ?user=")
+
+
+class EraseRequest(BaseModel):
+    """POST /v1/sessions/{session}/erase and /v1/users/{user}/erase"""
+
+    actor: str = Field(min_length=1, description="who erases: recorded in each tombstone")
+    reason: str = Field(min_length=1, description="why (e.g. 'GDPR art. 17 request 118'): recorded in each tombstone")
+    message: int | None = Field(None, description="erase this message (index) and the edits it caused")
+    field: str | None = Field(None, description="erase every value of this field")
 
 
 class Service:
@@ -107,6 +116,25 @@ class Service:
             self.metrics.messages.inc(added)
             return {"session": session, "user": req.user, "added": added, "skipped": len(messages) - added,
                     "state": self.state_json(state, session)}
+
+    def erase(self, p: Principal, sessions: Sequence[tuple[str, str | None]], req: EraseRequest) -> dict[str, Any]:
+        """Erase in the caller's sessions (each under its lock), then drop them from the caches."""
+        keys = [self.sessions.info(p.tenant, s, u).session for s, u in sessions]
+        locks = sorted({id(lock): lock for lock in map(self.sessions.lock, keys)}.items())
+        for _, lock in locks:
+            lock.acquire()
+        try:
+            done = audit.erase(self.store, keys, req.actor, req.reason,
+                               None if req.message is None else [req.message], req.field)
+        finally:
+            for key in keys:
+                self.sessions.forget(key)
+            for _, lock in reversed(locks):
+                lock.release()
+        return {"erased": [{"session": s, "user": u,
+                            "messages": sum(1 for t in done if t.session == k and t.kind == "message"),
+                            "edits": sum(1 for t in done if t.session == k and t.kind == "edit")}
+                           for (s, u), k in zip(sessions, keys)]}
 
     @staticmethod
     def state_json(state: State, session: str) -> dict[str, Any]:
@@ -263,6 +291,24 @@ def create_app(store: Store | str | None, *, max_body_bytes: int = MAX_BODY_BYTE
             verdicts.append({"session": s, "user": user, "ok": v.ok, "messages": v.messages, "edits": v.edits,
                              "broken_at": v.broken_at, "reason": v.reason})
         return {"ok": all(v["ok"] for v in verdicts), "sessions": verdicts}
+
+    @app.post("/v1/sessions/{session}/erase", tags=["audit"],
+              summary="Erase a message, a field or the whole session (right to erasure); commitments and tombstones stay")
+    def post_erase(session: str, req: EraseRequest, user: str | None = Query(None, description="the session's end user"),
+                   p: Principal = Depends(writer)) -> dict[str, Any]:
+        return svc.erase(p, [(session, user)], req)
+
+    @app.post("/v1/users/{user}/erase", tags=["audit"],
+              summary="Erase every session of one end user of the caller's tenant, and their memory")
+    def post_erase_user(user: str, req: EraseRequest, p: Principal = Depends(writer)) -> dict[str, Any]:
+        if req.message is not None or req.field is not None:
+            raise Errors.ERASE(problem="a user's erasure takes whole sessions",
+                               fix="erase a message or a field with POST /v1/sessions/{session}/erase?user=")
+        sessions = [(s, u) for s, u in svc.sessions.tenant_sessions(p.tenant) if u == user]
+        if not sessions:
+            raise Errors.ERASE(problem=f"no session of this tenant belongs to user {user!r}",
+                               fix="check the user id (GET /v1/sessions lists each session's user)")
+        return svc.erase(p, sessions, req)
 
     @app.get("/v1/domains", tags=["domains"], summary="The bundled domains: fields, actions, version hash")
     def get_domains(p: Principal = Depends(reader)) -> dict[str, Any]:

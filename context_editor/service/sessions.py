@@ -71,6 +71,13 @@ class Sessions:
                     stored_domain(self.store, info), self.store, cache_sessions=self.cache_sessions)
             return editor
 
+    def forget(self, key: str) -> None:
+        """Drop a session from every editor's cache (after an erasure)."""
+        with self._lock:
+            editors = list(self._editors.values())
+        for editor in editors:
+            editor.forget(key)
+
     def editor_for_write(self, tenant: str, session: str, domain: str, user: str | None = None) -> ContextEditor:
         """The editor to add messages with: the session's own domain version, or the bundled
         `domain` for a new session."""

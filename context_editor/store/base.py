@@ -46,6 +46,9 @@ class SessionInfo:
     domain_version: str
     messages: int
     edits: int
+    # How many parts of the session were erased (`session()` fills it): a reader that cached the
+    # session's state re-reads it when this changes, as erased text may be in its cache.
+    erased: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,14 +141,14 @@ def raw_session_rows(query: Callable[[str, tuple[Any, ...]], Iterable[Sequence[A
 def stored_sessions(keys: list[str], infos: Iterable[Sequence[Any]], messages: Iterable[Sequence[Any]],
                     edits: Iterable[Sequence[Any]]) -> list[StoredSession]:
     """`Store.read_sessions` for an SQL store, from the rows of its three batch queries:
-    sessions rows (session, domain, domain_version, messages, edits), then (session, body, hash)
-    of messages in index order and of edits in seq order."""
+    sessions rows (session, domain, domain_version, messages, edits), then (session,
+    ROW_COLUMNS) of messages in index order and (session, EDIT_COLUMNS) of edits in seq order."""
     msgs: dict[str, list[Message]] = {}
-    for s, body, hash_ in messages:
-        msgs.setdefault(s, []).append(Message.from_dict({**json.loads(body), "hash": hash_}))
+    for s, *row in messages:
+        msgs.setdefault(s, []).append(message_from_row(*row))
     log: dict[str, list[Edit]] = {}
-    for s, body, hash_ in edits:
-        log.setdefault(s, []).append(edit_from_row(body, hash_))
+    for s, *row in edits:
+        log.setdefault(s, []).append(edit_from_row(*row))
     found = {row[0]: SessionInfo(*row) for row in infos}
     return [StoredSession(found[k], tuple(msgs.get(k, ())), tuple(log.get(k, ()))) for k in keys if k in found]
 
@@ -158,13 +161,82 @@ def astuple_key(key: KeyRecord) -> tuple[Any, ...]:
     return (key.key_id, key.key_hash, key.tenant, key.role, key.created, key.revoked)
 
 
+# The columns a reader selects for a message or an edit: the hashed body, its hash, and the
+# erasable salt and payload (NULL for rows written before schema 8, and once erased); an edit
+# also has the salt and payload of the value it replaced.
+ROW_COLUMNS = "body, hash, salt, payload"
+EDIT_COLUMNS = "body, hash, salt, payload, before_salt, before_payload"
+# Where each kind of erasable part is stored: table, key column, salt and payload columns.
+ERASABLE = {"message": ("messages", "idx", "salt", "payload"), "edit": ("edits", "seq", "salt", "payload"),
+            "before": ("edits", "seq", "before_salt", "before_payload")}
+
+
+def _payload(salt: str | None, payload: str | None) -> tuple[str, dict[str, Any]] | None:
+    return (salt, json.loads(payload)) if salt is not None and payload is not None else None
+
+
+def payload_text(record: Message | Edit) -> str | None:
+    """The stored text of a record's erasable payload (None for a record without a salt)."""
+    return canonical_json(record.payload()) if record.salt is not None else None
+
+
+def before_text(e: Edit) -> str | None:
+    """The stored text of the value an edit replaced (None without its salt)."""
+    return canonical_json(e.before_payload()) if e.before_salt is not None else None
+
+
+def message_row(m: Message) -> tuple[Any, ...]:
+    """The row of a message in an SQL store: key columns, canonical body, hash, salt, payload."""
+    return (m.session, m.index, m.round, m.body_text(), m.hash, m.salt, payload_text(m))
+
+
+def message_from_row(body: str, hash_: str, salt: str | None = None, payload: str | None = None) -> Message:
+    return Message.from_stored(json.loads(body), hash_, _payload(salt, payload))
+
+
 def edit_row(e: Edit) -> tuple[Any, ...]:
-    """The row of an edit in an SQL store: key columns, canonical body, hash."""
-    return (e.session, e.seq, e.round, e.message_index, e.body_text(), e.hash)
+    """The row of an edit in an SQL store: key columns, canonical body, hash, then salt and
+    payload of its value, and of the value it replaced."""
+    return (e.session, e.seq, e.round, e.message_index, e.body_text(), e.hash, e.salt, payload_text(e),
+            e.before_salt, before_text(e))
 
 
-def edit_from_row(body: str, hash_: str) -> Edit:
-    return Edit.from_dict({**json.loads(body), "hash": hash_})
+def edit_from_row(body: str, hash_: str, salt: str | None = None, payload: str | None = None,
+                  before_salt: str | None = None, before: str | None = None) -> Edit:
+    return Edit.from_stored(json.loads(body), hash_, _payload(salt, payload), _payload(before_salt, before))
+
+
+def payload_rows(kind: str, rows: Iterable[Sequence[Any]]) -> dict[tuple[str, int], tuple[Any, Any]]:
+    """`Store.raw_payloads` entries from (position, salt, payload[, before salt, before payload])
+    rows: only the pairs with a column filled."""
+    out: dict[tuple[str, int], tuple[Any, Any]] = {}
+    for pos, *pairs in rows:
+        for part, (salt, payload) in zip((kind, "before"), zip(pairs[::2], pairs[1::2])):
+            if salt is not None or payload is not None:
+                out[(part, pos)] = (salt, payload)
+    return out
+
+
+# Which events of a user's memory an erasure deletes, per (tenant, user): a test on each event.
+Forget = dict[tuple[str, str], Callable[[dict[str, Any]], bool]]
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    """What is left of an erased message or edit: its place, its commitment, when, by whom, why.
+    Its canonical text is signed with the store's key when there is one."""
+
+    session: str
+    kind: str  # "message" | "edit" (its value and text) | "before" (the value the edit replaced)
+    pos: int  # message index or edit seq
+    commitment: str
+    at: str
+    actor: str
+    reason: str
+
+    def text(self) -> str:
+        return canonical_json({"session": self.session, "kind": self.kind, "pos": self.pos, "commitment": self.commitment,
+                               "at": self.at, "actor": self.actor, "reason": self.reason})
 
 
 RETRY_FIX = "another writer appended to this session; reload its state and retry"
@@ -371,6 +443,24 @@ class Store(ABC):
     @abstractmethod
     def raw_domains(self) -> dict[str, tuple[Any, ...]]:
         """For `audit verify`: every domains row as stored, version id -> (name, source text, sha256)."""
+
+    @abstractmethod
+    def raw_payloads(self, session: str) -> dict[tuple[str, int], tuple[Any, Any]]:
+        """For `audit verify`: (kind, position) -> (salt, payload text) as stored, for every
+        message ("message", index), edit ("edit", seq) and replaced value ("before", seq) that
+        has a column of the pair filled."""
+
+    @abstractmethod
+    def erasures(self, session: str) -> list[tuple[str, int, str, str | None]]:
+        """The session's tombstones as stored: (kind, position, canonical text, signature), by
+        kind and position."""
+
+    @abstractmethod
+    def erase(self, tombstones: list[Tombstone], forget: Forget | None = None, keep_derived: tuple[str, ...] = ()) -> None:
+        """In one transaction: empty the salt and payload of each tombstone's part (ERASABLE), store the
+        (signed) tombstones, drop the sessions' derived data but the kinds in `keep_derived` (it
+        was built from the text: snapshots, summaries) and their search index, and delete each
+        user memory event that `forget[(tenant, user)]` returns True for."""
 
     def sign(self, head: Head) -> tuple[str, str | None]:
         """The head and signature columns of a session."""

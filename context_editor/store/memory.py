@@ -8,9 +8,9 @@ from bisect import bisect_left, bisect_right
 from dataclasses import replace
 from typing import Any
 
-from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter
-from .base import (KeyRecord, SessionInfo, Store, StoredSession, TermIndex, check_batch, check_records, domain_text,
-                   new_head, parse_domain_row, records_head)
+from ..model import ERASED, GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
+from .base import (KeyRecord, SessionInfo, Store, StoredSession, TermIndex, Forget, Tombstone, check_batch, check_records,
+                   domain_text, new_head, parse_domain_row, records_head)
 
 
 class MemoryStore(Store):
@@ -26,6 +26,7 @@ class MemoryStore(Store):
         self._derived: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
         self._user_memory: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._search: dict[str, TermIndex] = {}
+        self._erasures: dict[str, dict[tuple[str, int], tuple[str, str | None]]] = {}
 
     def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
         self._domains.setdefault(version_hash, (name, *domain_text(source)))
@@ -38,7 +39,8 @@ class MemoryStore(Store):
         if session not in self._sessions:
             return None
         name, version, _, _ = self._sessions[session]
-        return SessionInfo(session, name, version, len(self._messages[session]), len(self._edits[session]))
+        return SessionInfo(session, name, version, len(self._messages[session]), len(self._edits[session]),
+                           len(self._erasures.get(session, {})))
 
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
         with self._lock:
@@ -117,6 +119,47 @@ class MemoryStore(Store):
         msgs = [(m.index, m.round, m.body_text(), m.hash) for m in self._messages.get(session, [])]
         edits = [(e.seq, e.round, e.message_index, e.body_text(), e.hash) for e in self._edits.get(session, [])]
         return msgs, edits
+
+    def raw_payloads(self, session: str) -> dict[tuple[str, int], tuple[Any, Any]]:
+        out: dict[tuple[str, int], tuple[Any, Any]] = {
+            ("message", m.index): (m.salt, canonical_json(m.payload())) for m in self._messages.get(session, []) if m.salt}
+        for e in self._edits.get(session, []):
+            if e.salt:
+                out[("edit", e.seq)] = (e.salt, canonical_json(e.payload()))
+            if e.before_salt:
+                out[("before", e.seq)] = (e.before_salt, canonical_json(e.before_payload()))
+        return out
+
+    def erasures(self, session: str) -> list[tuple[str, int, str, str | None]]:
+        found = self._erasures.get(session, {})
+        return [(*k, *found[k]) for k in sorted(found)]
+
+    def erase(self, tombstones: list[Tombstone], forget: Forget | None = None, keep_derived: tuple[str, ...] = ()) -> None:
+        with self._lock:
+            for t in tombstones:
+                if t.kind == "message":
+                    m = self._messages[t.session][t.pos]
+                    self._messages[t.session][t.pos] = replace(m, content=ERASED, tool_calls=(), salt=None,
+                                                               commitment=m.body()["commitment"])
+                else:
+                    i = next(i for i, e in enumerate(self._edits[t.session]) if e.seq == t.pos)
+                    e = self._edits[t.session][i]
+                    if t.kind == "before":
+                        self._edits[t.session][i] = replace(e, before=ERASED, before_salt=None,
+                                                            before_commitment=e.body()["before_commitment"])
+                    else:
+                        prov = replace(e.provenance, text=ERASED) if e.provenance else None
+                        self._edits[t.session][i] = replace(e, after=ERASED, provenance=prov, salt=None,
+                                                            commitment=e.body()["commitment"])
+                self._erasures.setdefault(t.session, {})[(t.kind, t.pos)] = (
+                    t.text(), self.signer.sign(t.text()) if self.signer else None)
+            for session in {t.session for t in tombstones}:
+                for key in [k for k in self._derived if k[0] == session and k[1] not in keep_derived]:
+                    del self._derived[key]
+                self._search.pop(session, None)
+            for owner, test in (forget or {}).items():
+                if owner in self._user_memory:
+                    self._user_memory[owner] = [ev for ev in self._user_memory[owner] if not test(ev)]
 
     def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:
         chosen = self._sessions if after is None and upto is None else set(self.session_keys(after, upto))

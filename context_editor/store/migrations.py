@@ -98,6 +98,21 @@ STEPS: tuple[Step, ...] = (
         CREATE TABLE IF NOT EXISTS user_memory (
             tenant TEXT NOT NULL, user_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
             PRIMARY KEY (tenant, user_id, seq))"""),
+    # Erasure that keeps the proof (issue 12): a message's text and an edit's value move out of
+    # the hashed body into `payload` with its random `salt` (the value an edit replaced into
+    # `before_payload`, with its own salt); the body holds their commitments. Erasing empties a
+    # pair of columns and leaves a (signed) tombstone in `erasures`. Rows written before keep
+    # their text in the body and verify as before (they cannot be erased).
+    Step(8, "erasable payloads and erasure tombstones (issue 12)", """
+        ALTER TABLE messages ADD COLUMN salt TEXT;
+        ALTER TABLE messages ADD COLUMN payload TEXT;
+        ALTER TABLE edits ADD COLUMN salt TEXT;
+        ALTER TABLE edits ADD COLUMN payload TEXT;
+        ALTER TABLE edits ADD COLUMN before_salt TEXT;
+        ALTER TABLE edits ADD COLUMN before_payload TEXT;
+        CREATE TABLE IF NOT EXISTS erasures (
+            session TEXT NOT NULL, kind TEXT NOT NULL, pos INTEGER NOT NULL, tombstone TEXT NOT NULL, signature TEXT,
+            PRIMARY KEY (session, kind, pos))"""),
 )
 SCHEMA_VERSION = STEPS[-1].version
 

@@ -20,9 +20,10 @@ import psycopg
 from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
-from .base import (KEY_COLUMNS, RETRY_FIX, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
-                   check_records, domain_text, edit_from_row, edit_row, new_head, key_range, parse_domain_row,
-                   raw_session_rows, records_head, redacted, stored_sessions)
+from .base import (EDIT_COLUMNS, ERASABLE, KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, KeyRecord, SessionInfo, Store, StoredSession, Tombstone, Forget, payload_rows,
+                   astuple_key, check_batch, check_records, domain_text, edit_from_row, edit_row, message_from_row,
+                   message_row, new_head, payload_text, before_text, key_range, parse_domain_row, raw_session_rows, records_head, redacted,
+                   stored_sessions)
 
 
 @contextmanager
@@ -119,7 +120,8 @@ class PostgresStore(Store):
     def session(self, session: str) -> SessionInfo | None:
         with _database_errors(f"reading session {session!r}"):
             row = self._conn().execute(
-                "SELECT session, domain, domain_version, messages, edits FROM sessions WHERE session = %s",
+                "SELECT session, domain, domain_version, messages, edits, "
+                "(SELECT count(*) FROM erasures e WHERE e.session = s.session) FROM sessions s WHERE session = %s",
                 (session,)).fetchone()
         return SessionInfo(*row) if row else None
 
@@ -164,7 +166,10 @@ class PostgresStore(Store):
                   "last_msg": message.prev_hash, "last_edit": last_edit, "idx": message.index, "round": message.round,
                   "body": message.body_text(), "hash": message.hash, "seqs": [e.seq for e in edits],
                   "rounds": [e.round for e in edits], "mis": [e.message_index for e in edits],
-                  "bodies": [e.body_text() for e in edits], "hashes": [e.hash for e in edits]}
+                  "bodies": [e.body_text() for e in edits], "hashes": [e.hash for e in edits],
+                  "salt": message.salt, "payload": payload_text(message), "salts": [e.salt for e in edits],
+                  "payloads": [payload_text(e) for e in edits], "before_salts": [e.before_salt for e in edits],
+                  "befores": [before_text(e) for e in edits]}
         session_row = (
             "INSERT INTO sessions VALUES (%(s)s, %(domain)s, %(version)s, %(m)s, %(e)s, %(head)s, %(sig)s) "
             "ON CONFLICT DO NOTHING RETURNING 1" if n_msgs == 0 else
@@ -176,9 +181,12 @@ class PostgresStore(Store):
         with _database_errors(f"appending message {message.index} to session {s!r}"):
             row = self._conn().execute(
                 f"WITH head AS ({session_row}), "
-                "m AS (INSERT INTO messages SELECT %(s)s, %(idx)s, %(round)s, %(body)s, %(hash)s FROM head RETURNING 1), "
+                "m AS (INSERT INTO messages SELECT %(s)s, %(idx)s, %(round)s, %(body)s, %(hash)s, %(salt)s, %(payload)s "
+                "FROM head RETURNING 1), "
                 "e AS (INSERT INTO edits SELECT %(s)s, t.* FROM head, unnest(%(seqs)s::integer[], %(rounds)s::integer[], "
-                "%(mis)s::integer[], %(bodies)s::text[], %(hashes)s::text[]) AS t RETURNING 1) "
+                "%(mis)s::integer[], %(bodies)s::text[], %(hashes)s::text[], %(salts)s::text[], %(payloads)s::text[], %(before_salts)s::text[], "
+                "%(befores)s::text[]) AS t "
+                "RETURNING 1) "
                 "SELECT count(*) FROM head", values).fetchone()
         if not row or not row[0]:
             return False
@@ -220,10 +228,9 @@ class PostgresStore(Store):
             assert locked is not None  # the INSERT above made the row or found it
             n_msgs, n_edits, last_hash, last_msg, sha = locked
             check_batch(message, edits, n_msgs, n_edits, last_hash or GENESIS_HASH, last_msg or GENESIS_HASH)
-            c.execute("INSERT INTO messages VALUES (%s, %s, %s, %s, %s)",
-                      (s, message.index, message.round, message.body_text(), message.hash))
+            c.execute("INSERT INTO messages VALUES (%s, %s, %s, %s, %s, %s, %s)", message_row(message))
             with c.cursor() as cur:
-                cur.executemany("INSERT INTO edits VALUES (%s, %s, %s, %s, %s, %s)", [edit_row(e) for e in edits])
+                cur.executemany("INSERT INTO edits VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", [edit_row(e) for e in edits])
             head = new_head(domain, domain_version, sha, message, edits, n_msgs, n_edits, last_hash)
             c.execute("UPDATE sessions SET domain = %s, domain_version = %s, messages = %s, edits = %s, head = %s, "
                       "signature = %s WHERE session = %s",
@@ -244,7 +251,7 @@ class PostgresStore(Store):
             check_records(session, edits, info.messages, info.edits, last_hash or GENESIS_HASH)
             if edits:
                 with c.cursor() as cur:
-                    cur.executemany("INSERT INTO edits VALUES (%s, %s, %s, %s, %s, %s)", [edit_row(e) for e in edits])
+                    cur.executemany("INSERT INTO edits VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", [edit_row(e) for e in edits])
                 head = records_head(info, sha, last_msg, edits)
                 c.execute("UPDATE sessions SET edits = %s, head = %s, signature = %s WHERE session = %s",
                           (head.edits, *self.sign(head), session))
@@ -252,15 +259,15 @@ class PostgresStore(Store):
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
         with _database_errors(f"reading messages of session {session!r}"):
             rows = self._conn().execute(
-                "SELECT body, hash FROM messages WHERE session = %s AND round >= %s ORDER BY idx",
+                f"SELECT {ROW_COLUMNS} FROM messages WHERE session = %s AND round >= %s ORDER BY idx",
                 (session, since_round if since_round is not None else -1)).fetchall()
-        return [Message.from_dict({**json.loads(b), "hash": h}) for b, h in rows]
+        return [message_from_row(*r) for r in rows]
 
     def edits(self, session: str, since_seq: int | None = None) -> list[Edit]:
         with _database_errors(f"reading edits of session {session!r}"):
-            rows = self._conn().execute("SELECT body, hash FROM edits WHERE session = %s AND seq > %s ORDER BY seq",
+            rows = self._conn().execute(f"SELECT {EDIT_COLUMNS} FROM edits WHERE session = %s AND seq > %s ORDER BY seq",
                                         (session, since_seq if since_seq is not None else -1)).fetchall()
-        return [edit_from_row(b, h) for b, h in rows]
+        return [edit_from_row(*r) for r in rows]
 
     def known_message_ids(self, session: str, ids: list[str]) -> set[str]:
         if not ids:
@@ -308,9 +315,9 @@ class PostgresStore(Store):
             c = self._conn()
             infos = c.execute("SELECT session, domain, domain_version, messages, edits FROM sessions "
                               "WHERE session = ANY(%s)", (keys,)).fetchall()
-            msgs = c.execute("SELECT session, body, hash FROM messages WHERE session = ANY(%s) ORDER BY session, idx",
+            msgs = c.execute(f"SELECT session, {ROW_COLUMNS} FROM messages WHERE session = ANY(%s) ORDER BY session, idx",
                              (keys,)).fetchall()
-            edits = c.execute("SELECT session, body, hash FROM edits WHERE session = ANY(%s) ORDER BY session, seq",
+            edits = c.execute(f"SELECT session, {EDIT_COLUMNS} FROM edits WHERE session = ANY(%s) ORDER BY session, seq",
                               (keys,)).fetchall()
         return stored_sessions(keys, infos, msgs, edits)
 
@@ -321,6 +328,40 @@ class PostgresStore(Store):
             edits = c.execute("SELECT seq, round, message_index, body, hash FROM edits WHERE session = %s ORDER BY seq",
                               (session,)).fetchall()
         return msgs, edits
+
+    def raw_payloads(self, session: str) -> dict[tuple[str, int], tuple[Any, Any]]:
+        with _database_errors(f"reading payloads of session {session!r}"):
+            c = self._conn()
+            out = payload_rows("message", c.execute("SELECT idx, salt, payload FROM messages WHERE session = %s",
+                                                    (session,)).fetchall())
+            out.update(payload_rows("edit", c.execute(
+                "SELECT seq, salt, payload, before_salt, before_payload FROM edits WHERE session = %s", (session,)).fetchall()))
+        return out
+
+    def erasures(self, session: str) -> list[tuple[str, int, str, str | None]]:
+        with _database_errors(f"reading erasures of session {session!r}"):
+            return [(r[0], r[1], r[2], r[3]) for r in self._conn().execute(
+                "SELECT kind, pos, tombstone, signature FROM erasures WHERE session = %s ORDER BY kind, pos",
+                (session,)).fetchall()]
+
+    def erase(self, tombstones: list[Tombstone], forget: Forget | None = None, keep_derived: tuple[str, ...] = ()) -> None:
+        c = self._conn()
+        with _database_errors("erasing"), c.transaction():
+            for t in tombstones:
+                table, key, salt, payload = ERASABLE[t.kind]
+                c.execute(f"UPDATE {table} SET {salt} = NULL, {payload} = NULL WHERE session = %s AND {key} = %s",
+                          (t.session, t.pos))
+                c.execute("INSERT INTO erasures VALUES (%s, %s, %s, %s, %s) ON CONFLICT (session, kind, pos) DO UPDATE "
+                          "SET tombstone = excluded.tombstone, signature = excluded.signature",
+                          (t.session, t.kind, t.pos, t.text(), self.signer.sign(t.text()) if self.signer else None))
+            for session in sorted({t.session for t in tombstones}):
+                c.execute("DELETE FROM derived WHERE session = %s AND NOT kind = ANY(%s)", (session, list(keep_derived)))
+                c.execute("DELETE FROM search_docs WHERE session = %s", (session,))  # the text's terms (derived)
+            for (tenant, user), test in (forget or {}).items():
+                rows = c.execute("SELECT seq, body FROM user_memory WHERE tenant = %s AND user_id = %s FOR UPDATE",
+                                 (tenant, user)).fetchall()
+                gone = [seq for seq, body in rows if test(json.loads(body))]
+                c.execute("DELETE FROM user_memory WHERE tenant = %s AND user_id = %s AND seq = ANY(%s)", (tenant, user, gone))
 
     def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:
         where, params = _key_range(after, upto)
@@ -409,9 +450,9 @@ class PostgresStore(Store):
 
     def messages_at(self, session: str, indexes: list[int]) -> list[Message]:
         with _database_errors(f"reading messages of session {session!r}"):
-            rows = self._conn().execute("SELECT body, hash FROM messages WHERE session = %s AND idx = ANY(%s) ORDER BY idx",
+            rows = self._conn().execute(f"SELECT {ROW_COLUMNS} FROM messages WHERE session = %s AND idx = ANY(%s) ORDER BY idx",
                                         (session, sorted(set(indexes)))).fetchall()
-        return [Message.from_dict({**json.loads(b), "hash": h}) for b, h in rows]
+        return [message_from_row(*r) for r in rows]
 
     def close(self) -> None:
         for conn in self._opened:

@@ -19,9 +19,10 @@ from typing import Any
 from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
-from .base import (KEY_COLUMNS, RETRY_FIX, KeyRecord, SessionInfo, Store, StoredSession, astuple_key, check_batch,
-                   check_records, domain_text, edit_from_row, edit_row, head_hashes, new_head, key_range,
-                   parse_domain_row, raw_session_rows, records_head, stored_sessions)
+from .base import (EDIT_COLUMNS, ERASABLE, KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, KeyRecord, SessionInfo, Store, StoredSession, Tombstone, Forget, payload_rows,
+                   astuple_key, check_batch, check_records, domain_text, edit_from_row, edit_row, head_hashes,
+                   message_from_row, message_row, new_head, key_range, parse_domain_row, raw_session_rows, records_head,
+                   stored_sessions)
 
 
 def search_session_term(session: str) -> str:
@@ -78,6 +79,7 @@ class SQLiteStore(Store):
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA busy_timeout=30000")
+                conn.execute("PRAGMA secure_delete=ON")  # erased text must not survive in free space
             except sqlite3.Error as exc:
                 raise Errors.STORE(problem=f"cannot open SQLite database {self.path}: {exc}",
                                  fix="check the path and its permissions, or pass another --store") from exc
@@ -93,7 +95,9 @@ class SQLiteStore(Store):
 
     def session(self, session: str) -> SessionInfo | None:
         row = self._conn().execute(
-            "SELECT session, domain, domain_version, messages, edits FROM sessions WHERE session = ?", (session,)).fetchone()
+            "SELECT session, domain, domain_version, messages, edits, "
+            "(SELECT count(*) FROM erasures e WHERE e.session = s.session) FROM sessions s WHERE session = ?",
+            (session,)).fetchone()
         return SessionInfo(*row) if row else None
 
     @contextmanager
@@ -147,10 +151,9 @@ class SQLiteStore(Store):
             hashes = (last_msg[0] if last_msg else GENESIS_HASH, last[0] if last else GENESIS_HASH)
         last_msg_hash, last_hash = hashes or (GENESIS_HASH, GENESIS_HASH)
         check_batch(message, edits, n_msgs, n_edits, last_hash, last_msg_hash)
-        c.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?)",
-                  (s, message.index, message.round, message.body_text(), message.hash))
+        c.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)", message_row(message))
         if edits:
-            c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
+            c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
         head = new_head(domain, domain_version, self._domain_sha(domain_version), message, edits, n_msgs, n_edits,
                         last_hash if n_edits else None)
         c.execute(
@@ -181,7 +184,7 @@ class SQLiteStore(Store):
             if edits:
                 last_msg = c.execute("SELECT hash FROM messages WHERE session = ? AND idx = ?",
                                      (session, info.messages - 1)).fetchone()
-                c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
+                c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
                 sha = c.execute("SELECT sha256 FROM domains WHERE version_hash = ?", (info.domain_version,)).fetchone()
                 head = records_head(info, sha[0] if sha else None, last_msg[0], edits)
                 c.execute("UPDATE sessions SET edits = ?, head = ?, signature = ? WHERE session = ?",
@@ -197,14 +200,14 @@ class SQLiteStore(Store):
 
     def messages(self, session: str, since_round: int | None = None) -> list[Message]:
         rows = self._conn().execute(
-            "SELECT body, hash FROM messages WHERE session = ? AND round >= ? ORDER BY idx",
+            f"SELECT {ROW_COLUMNS} FROM messages WHERE session = ? AND round >= ? ORDER BY idx",
             (session, since_round if since_round is not None else -1)).fetchall()
-        return [Message.from_dict({**json.loads(b), "hash": h}) for b, h in rows]
+        return [message_from_row(*r) for r in rows]
 
     def edits(self, session: str, since_seq: int | None = None) -> list[Edit]:
-        rows = self._conn().execute("SELECT body, hash FROM edits WHERE session = ? AND seq > ? ORDER BY seq",
+        rows = self._conn().execute(f"SELECT {EDIT_COLUMNS} FROM edits WHERE session = ? AND seq > ? ORDER BY seq",
                                     (session, since_seq if since_seq is not None else -1)).fetchall()
-        return [edit_from_row(b, h) for b, h in rows]
+        return [edit_from_row(*r) for r in rows]
 
     def known_message_ids(self, session: str, ids: list[str]) -> set[str]:
         if not ids:
@@ -243,9 +246,9 @@ class SQLiteStore(Store):
         # json_each keeps one bound parameter whatever the batch size (SQLite caps their number).
         infos = c.execute("SELECT session, domain, domain_version, messages, edits FROM sessions "
                           "WHERE session IN (SELECT value FROM json_each(?))", (wanted,)).fetchall()
-        msgs = c.execute("SELECT session, body, hash FROM messages WHERE session IN (SELECT value FROM json_each(?)) "
+        msgs = c.execute(f"SELECT session, {ROW_COLUMNS} FROM messages WHERE session IN (SELECT value FROM json_each(?)) "
                          "ORDER BY session, idx", (wanted,)).fetchall()
-        edits = c.execute("SELECT session, body, hash FROM edits WHERE session IN (SELECT value FROM json_each(?)) "
+        edits = c.execute(f"SELECT session, {EDIT_COLUMNS} FROM edits WHERE session IN (SELECT value FROM json_each(?)) "
                           "ORDER BY session, seq", (wanted,)).fetchall()
         return stored_sessions(keys, infos, msgs, edits)
 
@@ -255,6 +258,43 @@ class SQLiteStore(Store):
         edits = c.execute("SELECT seq, round, message_index, body, hash FROM edits WHERE session = ? ORDER BY seq",
                           (session,)).fetchall()
         return msgs, edits
+
+    def raw_payloads(self, session: str) -> dict[tuple[str, int], tuple[Any, Any]]:
+        c = self._conn()
+        out = payload_rows("message", c.execute("SELECT idx, salt, payload FROM messages WHERE session = ?", (session,)))
+        out.update(payload_rows("edit", c.execute(
+            "SELECT seq, salt, payload, before_salt, before_payload FROM edits WHERE session = ?", (session,))))
+        return out
+
+    def erasures(self, session: str) -> list[tuple[str, int, str, str | None]]:
+        return [(r[0], r[1], r[2], r[3]) for r in self._conn().execute(
+            "SELECT kind, pos, tombstone, signature FROM erasures WHERE session = ? ORDER BY kind, pos", (session,))]
+
+    def erase(self, tombstones: list[Tombstone], forget: Forget | None = None, keep_derived: tuple[str, ...] = ()) -> None:
+        sessions = sorted({t.session for t in tombstones})
+        keep = json.dumps(list(keep_derived))
+        with self._write() as c:
+            for t in tombstones:
+                table, key, salt, payload = ERASABLE[t.kind]
+                c.execute(f"UPDATE {table} SET {salt} = NULL, {payload} = NULL WHERE session = ? AND {key} = ?",
+                          (t.session, t.pos))
+                c.execute("INSERT OR REPLACE INTO erasures VALUES (?, ?, ?, ?, ?)",
+                          (t.session, t.kind, t.pos, t.text(), self.signer.sign(t.text()) if self.signer else None))
+            for session in sessions:
+                c.execute("DELETE FROM derived WHERE session = ? AND kind NOT IN (SELECT value FROM json_each(?))",
+                          (session, keep))
+                self.drop_search(session)  # the text's terms: derived, rebuilt from the log on next use
+            for (tenant, user), test in (forget or {}).items():
+                rows = c.execute("SELECT seq, body FROM user_memory WHERE tenant = ? AND user_id = ?", (tenant, user))
+                gone = [(tenant, user, seq) for seq, body in rows.fetchall() if test(json.loads(body))]
+                c.executemany("DELETE FROM user_memory WHERE tenant = ? AND user_id = ? AND seq = ?", gone)
+        if c.in_transaction:
+            return  # inside a caller's batch: it commits, and the clean-up below waits for that
+        # 'optimize' merges FTS5's segments, so no deleted term stays behind in an older one;
+        # secure_delete zeroed the freed bytes of the database pages, and a truncating checkpoint
+        # removes the old page images from the write-ahead log.
+        c.execute("INSERT INTO search_terms(search_terms) VALUES ('optimize')")
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def raw_sessions(self, after: str | None = None, upto: str | None = None) -> dict[str, tuple[Any, ...] | None]:
         return raw_session_rows(self._conn().execute, *key_range(after, upto, "session", "?"))
@@ -343,9 +383,9 @@ class SQLiteStore(Store):
         if not wanted:
             return []
         rows = self._conn().execute(
-            f"SELECT body, hash FROM messages WHERE session = ? AND idx IN ({', '.join('?' * len(wanted))}) ORDER BY idx",
+            f"SELECT {ROW_COLUMNS} FROM messages WHERE session = ? AND idx IN ({', '.join('?' * len(wanted))}) ORDER BY idx",
             (session, *wanted)).fetchall()
-        return [Message.from_dict({**json.loads(b), "hash": h}) for b, h in rows]
+        return [message_from_row(*r) for r in rows]
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
