@@ -1,6 +1,7 @@
 """context-editor: conversations -> provenance-tagged state -> minimal per-action XML context.
 
-Public API: `ContextEditor`, `load_domain`, `Message`, `State`.
+Public API: `ContextEditor`, `render_together` (one context for several domains), `load_domain`,
+`Message`, `State`.
 
 The names are imported on first use (PEP 562), so `context-editor --help` and the light modules
 (`errors`, `registry`) don't pay for the whole pipeline's imports.
@@ -14,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .domain import load_domain
     from .model import Message, State, session_key
-    from .pipeline import ContextEditor
+    from .pipeline import ContextEditor, render_together
 
-_HOME = {"ContextEditor": ".pipeline", "load_domain": ".domain", "Message": ".model", "State": ".model",
+_HOME = {"ContextEditor": ".pipeline", "render_together": ".pipeline", "load_domain": ".domain", "Message": ".model", "State": ".model",
          "session_key": ".model"}
 
-__all__ = ["ContextEditor", "load_domain", "Message", "State", "session_key"]
+__all__ = ["ContextEditor", "render_together", "load_domain", "Message", "State", "session_key"]
 __version__ = "0.1.0"
 
 

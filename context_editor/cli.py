@@ -202,6 +202,13 @@ def cmd_state(args: argparse.Namespace) -> int:
 def cmd_render(args: argparse.Namespace) -> int:
     editor = _editor_for_session(args.session, args.store, model=args.model, allow_plugins=_plugins(args),
                                  context_window=args.context_window, retrieval=args.retrieval)
+    if args.together:
+        from .pipeline import render_together
+
+        parts = [(editor, args.session)] + [(_editor_for_session(s, args.store, model=args.model, allow_plugins=_plugins(args),
+                                                                 context_window=args.context_window), s) for s in args.together]
+        print(render_together(parts, args.action, budget=args.budget, as_of_round=args.as_of_round).xml)
+        return 0
     print(editor.render(args.session, args.action, budget=args.budget, as_of_round=args.as_of_round).xml)
     return 0
 
@@ -611,6 +618,9 @@ def _add_read_commands(sub: Subcommands) -> None:
     _session_option(p)
     p.add_argument("--action", required=True, metavar="NAME")
     p.add_argument("--as-of-round", type=int, metavar="N")
+    p.add_argument("--with", dest="together", action="append", metavar="SESSION",
+                   help="another domain of the same conversation (its own session in this store): render them all as one "
+                        "context, state grouped by domain, each turn once, one budget (repeatable)")
     _render_options(p)
     p = _command(sub, "forgetting-test", cmd_forgetting_test,
                  "Delete K random present fields N times and report how often the context asks for each; exit 1 unless "

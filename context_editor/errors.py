@@ -292,6 +292,10 @@ class Errors:
     UNKNOWN_FIELD = Entry("CE301", "unknown field {field!r} in domain {domain!r}", "use one of: {known}", UnknownFieldError)
     UNKNOWN_MESSAGE = _e("CE302", "session {session!r} has no message {ref!r} ({known})",
                          "name a message as the context's src does (m0 is the first message), or a field of the domain")
+    NO_DOMAINS = _e("CE303", "a context of several domains needs at least one (editor, session) part",
+                    "pass the conversation's domains, e.g. render_together([(restaurant, 's1'), (hotel, 's1')], 'track')")
+    DUPLICATE_DOMAIN = _e("CE304", "a context of several domains names a domain twice: {domains}",
+                          "pass each domain of the conversation once")
 
     OVER_BUDGET = Entry("CE400", "action {action!r}: the required part of the context needs {tokens} tokens, the budget "
                         "allows {limit} (required and critical fields: {protected}; missing: {missing}; alerts: {alerts})",

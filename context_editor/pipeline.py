@@ -30,6 +30,7 @@ from .errors import Errors, StoreConflictError
 from .extract import Extractor, Prior
 from .lang.lexicon import using
 from .inject import RenderedContext, Renderer
+from .inject.render import RenderPart, render_many
 from .inject.budget import Window
 from .inject.tokens import count_tokens
 from .llm import Answers, distil
@@ -583,22 +584,30 @@ class ContextEditor:
                model: str | None) -> tuple[RenderedContext, list[str], list[tuple[Message, float]], int]:
         """A render and what it was made from: the search query, its hits (with scores) and the
         first round of the loaded window. Nothing is recorded or accounted here."""
+        part = self._render_part(session, action, as_of_round, model)
+        view, since = self.domain.actions[action], self._since(part.state, action)
+        self._recall_llm(session)
+        query, hits = self._retrieve(session, part.state, view, part.messages, since)
+        ctx = part.renderer.render(part.state, action, part.messages, budget=budget if budget is not None else self.default_budget,
+                                   summary=part.summary, anchors=part.anchors, retrieved=[m for m, _ in hits])
+        return ctx, query, hits, since
+
+    def _since(self, state: State, action: str) -> int:
+        view = self.domain.actions[action]
+        return max(state.round - view.recent_rounds - view.history_rounds + 1, 0)
+
+    def _render_part(self, session: str, action: str, as_of_round: int | None = None, model: str | None = None) -> RenderPart:
+        """What a render of `action` reads from this session: its state, the messages of the
+        action's window, its summary lines and anchors."""
         renderer = self._renderer(model)
         renderer.action(action)  # unknown action: fail before touching the store
         state = self.state(session, as_of_round)
-        view = self.domain.actions[action]
-        since = max(state.round - view.recent_rounds - view.history_rounds + 1, 0)
         # Only messages the state has seen: another writer may have appended since it was read.
-        messages = [m for m in self.store.messages(session, since_round=since)
+        messages = [m for m in self.store.messages(session, since_round=self._since(state, action))
                     if (m.index <= state.message_index if as_of_round is None else m.round <= as_of_round)]
         zone = self._zone(session)
         anchors = {n: a for n in ("goal", "subtask") if (a := zone.anchor(n, as_of_round))}
-        self._recall_llm(session)
-        query, hits = self._retrieve(session, state, view, messages, since)
-        ctx = renderer.render(state, action, messages, budget=budget if budget is not None else self.default_budget,
-                              summary=zone.lines(state.round - view.recent_rounds), anchors=anchors,
-                              retrieved=[m for m, _ in hits])
-        return ctx, query, hits, since
+        return RenderPart(renderer, state, messages, zone.lines(state.round - self.domain.actions[action].recent_rounds), anchors)
 
     def _retrieve(self, session: str, state: State, view: ActionSpec, messages: list[Message],
                   since: int) -> tuple[list[str], list[tuple[Message, float]]]:
@@ -756,3 +765,23 @@ class ContextEditor:
             out["retrieval"] = explain.explain_hit(query, hits, msg, window_from=since)
         return out
 
+def render_together(parts: Iterable[tuple[ContextEditor, str]], action: str, budget: int | str | None = None,
+                    as_of_round: int | None = None, model: str | None = None) -> RenderedContext:
+    """One context for a conversation that spans several domains.
+
+    A session holds one domain's edit log, so a conversation about a restaurant and a hotel is
+    one session per domain (the same messages added to each editor; the same session id when
+    the editors have their own stores, e.g. `[(restaurant, "c1"), (hotel, "c1")]`). This renders
+    `action` (which every domain must have) for all of them as one envelope: the state grouped
+    by domain, each turn and summary line at most once, one budget (the first domain's default
+    when not given), one exact token count (`inject.render.render_many`). The render is counted
+    in the first session's token account. Retrieval is not used here (a single-domain render has it)."""
+    pairs = list(parts)
+    if not pairs:
+        raise Errors.NO_DOMAINS()
+    pieces = [editor._render_part(session, action, as_of_round, model) for editor, session in pairs]
+    lead, session = pairs[0]
+    ctx = render_many(pieces, action, budget=budget if budget is not None else lead.default_budget)
+    lead._check_ratio(ctx)
+    lead._account(session, ctx)
+    return ctx

@@ -76,6 +76,25 @@ def test_crosswoz_val_slice_holds_its_recorded_accuracy(tmp_path):
     assert set(results["per_domain"]) >= {"attraction", "restaurant", "hotel"}
 
 
+@pytest.mark.skipif(not CROSSWOZ_ZIP.exists(), reason=f"CrossWOZ validation split not found at {CROSSWOZ_ZIP}")
+def test_one_envelope_per_turn_against_the_frame_contexts_added_up(tmp_path):
+    """The bench renders the frame domains of a turn as one context (`render_together`);
+    `--without envelope` adds up each domain's own context, as before issue 10's envelope."""
+    from context_editor.bench.crosswoz import load_crosswoz
+    from context_editor.bench.runner import Harness
+
+    ds = load_crosswoz(CROSSWOZ_ZIP, None, tmp_path / "domains", 4)
+    rows = {}
+    for envelope in (True, False):
+        harness = Harness(ds, envelope=envelope)
+        harness.run(f"envelope {envelope}")
+        rows[envelope] = harness.rows
+    one, added = rows[True], rows[False]
+    assert len(one) == len(added) and any(len(d.domains) > 1 for d in ds.dialogues)
+    assert sum(r.tokens["editor"] for r in one) < 0.6 * sum(r.tokens["editor"] for r in added)
+    assert sum(r.covered["editor"] for r in one) >= 0.9 * sum(r.covered["editor"] for r in added)
+
+
 def test_the_readme_prose_comes_from_the_run_config():
     """benchmarks/readme_results.py says what a run measured: split, --limit, pinning."""
     spec = importlib.util.spec_from_file_location("readme_results", ROOT / "benchmarks" / "readme_results.py")

@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from context_editor import ContextEditor
+from context_editor.inject.compact import shown_lines
 from context_editor.errors import BudgetError
 from context_editor.inject.tokens import count_tokens
 from context_editor.memory import SummaryZone
@@ -47,7 +48,7 @@ def test_a_round_1_fact_no_field_holds_is_still_in_the_context(language, rounds)
     assert editor.state("s").round == rounds
     for action in ("plan_trip", "book_flight"):
         ctx, root = xml_of(editor, "s", action)
-        lines = {line.text: line.get("src") for line in root.findall("summary//line")}
+        lines = {line["text"]: line["src"] for line in shown_lines(root.find("summary"))}
         fact = next(t for t in lines if ("peanut" in t or "花生" in t))
         assert fact in ALLERGY[language] or ALLERGY[language] in fact or "wheelchair" in fact or "轮椅" in fact
         assert lines[fact] == "m0"
@@ -82,7 +83,7 @@ def test_a_budget_that_forces_facts_out_names_them():
             ctx, root = xml_of(editor, "s", "plan_trip", budget=budget)
         except BudgetError:
             break
-        shown = {line.get("src") for line in root.findall("summary//line")}
+        shown = {line["src"] for line in shown_lines(root.find("summary"))}
         if "m0" not in " ".join(shown):
             truncated = root.find("truncated_context")
             assert "m0" in truncated.get("lines", "").split(), ctx.xml
@@ -90,14 +91,20 @@ def test_a_budget_that_forces_facts_out_names_them():
     pytest.fail("no budget pushed the round-1 fact out")
 
 
-def value_turns(editor, session):
-    """(message index, sentence) of every sentence holding a value the state did not absorb."""
-    from context_editor.inject.compact import VALUE, FACT, covered_spans, is_covered
+def value_turns(editor, session, action):
+    """(message index, sentence, open values) of every sentence holding a value the state did
+    not absorb that the zone owes the action: the user's from the whole session, the assistant's
+    from the last REPLY_ROUNDS rounds before the loaded window (older replies are forgotten as a
+    window forgets them)."""
+    from context_editor.inject.compact import REPLY_ROUNDS, VALUE, FACT, covered_spans, open_spans
 
     state = editor.state(session)
+    view = editor.domain.actions[action]
+    horizon = state.round - view.recent_rounds - view.history_rounds + 1 - REPLY_ROUNDS
     absorbed = covered_spans(state)
-    return [(line.index, line.text) for line in editor._zone(session).lines()
-            if line.kind in (VALUE, FACT) and not is_covered(line, absorbed)]
+    return [(line.index, line.text, spans) for line in editor._zone(session).lines()
+            if line.kind in (VALUE, FACT) and (spans := open_spans(line, absorbed))
+            and (line.role == "user" or line.round >= horizon)]
 
 
 @pytest.mark.parametrize("budget", [250, 400, 700, 1500])
@@ -114,12 +121,14 @@ def test_a_turn_with_an_unabsorbed_value_is_shown_or_named(budget):
         pytest.skip("the required part alone does not fit")
     named = set((root.find("truncated_context").get("lines", "") if root.find("truncated_context") is not None
                  else "").split())
-    turns = value_turns(editor, "s")
+    turns = value_turns(editor, "s", "book_flight")
+    assert any("UA-88213" in s for _, s, _ in turns)
     xml = ctx.xml.replace("&#34;", '"').replace("&quot;", '"')
-    for index, sentence in turns:
-        # A sentence said several times is one line, named by its latest source.
-        same = {f"m{i}" for i, s in turns if s == sentence}
-        assert sentence in xml or same & named, (index, sentence)
+    for index, sentence, spans in turns:
+        # A sentence said several times is one line, named by its latest source; a sentence whose
+        # open values a newer line shows is not repeated.
+        same = {f"m{i}" for i, s, _ in turns if s == sentence}
+        assert sentence in xml or same & named or all(v in xml.lower() for v in spans), (index, sentence)
 
 
 def test_the_latest_user_message_outlives_optional_fields(headphones):
@@ -181,7 +190,8 @@ def test_summary_lines_are_shown_as_turns_are_personal_values_protected(tmp_path
         {"role": "user", "content": "订单ORDER-2024-001", "timestamp": TS},
         {"role": "tool", "content": '{"card_number": "4111111111111111", "member_id": "VIP-778899", "status": "ok"}',
          "timestamp": TS},
-        {"role": "user", "content": "so VIP-778899 pays with 4111111111111111, mail me at li@example.com", "timestamp": TS},
+        # INV-5521 is a value no field holds: the sentence stays in the summary zone.
+        {"role": "user", "content": "so VIP-778899 pays with 4111111111111111 for INV-5521, mail me at li@example.com", "timestamp": TS},
         *[m for i in range(40) for m in ({"role": "user", "content": f"question {i} about the order status please", "timestamp": TS},
                                          {"role": "assistant", "content": "It is on the way.", "timestamp": TS})]])
     for action in ("pay", "track"):

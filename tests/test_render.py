@@ -11,6 +11,7 @@ import pytest
 from context_editor import ContextEditor, load_domain
 from context_editor.errors import BudgetError
 from context_editor.inject.tokens import count_tokens
+from context_editor.inject.compact import shown_lines
 
 TS = "2024-05-01T10:{:02d}:00+08:00"
 
@@ -193,7 +194,7 @@ def test_digest_is_extractive_and_points_to_sources():
         ("assistant", "这款耳机降噪效果好，因为麦克风阵列实时生成反向声波。实测地铁降噪深度达35dB。"),
         *[("user", f"嗯{i}") for i in range(6)], ("user", "要黑色的"))
     root = parse(editor.render("s", "recommend_product", budget=2000))
-    lines = {l.text: l.get("src") for l in root.findall("summary//line")}
+    lines = {line["text"]: line["src"] for line in shown_lines(root.find("summary"))}
     assert "实测地铁降噪深度达35dB。" in lines and lines["实测地铁降噪深度达35dB。"] == "m1"
     raw = editor.store.messages("s")[1].content
     assert all(text in raw or text in {m.content for m in editor.store.messages("s")} for text in lines)

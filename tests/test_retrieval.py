@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from context_editor import ContextEditor
+from context_editor.inject.compact import shown_lines
 from context_editor.memory.retrieval import HashingEmbedder, action_query, document
 from context_editor.model import SearchFilter
 from context_editor.store import open_store
@@ -54,8 +55,9 @@ def test_the_answer_to_the_latest_question_comes_back_from_before_the_window(lan
         elif value in with_retrieval.xml:
             gained += 1
             root = ET.fromstring(with_retrieval.xml)
-            brought = [el for el in root.iter() if el.get("reason") == "retrieved"]
-            assert any(value in (el.text or "") for el in brought)
+            brought = [el.text or "" for el in root.iter() if el.get("reason") == "retrieved"]
+            brought += [line["text"] for line in shown_lines(root.find("summary")) if line.get("reason") == "retrieved"]
+            assert any(value in text for text in brought)
     assert gained  # at some budget only retrieval keeps the answer to what was just asked
     # Retrieval off reads the same store as before: the plain render does not change.
     assert off.render("s", "book_flight", budget=600).xml == ContextEditor("travel", on.store).render("s", "book_flight",
@@ -72,14 +74,16 @@ def test_every_retrieved_turn_and_line_is_explained_by_why(language):
             ctx = editor.render("s", "book_flight", budget=budget)
         except Exception:
             continue  # below the required part
-        for el in ET.fromstring(ctx.xml).iter():
-            if el.get("reason") != "retrieved":
-                continue
-            kinds.add(el.tag)
-            ref = el.get("src").split()[0]  # a turn names its message; a line its first source
+        root = ET.fromstring(ctx.xml)
+        shown = [("turn", el.get("src"), int(el.get("round"))) for el in root.iter("turn") if el.get("reason") == "retrieved"]
+        shown += [("line", line["src"], None) for line in shown_lines(root.find("summary")) if line.get("reason") == "retrieved"]
+        for kind, src, round_ in shown:
+            kinds.add(kind)
+            ref = src.split()[0]  # a turn names its message; a line its first source
             info = editor.why_message("s", ref, action="book_flight", budget=budget)
-            assert info["round"] == int(el.get("round"))
+            assert round_ is None or info["round"] == round_
             assert info["shown"]["reason"] == "retrieved" and info["shown"]["as"]
+            assert kind == "turn" or info["shown"]["as"].startswith("summary")
             hit = info["retrieval"]
             assert hit["rank"] >= 1 and isinstance(hit["score"], float)
             assert hit["matched_terms"] and set(hit["matched_terms"]) <= set(hit["query"])

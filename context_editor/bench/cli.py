@@ -74,11 +74,13 @@ def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, 
     return domain, utterances
 
 
-MECHANISMS = ("answers", "offers")
+MECHANISMS = ("answers", "offers", "envelope")
+DIALOGUE_SWITCHES = ("answers", "offers")  # switched off in the domain files; `envelope` is the harness's
 
 
 def switch_off(ds: Dataset, mechanisms: list[str]) -> None:
     """Write `dialogue: {<mechanism>: false}` into every imported domain (an ablation run)."""
+    mechanisms = [m for m in mechanisms if m in DIALOGUE_SWITCHES]
     if not mechanisms:
         return
     line = "dialogue: {" + ", ".join(f"{m}: false" for m in sorted(set(mechanisms))) + "}\n"
@@ -102,7 +104,7 @@ def _ablation(args: argparse.Namespace, out: Path) -> tuple[Dataset, Harness, di
         options = options if mode == "rules" else {**options, "ner": args.ner}
         ds = _load(args, out / f"domains-{mode}", **options)
         switch_off(ds, args.without or [])
-        harness = Harness(ds)
+        harness = Harness(ds, envelope="envelope" not in (args.without or []))
         harness.run(f"bench {ds.name} [{mode}]")
         runs[mode] = ablation_summary(harness)
         if mode != ABLATION[-1][0]:
@@ -120,7 +122,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         ds = _load(args, out / "domains")
         switch_off(ds, args.without or [])
-        harness = Harness(ds)
+        harness = Harness(ds, envelope="envelope" not in (args.without or []))
         harness.run(f"bench {ds.name}")
     domain, utterances = _scaling_input(ds, harness)
     harness.close()
@@ -179,7 +181,8 @@ def register_bench(subparsers: Subparsers) -> None:
         k.add_argument("--out", required=True, metavar="DIR", help="directory for results.json, report.md, the plot and domains/")
         k.add_argument("--ner", metavar="MODEL_DIR", help="a trained model: run the ablation rules only / model only / both")
         k.add_argument("--without", action="append", choices=MECHANISMS, metavar="MECHANISM",
-                       help=f"switch a dialogue mechanism off in the imported domains, to measure its share ({', '.join(MECHANISMS)})")
+                       help="switch a mechanism off, to measure its share: answers, offers (in the imported domains), "
+                            "envelope (render each frame domain's context alone and add up their tokens)")
         k.add_argument("--scaling-rounds", type=int, default=SCALING_ROUNDS, metavar="N",
                        help=f"user rounds fed to one session in the scaling run (default {SCALING_ROUNDS})")
         k.set_defaults(func=cmd_bench)

@@ -3,8 +3,8 @@
 One `ContextEditor` per imported domain (in-memory store), one session per dialogue. Every
 utterance is ingested into the editor of each of the dialogue's domains; after each user
 utterance that has gold, the harness scores the frames, sizes the five contexts (full history,
-last 5 and 10 utterances, the editor's `track` context of the frame domains, and the most recent
-utterances that fit in the editor's tokens) and checks which
+last 5 and 10 utterances, the editor's `track` context of the frame domains — one envelope for
+all of them, `render_together` — and the most recent utterances that fit in the editor's tokens) and checks which
 gold values each still contains. Ingest and render calls are timed one by one.
 """
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..domain import load_domain
 from ..inject import format_value
-from ..pipeline import ContextEditor
+from ..pipeline import ContextEditor, render_together
 from .contexts import HistoryMeter
 from .dataset import Dataset, Dialogue, Utterance
 from .metrics import DomainScore, Gold, Predicted, contained, norm
@@ -37,8 +37,11 @@ class TurnRow:
 
 
 class Harness:
-    def __init__(self, dataset: Dataset):
+    def __init__(self, dataset: Dataset, envelope: bool = True):
+        """`envelope`: one context for the turn's frame domains (`render_together`); without it,
+        each frame domain's own context, their tokens added up (the ablation's "before")."""
         self.ds = dataset
+        self.envelope = envelope
         self.editors = {name: ContextEditor(load_domain(path), "memory://") for name, path in dataset.domain_files.items()}
         self.scores: dict[str, DomainScore] = defaultdict(DomainScore)
         self.rows: list[TurnRow] = []
@@ -98,13 +101,20 @@ class Harness:
             joint *= self.scores[name].add(gold, preds[name])
         self.turn_joint.append(joint)
 
-        xml = []
-        for name in frames:
+        # One envelope for the turn's frame domains: each turn and summary line once, one budget.
+        tokens, texts = meter.sizes(), meter.texts()
+        tokens["editor"], texts["editor"] = 0, ""
+        if frames and self.envelope:
             start = time.perf_counter()
-            xml.append(self.editors[name].render(d.id, GENERAL_ACTION))
+            ctx = render_together([(self.editors[name], d.id) for name in frames], GENERAL_ACTION)
             self.render_ms.append((time.perf_counter() - start) * 1000)
-        tokens = {**meter.sizes(), "editor": sum(c.tokens for c in xml)}
-        texts = {**meter.texts(), "editor": norm("".join(c.xml for c in xml))}
+            tokens["editor"], texts["editor"] = ctx.tokens, norm(ctx.xml)
+        for name in frames if not self.envelope else ():
+            start = time.perf_counter()
+            alone = self.editors[name].render(d.id, GENERAL_ACTION)
+            self.render_ms.append((time.perf_counter() - start) * 1000)
+            tokens["editor"] += alone.tokens
+            texts["editor"] += norm(alone.xml)
         tokens["window_equal_tokens"], texts["window_equal_tokens"] = meter.equal_window(tokens["editor"])
         values = [g for gold in frames.values() for g in gold.values() if g.surface]
         covered = {k: sum(contained(text, g) for g in values) for k, text in texts.items()}

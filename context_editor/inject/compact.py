@@ -25,7 +25,7 @@ from .history import ID, Hidden, shown_text, words
 TOP_ENTITIES = 8
 MIN_WEIGHT = 1.5
 STAGE_ROUNDS = 10  # rounds per stage of the summary zone
-SESSION_NOTES = 8  # vocabulary lines the rolled-up session summary keeps (facts and open values are not capped)
+REPLY_ROUNDS = 5  # rounds before the loaded window whose assistant and tool sentences the session summary keeps
 
 # How a line stands in the budget (the order in which lines give way, first to last):
 NOTE, VALUE, FACT = "note", "value", "fact"
@@ -67,6 +67,8 @@ class ZoneLine:
     sources: tuple[int, ...]
     rank: str  # NOTE, VALUE or FACT: which budget tier it belongs to
     stage: int  # -1: rolled up into the session summary
+    role: str = "user"  # who said it (a sentence several said counts as the user's if the user said it)
+    open: tuple[str, ...] = ()  # its value-like spans the state has not absorbed (lowercased)
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,15 @@ def is_covered(line: SummaryLine, absorbed: tuple[dict[int, list[tuple[int, int]
     """True when the state holds what the line carries: every value-like span is a state value
     or lies inside the provenance span of one; a cue-only fact is covered when its sentence is
     the source of a present value."""
+    if not line.spans:
+        spans, start = absorbed[0].get(line.index, []), line.start
+        return start >= 0 and any(p0 < start + len(line.text) and start < p1 for p0, p1 in spans)
+    return not open_spans(line, absorbed)
+
+
+def open_spans(line: SummaryLine, absorbed: tuple[dict[int, list[tuple[int, int]]], list[str]]) -> tuple[str, ...]:
+    """The line's value-like spans (lowercased) that are neither a state value nor inside the
+    provenance span of one."""
     provenance, texts = absorbed
     spans = provenance.get(line.index, [])
     start = line.start
@@ -126,15 +137,14 @@ def is_covered(line: SummaryLine, absorbed: tuple[dict[int, list[tuple[int, int]
     def in_provenance(a: int, b: int) -> bool:
         return start >= 0 and any(p0 <= start + a and start + b <= p1 for p0, p1 in spans)
 
-    if not line.spans:
-        return start >= 0 and any(p0 < start + len(line.text) and start < p1 for p0, p1 in spans)
+    out = []
     for a, b in line.spans:
         piece = line.text[a:b].lower()
         # Short numbers ("6") match too much by text ("6 travellers" is not "6 years old"):
         # they count as absorbed only through provenance.
         if not in_provenance(a, b) and not (len(piece) >= 3 and any(piece in t for t in texts)):
-            return False
-    return True
+            out.append(piece)
+    return tuple(dict.fromkeys(out))
 
 
 def mask(line: SummaryLine, hidden: Hidden) -> str:
@@ -159,18 +169,24 @@ def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
                hidden: Hidden) -> list[ZoneLine]:
     """The lines this action's context may show, in order, each with its budget tier.
 
-    Lines older than `window_from` roll up into the session summary: facts, values the state
-    has not absorbed, and the few notes closest to the action. Lines inside the loaded window
+    Every line must carry something the state does not hold. Lines older than `window_from`
+    roll up into the session summary: the user's facts, and sentences with values the state has
+    not absorbed — the user's from the whole session, the assistant's and tools' from the last
+    REPLY_ROUNDS rounds before the window (a window of recent turns forgets them too; what the
+    user took from them is in the state, through offers and answers). A value line whose open
+    values a newer line repeats says nothing more and is left out. Lines inside the loaded window
     are shown per stage, notes included when they touch the action's vocabulary. A fact or a
-    value the state absorbed becomes a note (it is in <state> already). Identical texts are
-    merged, keeping every source.
+    value the state absorbed becomes a note (it is in <state> already), and the session summary
+    keeps no notes. Identical texts are merged, keeping every source.
 
     Remembered at two levels. The whole answer, per lines list (the summary zone hands the same
     list object until a message arrives) and inputs: a repeated render reuses it. And what each
-    line is worth (its tier, its overlap with the action, its masked text), per state view
-    (vocabulary, absorbed values, hidden spans): when a message arrives and the state's values
-    did not change, only the new lines are looked at. Entries hold the lists they were made
-    from, so a reused id can never match."""
+    line is worth (its tier, its overlap with the action, its masked text, its open values), per
+    state view (vocabulary, absorbed values, hidden spans): when a message arrives and the
+    state's values did not change, only the new lines are looked at. Entries hold the lists they
+    were made from, so a reused id can never match."""
+    if not lines:
+        return []
     view = (frozenset(vocabulary), tuple(sorted((i, tuple(spans)) for i, spans in absorbed[0].items())),
             tuple(absorbed[1]), hidden.fingerprint())
     key = (id(lines), len(lines), window_from, view)
@@ -186,16 +202,17 @@ def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
 
 
 ZONE_VIEWS = 32  # state views whose per-line worth is kept
-_worth_memo: dict[tuple[Any, ...], tuple[list[SummaryLine], list[tuple[str, int, str] | None]]] = {}
+_Worth = tuple[str, int, str, tuple[str, ...]]  # tier, overlap with the vocabulary, masked text, open values
+_worth_memo: dict[tuple[Any, ...], tuple[list[SummaryLine], list[_Worth | None]]] = {}
 
 
 def _line_worth(lines: list[SummaryLine], view: tuple[Any, ...], vocabulary: set[str],
                 absorbed: tuple[dict[int, list[tuple[int, int]]], list[str]],
-                hidden: Hidden) -> list[tuple[str, int, str] | None]:
-    """Per line: (tier, overlap with the vocabulary, masked text), or None for a note too far
-    from the action to show; reusing the answers for the lines seen before under this view."""
+                hidden: Hidden) -> list[_Worth | None]:
+    """Per line: (tier, overlap with the vocabulary, masked text, open values), or None for a
+    note too far from the action to show; reusing the answers for the lines seen before under this view."""
     known = _worth_memo.get(view)
-    done: list[tuple[str, int, str] | None] = []
+    done: list[_Worth | None] = []
     if known is not None:
         before, worth = known
         n = len(before)
@@ -204,39 +221,48 @@ def _line_worth(lines: list[SummaryLine], view: tuple[Any, ...], vocabulary: set
     out = list(done)
     for line in lines[len(done):]:
         rank = line.kind
+        spans = open_spans(line, absorbed) if rank != NOTE else ()
         # A cued fact that also carries values ("allergic to nuts, budget 2000") stays a fact:
         # the state absorbing its number says nothing about the allergy.
-        if rank != NOTE and not (line.cued and line.spans) and is_covered(line, absorbed):
+        if rank != NOTE and not (line.cued and line.spans) and (not spans if line.spans else is_covered(line, absorbed)):
             rank = NOTE
         overlap = len(words(line.text) & vocabulary) if rank == NOTE else 0
-        out.append(None if rank == NOTE and overlap < 2 else (rank, overlap, mask(line, hidden)))
+        text = mask(line, hidden)
+        shown = tuple(v for v in spans if v in text.lower())  # a masked value is not there to repeat
+        out.append(None if rank == NOTE and overlap < 2 else (rank, overlap, text, shown))
     if len(_worth_memo) >= ZONE_VIEWS and view not in _worth_memo:
         _worth_memo.clear()
     _worth_memo[view] = (lines, out)
     return out
 
 
-def _merged(lines: list[SummaryLine], worth: list[tuple[str, int, str] | None], window_from: int) -> list[ZoneLine]:
+def _merged(lines: list[SummaryLine], worth: list[_Worth | None], window_from: int) -> list[ZoneLine]:
     merged: dict[str, list[Any]] = {}
-    session_notes: list[tuple[int, str]] = []
     for line, w in zip(lines, worth):
         if w is None:
             continue
-        rank, overlap, text = w
+        rank, _, text, spans = w
         stage = -1 if line.round < window_from else stage_of(line.round)
+        if stage == -1 and (rank == NOTE or (line.role != "user" and line.round < window_from - REPLY_ROUNDS)):
+            continue  # the session summary keeps no notes, and only the latest replies
         entry = merged.get(text)
         if entry is None:
-            merged[text] = [line.round, [line.index], rank, stage]
-            if rank == NOTE and stage == -1:
-                session_notes.append((overlap, text))
+            merged[text] = [line.round, [line.index], rank, stage, line.role, spans]
         else:
             entry[1].append(line.index)
             if _RANKS.index(rank) > _RANKS.index(entry[2]):
                 entry[2] = rank
-    # The rolled-up summary keeps only its best notes; stage detail keeps them all.
-    keep_notes = {t for _, t in sorted(session_notes, key=lambda x: -x[0])[:SESSION_NOTES]}
-    return [ZoneLine(text, rnd, tuple(src), rank, stage) for text, (rnd, src, rank, stage) in merged.items()
-            if not (rank == NOTE and stage == -1 and text not in keep_notes)]
+            if line.role == "user":
+                entry[4] = "user"
+    # Newest first: a value line whose open values a newer line (or fact) already shows is left out.
+    said: set[str] = set()
+    out: list[ZoneLine] = []
+    for text, (rnd, src, rank, stage, role, spans) in sorted(merged.items(), key=lambda kv: -kv[1][1][-1]):
+        if rank == VALUE and spans and said.issuperset(spans):
+            continue
+        said.update(spans)
+        out.append(ZoneLine(text, rnd, tuple(src), rank, stage, role, spans))
+    return sorted(out, key=lambda z: (z.round, z.sources))
 
 
 _RANKS = (NOTE, VALUE, FACT)
@@ -274,3 +300,21 @@ def entity_graph(texts: list[str], known_values: list[str], relations: Iterable[
     # A node mentioned once and linked to nothing carries no relation worth the tokens.
     nodes = [e for e in nodes if e.weight >= MIN_WEIGHT]
     return sorted(nodes, key=lambda e: (-e.weight, e.name))[:TOP_ENTITIES]
+
+
+_SHOWN_LINE = re.compile(r"^\s*(?P<src>m\d+(?: m\d+)?)(?: ×(?P<times>\d+))? (?P<role>\w+)(?: \((?P<reason>\w+)\))?: (?P<text>.*)$")
+
+
+def shown_lines(summary: Any) -> list[dict[str, str]]:
+    """The lines a rendered `<summary>` element shows (an ElementTree element of the context's
+    XML): {"src": "m7" or "m3 m9", "role", "text", and "times", "reason" when given}, in order.
+    The inverse of the template's one-text-line-per-line form, for tools and tests."""
+    out = []
+    for level in summary.iter() if summary is not None else ():
+        if level.tag not in ("session", "stage"):
+            continue
+        for raw in (level.text or "").splitlines():
+            m = _SHOWN_LINE.match(raw)
+            if m:
+                out.append({k: v for k, v in m.groupdict().items() if v is not None})
+    return out

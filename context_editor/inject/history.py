@@ -94,12 +94,14 @@ def _action_words(domain: Domain, action: ActionSpec) -> frozenset[str]:
 
 def action_vocabulary(domain: Domain, action: ActionSpec, state: State) -> set[str]:
     """Words that make a message relevant to this action: its name, its fields, their synonyms and values."""
-    vocab = set(_action_words(domain, action))
+    said: set[str] = set()
     for name in action.fields:
         value = state.get(name)
         if value is not None:
-            vocab |= words(json.dumps(value, ensure_ascii=False))
-    return vocab - _STOP
+            said |= words(json.dumps(value, ensure_ascii=False))
+    vocab = set(_action_words(domain, action))  # one copy of the (possibly large) fixed part
+    vocab.update(said - _STOP)
+    return vocab
 
 
 def default_score(msg: Message, ctx: dict[str, Any]) -> float:

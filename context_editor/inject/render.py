@@ -21,7 +21,7 @@ from markupsafe import Markup, escape
 from jinja2 import ChoiceLoader, Environment, nodes, DictLoader, FileSystemLoader, StrictUndefined, Template, TemplateNotFound
 from jinja2.sandbox import SandboxedEnvironment
 
-from ..domain import ActionSpec, Domain
+from ..domain import ActionSpec, Domain, FieldSpec
 from ..errors import Errors
 from ..lang import detect_language
 from ..model import Message, State
@@ -82,6 +82,9 @@ def lost_fields(xml: str, expected: dict[str, str]) -> list[str]:
     except ElementTree.ParseError:
         return list(expected)
     shown = {(el.get("name"), (el.text or "").strip()) for el in root.iter("field")}
+    # In an envelope of several domains a field is named by its group: <state domain="hotel">.
+    shown |= {(f"{group.get('domain')}.{el.get('name')}", (el.text or "").strip())
+              for group in root.iter("state") if group.get("domain") for el in group.iter("field")}
     return [n for n, text in expected.items() if (n, xml_safe(text).strip()) not in shown]
 
 
@@ -101,8 +104,9 @@ def _text(value: Any) -> Markup:
 # Tiers in the order they give way to the budget. Within a tier the oldest (or, for history,
 # the lowest scored) goes first; the token count only grows with what is kept, so the most
 # that fits is found by bisection. The latest user message outlives every optional field, and
-# facts of the summary zone give way only after the optional fields.
-TIERS = ("entities", "notes", "history", "values", "recent", "alerts", "optional", "facts", "latest")
+# facts of the summary zone give way only after the optional fields. Open values the assistant
+# or a tool said ("replies") give way before those the user said.
+TIERS = ("entities", "notes", "replies", "history", "values", "recent", "alerts", "optional", "facts", "latest")
 
 
 MEMO = 64  # states whose render views a renderer keeps (a few sessions, every action)
@@ -206,7 +210,7 @@ class _Costs:
         return kept
 
 
-_NEWEST_FIRST = {"recent", "alerts", "notes", "values", "facts"}  # tiers that keep their last items
+_NEWEST_FIRST = {"recent", "alerts", "notes", "replies", "values", "facts"}  # tiers that keep their last items
 
 
 @dataclass
@@ -234,9 +238,13 @@ class _Plan:
     window_from: int
     oversized: int
     wanted_back: frozenset[int] = frozenset()  # messages a search brought back (their summary lines are kept first)
+    # Several domains in one envelope: domain -> (its renderer, its state); field names are then "domain.field".
+    sections: dict[str, tuple[Renderer, State]] = field(default_factory=dict)
+    label: str = ""  # the envelope's domain attribute when it is not the renderer's domain
 
     def sizes(self) -> dict[str, int]:
-        return {"entities": len(self.entities), "notes": len(self.zone["notes"]), "history": len(self.ranked),
+        return {"entities": len(self.entities), "notes": len(self.zone["notes"]), "replies": len(self.zone["replies"]),
+                "history": len(self.ranked),
                 "values": len(self.zone["values"]), "recent": len(self.recent), "alerts": len(self.alerts),
                 "optional": len(self.optional),
                 "facts": len(self.zone["facts"]), "latest": len(self.latest)}
@@ -276,6 +284,15 @@ class Renderer:
         messages a search matched, best first (`memory.retrieval`), to compete in the history."""
         plan = self._plan(state, action, messages, budget, language, summary or [], anchors or {}, _template, _alerts,
                           retrieved or [])
+        return self._result(plan, state, messages,
+                            lambda: self.render(state, action, messages, budget, language, summary, anchors, _template,
+                                                _alerts, retrieved),
+                            lambda lost: self._fallback(plan, state, messages, lost, summary, anchors, retrieved))
+
+    def _result(self, plan: _Plan, state: State, messages: list[Message], again: Callable[[], RenderedContext],
+                fallback: Callable[[list[str]], RenderedContext]) -> RenderedContext:
+        """Fit the plan to its budget and check the outcome: `again` renders anew (once the piece
+        counts proved unreliable), `fallback` takes the fields a template lost."""
         kept, probe = self._fit(plan, state)
         xml, tokens, dropped = probe.xml, probe.tokens, probe.dropped
         counter = segment_counter(self.model)
@@ -283,20 +300,20 @@ class Renderer:
             # Summed piece counts disagree with the whole: never trust them for this tokenizer again.
             log.warning("token counts of %s do not add up piece by piece; counting whole texts", counter.tokenizer.name)
             counter.additive = False
-            return self.render(state, action, messages, budget, language, summary, anchors, _template, _alerts, retrieved)
+            return again()
         if tokens > plan.limit:
-            raise Errors.OVER_BUDGET(action=action, tokens=tokens, limit=plan.limit, protected=", ".join(plan.protected) or "none",
+            raise Errors.OVER_BUDGET(action=plan.action, tokens=tokens, limit=plan.limit, protected=", ".join(plan.protected) or "none",
                                      missing=", ".join(m["name"] for m in plan.missing) or "none", alerts=len(plan.alerts),
                                      needed=tokens + plan.spec.safety_margin)
         fields = self._kept_fields(plan, kept)
-        lost = lost_fields(xml, {n: self._field(state, n)["text"] for n in plan.protected
-                                      if self.domain.fields[n].pii != "drop"})
+        lost = lost_fields(xml, {n: self._field_of(plan, state, n)["text"] for n in plan.protected
+                                 if self._spec_of(plan, n).pii != "drop"})
         if lost:
-            return self._fallback(plan, state, messages, lost, summary, anchors, retrieved)
+            return fallback(lost)
         visible = [m for m in messages if m.role != "system"]
         source = counter.count("\n".join(f"{m.role}: {m.content}" for m in visible))
         shown = [m.index for u in plan.ranked[: kept["history"]] if u.reason == "retrieved" for m in u.messages]
-        return RenderedContext(action, xml, tokens, plan.budget, fields, [m["name"] for m in plan.missing], dropped, source,
+        return RenderedContext(plan.action, xml, tokens, plan.budget, fields, [m["name"] for m in plan.missing], dropped, source,
                                tokenizer_for(self.model).estimated, sorted(shown))
 
     def _fallback(self, plan: _Plan, state: State, messages: list[Message], lost: list[str],
@@ -313,7 +330,9 @@ class Renderer:
     def _plan(self, state: State, action: str, messages: list[Message], budget: int | str | None,
               language: str | None, summary: list[compact.SummaryLine], anchors: dict[str, dict[str, Any]],
               template_name: str | None, extra_alerts: list[Any] | None,
-              retrieved: list[Message] | None = None) -> _Plan:
+              retrieved: list[Message] | None = None, absorbed_by: compact.Absorbed | None = None) -> _Plan:
+        """`absorbed_by`: what the states of the other domains of the conversation hold (their
+        values count as absorbed in the summary zone too: one envelope states each fact once)."""
         spec = self.action(action)
         resolved = resolve_budget(budget, spec.budget_tokens, self.window)
         limit = resolved - spec.safety_margin
@@ -335,6 +354,7 @@ class Renderer:
         latest = _latest_user_unit(units)
         older = [m for m in visible if window_from <= m.round <= recent_from]
         vocabulary, hidden, absorbed, hidden_key = self._state_view(state, spec)
+        absorbed = absorbed_by or absorbed
         # What the model may see of each message: trimmed tool JSON, out-of-scope spans masked.
         # The summary zone and the entity graph are built from these texts too, so nothing hidden leaks.
         # A hit that repeats a loaded message (or an earlier hit) word for word adds nothing: the
@@ -363,8 +383,8 @@ class Renderer:
                                           [v for n in names if isinstance(v := state.get(n), str)
                                            and self.domain.fields[n].cls != "trace"],
                                           self._relations(state, present)),
-            zone={tier: _retrieved_last([line for line in lines if line.rank == rank], wanted_back)
-                  for tier, rank in (("notes", compact.NOTE), ("values", compact.VALUE), ("facts", compact.FACT))},
+            zone={tier: _retrieved_last([line for line in lines if _zone_tier(line) == tier], wanted_back)
+                  for tier in ZONE_TIERS},
             wanted_back=wanted_back,
             window_from=window_from, oversized=sum(1 for m in messages if m.role != "system" and len(m.content) > too_big))
 
@@ -493,13 +513,14 @@ class Renderer:
         dropped = _dropped_summary(plan, kept, zone_dropped)
         first_alert = len(plan.alerts) - kept["alerts"]
         optional = set(plan.optional[: kept["optional"]])
-        ctx = {"action": plan.action, "domain": self.domain.name, "round": state.round, "budget": plan.budget,
+        fields = [tagged(self._field_of(plan, state, n), "optional", plan.optional.index(n)) if n in optional
+                  else self._field_of(plan, state, n) for n in self._kept_fields(plan, kept)
+                  if self._spec_of(plan, n).pii != "drop"]
+        ctx = {"action": plan.action, "domain": plan.label or self.domain.name, "round": state.round, "budget": plan.budget,
                "tokens_estimated": tokenizer_for(self.model).estimated,
                "phase": state.phase, "system": self.system, "goal": plan.anchors.get("goal"),
                "subtask": plan.anchors.get("subtask"),
-               "fields": [tagged(self._field(state, n), "optional", plan.optional.index(n)) if n in optional
-                          else self._field(state, n) for n in self._kept_fields(plan, kept)
-                          if self.domain.fields[n].pii != "drop"],
+               "fields": fields, "states": _grouped(fields, plan),
                "missing": plan.missing,
                "alerts": [tagged(a, "alerts", first_alert + j) for j, a in enumerate(plan.alerts[first_alert:])]
                + plan.fixed_alerts,
@@ -577,6 +598,21 @@ class Renderer:
         return {"name": name, "round": fs.set_round, "source": fs.source,
                 "text": pii.protect(policy, text, name) if policy else text}
 
+    def _field_of(self, plan: _Plan, state: State, name: str) -> dict[str, Any]:
+        """The field as the template shows it; in a several-domain plan "domain.field" is looked up
+        in that domain's state and shown by name in its domain's group."""
+        if not plan.sections:
+            return self._field(state, name)
+        domain, short = name.split(".", 1)
+        renderer, own = plan.sections[domain]
+        return {**renderer._field(own, short), "name": short, "domain": domain}
+
+    def _spec_of(self, plan: _Plan, name: str) -> FieldSpec:
+        if not plan.sections:
+            return self.domain.fields[name]
+        domain, short = name.split(".", 1)
+        return plan.sections[domain][0].domain.fields[short]
+
     def _relations(self, state: State, present: list[str]) -> list[str]:
         """The values of the action's `class: relation` fields: the seeds of the entity graph."""
         values: list[str] = []
@@ -613,6 +649,15 @@ def _retrieved_last(lines: list[compact.ZoneLine], retrieved: frozenset[int]) ->
     return [z for z in lines if not retrieved.intersection(z.sources)] + back
 
 
+ZONE_TIERS = ("notes", "replies", "values", "facts")  # the summary zone's tiers, in the order they give way
+
+
+def _zone_tier(line: compact.ZoneLine) -> str:
+    if line.rank == compact.VALUE:
+        return "values" if line.role == "user" else "replies"
+    return "facts" if line.rank == compact.FACT else "notes"
+
+
 def _kept_zone(plan: _Plan, kept: dict[str, int], shown: set[int],
                shown_text: str) -> tuple[list[tuple[str, int, compact.ZoneLine]], list[int], int]:
     """The summary lines kept (newest of each tier; with their tier and position in it), leaving
@@ -621,9 +666,12 @@ def _kept_zone(plan: _Plan, kept: dict[str, int], shown: set[int],
     out: list[tuple[str, int, compact.ZoneLine]] = []
     lost: list[int] = []
     dropped = 0
-    for tier in ("notes", "values", "facts"):
+    said = shown_text.lower()
+    for tier in ZONE_TIERS:
+        # A line is left out when its turn is shown, or its text, or (a value line) every open value of it.
         candidates = [(tier, i, z) for i, z in enumerate(plan.zone[tier])
-                      if not set(z.sources) <= shown and z.text not in shown_text]
+                      if not set(z.sources) <= shown and z.text not in shown_text
+                      and not (z.rank == compact.VALUE and z.open and all(v in said for v in z.open))]
         n = min(kept[tier], len(candidates))
         out.extend(candidates[len(candidates) - n:])
         dropped += len(candidates) - n
@@ -640,7 +688,8 @@ def _zone_groups(lines: list[tuple[str, int, compact.ZoneLine]], window_from: in
         # A sentence said many times names its first and latest source and how often it was said.
         src = z.sources if len(z.sources) <= 2 else (z.sources[0], z.sources[-1])
         line = {"round": z.round, "sources": tag(" ".join(f"m{i}" for i in src), tier, position),
-                "times": len(z.sources) if len(z.sources) > 2 else None, "text": tag(z.text, tier, position)}
+                "times": len(z.sources) if len(z.sources) > 2 else None, "text": tag(z.text, tier, position),
+                "role": tag(z.role, tier, position)}
         if retrieved.intersection(z.sources):
             line["reason"] = "retrieved"
         groups.setdefault(z.stage, []).append(line)
@@ -657,3 +706,95 @@ def _dropped_summary(plan: _Plan, kept: dict[str, int], zone_lines: int) -> list
              (sizes["optional"] - kept["optional"], "field"), (sizes["history"] - kept["history"], "older message"),
              (plan.oversized, "oversized message"), (zone_lines, "summary line"), (sizes["alerts"] - kept["alerts"], "alert")]
     return [f"{n} {label}{'s' if n != 1 else ''}" for n, label in parts if n > 0]
+
+
+def _grouped(fields: list[dict[str, Any]], plan: _Plan) -> list[dict[str, Any]]:
+    """The fields of a several-domain envelope by domain, in the order the domains were given
+    (a domain with nothing to show has no group)."""
+    groups: dict[str, list[dict[str, Any]]] = {d: [] for d in plan.sections}
+    for f in fields:
+        groups.setdefault(f.get("domain", ""), []).append(f)
+    return [{"domain": d, "fields": fs} for d, fs in groups.items() if fs]
+
+
+MULTI_TEMPLATE = "multi.xml.j2"
+
+
+@dataclass(frozen=True)
+class RenderPart:
+    """One domain of a conversation, as `render_many` takes it: the domain's renderer, its state,
+    the session's messages from its action's window on, its summary lines and anchors."""
+
+    renderer: Renderer
+    state: State
+    messages: list[Message]
+    summary: list[compact.SummaryLine] = field(default_factory=list)
+    anchors: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def render_many(parts: list[RenderPart], action: str, budget: int | str | None = None,
+                language: str | None = None) -> RenderedContext:
+    """One `<context>` for several domains of one conversation: the state grouped by domain
+    (`<state domain=…>`), each turn and each summary line at most once, one budget, one exact
+    token count. The summary zone counts a value as absorbed when any domain's state holds it.
+    The first part leads: its action's budget, window and the turns as its domain may see them;
+    the messages are the conversation's, the same in every part. Field names in `fields`,
+    `missing` and `<truncated_context>` are "domain.field"."""
+    if not parts:
+        raise Errors.NO_DOMAINS()
+    names = [p.renderer.domain.name for p in parts]
+    if len(set(names)) != len(names):
+        raise Errors.DUPLICATE_DOMAIN(domains=", ".join(names))
+    lead = parts[0].renderer
+    for p in parts:
+        p.renderer.action(action)
+    specs = [p.renderer.action(action) for p in parts]
+    views = [p.renderer._state_view(p.state, spec) for p, spec in zip(parts, specs)]
+    absorbed: compact.Absorbed = ({}, [])
+    for _, _, (by_message, texts), _ in views:
+        for index, spans in by_message.items():
+            absorbed[0].setdefault(index, []).extend(spans)
+        absorbed[1].extend(texts)
+    # The messages are the conversation's, the same in every part: the lead's plan holds the turns
+    # and the summary lines (judged against every state), the others only their fields and asks.
+    language = language or lead._language(parts[0].messages)
+    plans = [p.renderer._plan(p.state, action, p.messages if i == 0 else [], budget, language, p.summary if i == 0 else [],
+                              p.anchors if i == 0 else {}, None, None, None, absorbed_by=absorbed)
+             for i, p in enumerate(parts)]
+    plan = _joined(parts, plans, lead.env.get_template(MULTI_TEMPLATE))
+    state = parts[0].state
+
+    def fallback(lost: list[str]) -> RenderedContext:
+        raise Errors.CRITICAL_LOST(lost=lost)
+
+    return lead._result(plan, state, parts[0].messages, lambda: render_many(parts, action, budget, language), fallback)
+
+
+def _joined(parts: list[RenderPart], plans: list[_Plan], template: Template) -> _Plan:
+    """The plans of each domain made one: fields, asks and alerts named by domain; the lead's
+    turns, history and summary lines; one entity graph over every domain's values."""
+    lead = plans[0]
+
+    def qualified(domain: str, names: list[str]) -> list[str]:
+        return [f"{domain}.{n}" for n in names]
+
+    names, protected, optional, missing, alerts, fixed_alerts = [], [], [], [], [], []
+    known: list[str] = []
+    relations: list[str] = []
+    for part, plan in zip(parts, plans):
+        d, r, st = part.renderer.domain.name, part.renderer, part.state
+        names += qualified(d, plan.names)
+        protected += qualified(d, plan.protected)
+        optional += qualified(d, plan.optional)
+        missing += [{**m, "name": f"{d}.{m['name']}", "field": m["name"], "domain": d} for m in plan.missing]
+        alerts += [{**a, "domain": d} for a in plan.alerts]
+        fixed_alerts += [{**a, "domain": d} for a in plan.fixed_alerts]
+        present = [n for n in plan.names if st.get(n) is not None and r._shown(n, st)]
+        known += [v for n in plan.names if isinstance(v := st.get(n), str) and r.domain.fields[n].cls != "trace"]
+        relations += r._relations(st, present)
+    texts = [lead.seen[i]["content"] for i in sorted(lead.seen)]
+    return replace(lead, template=template, names=names, protected=protected, optional=optional, missing=missing,
+                   alerts=alerts, fixed_alerts=fixed_alerts,
+                   entities=compact.entity_graph(texts, known, relations),
+                   sections={p.renderer.domain.name: (p.renderer, p.state) for p in parts},
+                   label=" ".join(p.renderer.domain.name for p in parts))

@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from ..inject import pii
+from ..inject.compact import shown_lines
 from ..inject.history import terms
 from ..model import Message
 from .retrieval import RETRIEVE_K
@@ -49,10 +50,10 @@ def where_shown(xml: str, msg: Message, retrieved: list[int]) -> dict[str, Any]:
             if turn.get("round") == str(msg.round) and turn.get("role") == msg.role:
                 return {"as": section, "reason": turn.get("reason")}
     for group in root.findall("summary/*"):
-        for line in group.findall("line"):
-            if ref in line.get("src", "").split():
+        for line in shown_lines(group):
+            if ref in line["src"].split():
                 return {"as": f"summary {group.tag} {group.get('rounds')}", "reason": line.get("reason"),
-                        "line": line.text}
+                        "line": line["text"]}
     cut = root.find("truncated_context")
     if cut is not None and ref in cut.get("lines", "").split():
         return {"as": None, "reason": "budget", "note": "its summary line was dropped by the budget and is named in "

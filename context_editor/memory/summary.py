@@ -34,7 +34,11 @@ MAX_NOTES_PER_STAGE = 40  # notes only; facts and values are never capped
 KIND = "summary"  # derived-data kind in the store
 ANCHORS_KEY = -1  # the stage key that holds the goal and subtask anchors
 
-_SENTENCE = re.compile(r"[^。！？!?；;\n]+[。！？!?；;]?|[^.\n]+(?:\.(?!\d)|$)")
+# A sentence ends at 。！？!?；; or at a full stop followed by space and no lower-case word, unless
+# the stop ends a title or an initial ("3.5", "www.x.com", "7 p.m. tomorrow", "Ms. Lindqvist" and
+# "J. Smith" stay whole; "a restaurant. Is there" is two sentences).
+_TITLE_STOP = r"(?:(?<=\b[A-Z])|(?<=\b(?:Mr|Ms|Dr|St|Jr|Sr|No))|(?<=\bMrs)|(?<=\bProf))\."
+_SENTENCE = re.compile(rf"(?:[^。！？!?；;.\n]|\.(?!\s|$)|\.(?=\s+[a-z])|{_TITLE_STOP})+[。！？!?；;.]?")
 _CLAUSE = re.compile(r"[^，,、]+[，,、]?")
 _VALUE_SPANS = re.compile(
     r"\d[\d,.:/-]*\d|\d"  # numbers, times, dates
