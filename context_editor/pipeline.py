@@ -51,6 +51,7 @@ DEFAULT_BAND = (0.0, 1.0)  # a context larger than the raw window it stands for 
 MIN_RATIO_SOURCE = 400  # below this many raw tokens the ratio measures the XML's frame, not compaction
 USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
 DEFAULT_CACHE_SESSIONS = 1024
+MAX_OPEN_ROUNDS = 2  # an offer the user only asks about stays open this many rounds after it was made
 DEFAULT_BATCH = 200  # messages per store transaction in `ingest_many`
 SNAPSHOT_KIND = "snapshot"  # the session's folded state every SNAPSHOT_EVERY messages (derived data)
 SNAPSHOT_EVERY = 256  # a reopened session folds at most this many messages' edits and reads their tail
@@ -168,6 +169,7 @@ class ContextEditor:
         self._cache_sessions = max(cache_sessions, 1)
         self._zones: dict[str, SummaryZone] = {}
         self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
+        self._open_offers: dict[str, Prior] = {}  # session -> an offer the user's last message only asked about
         self._salts = salts
         self._recalled = None if recalled is None else [e for e in recalled if e.source == "user_memory"]
         self._user_scoped = any(f.scope == "user" for f in self.domain.fields.values())
@@ -230,6 +232,7 @@ class ContextEditor:
         self._bound.pop(session, None)
         self._zones.pop(session, None)
         self._priors.pop(session, None)
+        self._open_offers.pop(session, None)
         self._indexed.discard(session)
 
     def add(self, session: str, message: dict[str, Any] | Message, now: datetime | str | None = None,
@@ -461,14 +464,27 @@ class ContextEditor:
         """Keep what an assistant message asks for and offers, for the reply that follows; a user
         message uses it up. Derived from the messages alone, so a reload recomputes it (`_live`)."""
         if msg.role == "user":
-            self._priors.pop(msg.session, None)
+            before = self._priors.pop(msg.session, None)
+            self._open_offers.pop(msg.session, None)
+            if before is not None and before.offered and self.extractor.keeps_offer_open(msg, candidates):
+                self._open_offers[msg.session] = before  # only asked about: the offer stays open
         elif msg.role in ("assistant", "tool"):
             before = self._priors.get(msg.session)
             asks = self.extractor.asks(msg) if msg.role == "assistant" else ()
             offered = tuple(dict.fromkeys(c.field for c in candidates if c.kind == "proposal"))
+            named = tuple((c.field, c.provenance.text, c.value) for c in candidates
+                          if c.kind == "proposal" and msg.role == "assistant" and isinstance(c.value, str) and c.provenance.text)
+            offer_round = msg.round if offered else None
             if before is not None and before.round == msg.round:
                 asks, offered = tuple(dict.fromkeys([*before.asks, *asks])), tuple(dict.fromkeys([*before.offered, *offered]))
-            self._priors[msg.session] = Prior(msg.round, asks, offered)
+                named = (*before.named, *named)
+                offer_round = before.offer_round if offer_round is None else offer_round
+            kept = self._open_offers.get(msg.session)
+            made = (kept.offer_round if kept.offer_round is not None else kept.round) if kept is not None else None
+            if offer_round is None and kept is not None and made is not None and msg.round - made <= MAX_OPEN_ROUNDS:
+                # the assistant answered the user's question about its offer: the offer is still on the table
+                offered, named, offer_round = offered or kept.offered, named or kept.named, made
+            self._priors[msg.session] = Prior(msg.round, asks, offered, named, offer_round)
 
     def _validate(self, state: State, msg: Message, proposed: list[Edit], commit: Callable[[Edit], None]) -> list[Edit]:
         """Split proposed edits into accepted ones and rejections (committed with their alerts)."""
@@ -525,10 +541,11 @@ class ContextEditor:
         if tail:
             state.round, state.message_index, state.last_message_hash = tail[-1].round, tail[-1].index, tail[-1].hash
         self._priors.pop(session, None)
+        self._open_offers.pop(session, None)
         for m in tail:  # what the assistant left open since the last user message
             if m.role != "system":
                 when = m.time() or datetime.now(timezone.utc)
-                self._remember(m, self.extractor.extract(m, when) if m.role != "user" else [])
+                self._remember(m, self.extractor.extract(m, when, self._priors.get(session) if m.role == "user" else None))
         self._states[session] = state
         self._states.move_to_end(session)
         while len(self._states) > self._cache_sessions:

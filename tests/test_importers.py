@@ -67,7 +67,10 @@ def test_sgd_service_becomes_a_linted_editable_domain(restaurants):
     assert text.startswith("# Imported from SGD") and "&id" not in text  # a person edits it: no YAML anchors
     doc = yaml.safe_load(text)
     f = doc["fields"]
-    assert f["price_range"] == {**f["price_range"], "type": "enum", "values": {"cheap": ["cheap"], "moderate": ["moderate"], "pricey": ["pricey"]}}
+    assert f["price_range"]["type"] == "enum" and f["price_range"]["values"]["pricey"] == ["pricey"]
+    # a value the lexicon's value_words know gets everyday words for it ("inexpensive" for cheap)
+    assert f["price_range"]["values"]["cheap"][:2] == ["cheap", "inexpensive"]
+    assert "reasonably priced" in f["price_range"]["values"]["moderate"]
     assert f["number_of_seats"]["type"] == "int" and f["number_of_seats"]["constraints"] == {"ge": 1, "le": 6}
     assert "outdoor seating" in f["has_seating_outdoors"]["values"]["True"]
     assert "no outdoor seating" in f["has_seating_outdoors"]["values"]["False"]

@@ -116,6 +116,7 @@ def _ablation(args: argparse.Namespace, out: Path) -> tuple[Dataset, Harness, di
 def cmd_bench(args: argparse.Namespace) -> int:
     out = Path(args.out)
     started = time.monotonic()
+    environment = run_environment()  # the code measured is the code at the start (a commit during a long run changes HEAD)
     ablation = None
     if args.ner:
         ds, harness, ablation = _ablation(args, out)
@@ -130,7 +131,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     config = {"data": str(args.data), "split": ds.split, "limit": args.limit, "every": args.every,
               "domains_dir": str(ds.domain_files[domain].parent),
               "clock": ds.now.isoformat(), "dialogue_domains": dict(Counter(len(d.domains) for d in ds.dialogues)),
-              "ner": str(args.ner) if args.ner else None, "without": sorted(args.without or []), **run_environment()}
+              "ner": str(args.ner) if args.ner else None, "without": sorted(args.without or []), **environment}
     results = summarise(harness, scaling, time.monotonic() - started, config)
     if ablation:
         results["ablation"] = ablation

@@ -19,12 +19,15 @@ from .cues import load_cues
 
 _QUESTION = re.compile(r"[^。！!？?\n]*[？?]")
 _SENTENCE = re.compile(r"[^。！!？?\n]*(?:[。！!？?\n]|$)")
+# A sentence of a user message: "." ends one too, except inside a number ("1.5").
+_USER_SENTENCE = re.compile(r"(?:[^.。！!？?\n]|(?<=[0-9])\.(?=[0-9]))*(?:[.。！!？?\n]+|$)")
 _CLAUSE_JOIN = re.compile(r"\s+(?:and|or)\s+|[,，、;；]|和|以及|还有|或者", re.IGNORECASE)
 _LATIN_WORD = re.compile(r"[a-z0-9]+")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 ASK_TEXT_BONUS = 3.0  # the question is the field's own ask text (or contains it)
 KIND_BONUS = 1.5  # the question asks for the kind of value the field holds ("what time" -> a time)
 WEAK_KIND_BONUS = 0.5  # a yes/no question shape says little about which bool it is
+ROLE_BONUS = 1.0  # the question names the end of a span the field is ("when do you come back" -> a return date)
 MIN_ASK_SCORE = 1.0
 
 
@@ -61,6 +64,22 @@ def offer_spans(text: str) -> list[tuple[int, int]]:
     return out
 
 
+def thing_questions(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the sentences of a user message that ask about a thing on the table rather
+    than say what the user wants: "Is it furnished?", "Do they have live music?", "Can you tell me
+    if the flat allows pets?", "这家店有wifi吗？". A value named there is asked about, not wanted."""
+    pattern = load_cues().about_thing
+    if pattern is None:
+        return []
+    out = []
+    for m in _USER_SENTENCE.finditer(text):
+        s, e = m.span()
+        found = pattern.search(text[s:e]) if e > s else None
+        if found:
+            out.append((s + found.start(), e))
+    return out
+
+
 def topic_words(text: str) -> set[str]:
     """Latin words (a plural's final s dropped) and CJK bigrams, without question stopwords."""
     stop = load_cues().stopwords
@@ -89,6 +108,14 @@ def field_kinds(spec: FieldSpec) -> set[str]:
     return set()
 
 
+def field_role(spec: FieldSpec) -> str | None:
+    """"start" or "end" when the field's extractors say it is one end of a span (a departure date,
+    an origin: `slot.date.start`, `slot.place.from`; a return date, a destination)."""
+    refs = " ".join(spec.extract).lower()
+    start, end = re.search(r"\.(?:start|from)\b", refs), re.search(r"\.(?:end|to)\b", refs)
+    return "start" if start and not end else "end" if end and not start else None
+
+
 class AskMatcher:
     """Which of a domain's user-owned fields an assistant question asks for."""
 
@@ -97,6 +124,7 @@ class AskMatcher:
         self.words = {n: topic_words(n.replace("_", " ") + " " + " ".join(f.ask.values())) for n, f in self.fields.items()}
         self.asks = {n: [_squash(a) for a in f.ask.values() if a] for n, f in self.fields.items()}
         self.kinds = {n: field_kinds(f) for n, f in self.fields.items()}
+        self.roles = {n: field_role(f) for n, f in self.fields.items()}
 
     def asked(self, text: str) -> list[tuple[str, tuple[int, int]]]:
         """(field, span of the clause that asks for it), in text order, each field once."""
@@ -119,11 +147,15 @@ class AskMatcher:
     def _best(self, clause: str, question: str) -> str | None:
         words = topic_words(clause)
         kinds = load_cues().question_kinds(clause)
+        roles = load_cues().question_roles(clause)
+        role = next(iter(roles)) if len(roles) == 1 else None  # "when do you leave" -> start; both said: neither
         scores = {}
         for name in self.fields:
             score = float(len(words & self.words[name]))
             for kind in self.kinds[name] & kinds:
                 score += WEAK_KIND_BONUS if kind == "bool" else KIND_BONUS
+            if role and self.kinds[name] & kinds and self.roles[name] == role:
+                score += ROLE_BONUS
             if question and any(a and (a in question or question in a) for a in self.asks[name]):
                 score += ASK_TEXT_BONUS
             if score >= MIN_ASK_SCORE:

@@ -72,9 +72,13 @@ class Cues:
     closing: re.Pattern[str] | None
     offer: re.Pattern[str] | None
     kinds: tuple[tuple[str, re.Pattern[str]], ...]
+    roles: tuple[tuple[str, re.Pattern[str]], ...]  # "start" / "end": which end of a span a question asks for
     stopwords: frozenset[str]
     lead: re.Pattern[str] | None  # a filler opening an answer ("in", "I'd like", "我想")
     trail: re.Pattern[str] | None  # a filler closing it ("please", "吧")
+    # A yes/no question about a thing already on the table ("Is it furnished?", "Do they have live
+    # music?", "这家有wifi吗？"): it asks for information, it states no wish.
+    about_thing: re.Pattern[str] | None
 
     def opens_with(self, pattern: re.Pattern[str] | None, text: str) -> tuple[int, int] | None:
         m = pattern.match(text) if pattern else None
@@ -89,6 +93,9 @@ class Cues:
 
     def question_kinds(self, text: str) -> set[str]:
         return {kind for kind, pattern in self.kinds if pattern.search(text)}
+
+    def question_roles(self, text: str) -> set[str]:
+        return {role for role, pattern in self.roles if pattern.search(text)}
 
     def strip_fillers(self, text: str) -> tuple[int, int]:
         """The span of `text` left once leading and trailing fillers and punctuation are cut."""
@@ -110,6 +117,27 @@ _EDGE = re.compile(r"[\s,，.。!！?？;；~～、:：]+")
 _EDGE_END = re.compile(r"[\s,，.。!！?？;；~～、:：]+$")
 
 
+def _about_thing(lex: Lexicon) -> re.Pattern[str] | None:
+    """A sentence opening (after any discourse words) with a yes/no verb whose subject is not the
+    assistant, "there" or the user ("Is it …", "Are pets allowed", "Can you tell me if they …"),
+    or a question naming the thing by a reference word ("这家…吗"). Subjects that are the assistant
+    or "there" make a search ("Do you have any furnished flats?", "Are there Thai places?")."""
+    aux, searchers = lex.words("dialogue/yes_no_verbs"), lex.words("dialogue/search_subjects")
+    embed, refs = lex.words("dialogue/embedded_question"), lex.words("dialogue/thing_references")
+    lead = lex.words("dialogue/sentence_openers")
+    parts = []
+    if aux:
+        opener = (r"(?:(?:" + _alternation(lead) + r")[\s,，]+)*") if lead else ""
+        subject = r"(?!(?:" + _alternation(searchers) + r")(?![A-Za-z]))" if searchers else ""
+        clause = r"(?:^|[,，;；:]|(?<![A-Za-z])(?:and|or)(?![A-Za-z]))\s*"  # the question may follow a clause
+        parts.append(clause + opener + r"(?:(?:" + _alternation(aux) + r")\s+" + subject + r"[A-Za-z]"
+                     + (r"|(?:" + _alternation(embed) + r")\s+" + subject + r"[A-Za-z]" if embed else "")
+                     + r")[^?？\n]*[?？]\s*$")
+    if refs:
+        parts.append(r"(?:" + _alternation(refs) + r")[^?？。！!\n]*[?？]\s*$")
+    return re.compile("|".join(parts), re.IGNORECASE) if parts else None
+
+
 def load_cues() -> Cues:
     """The cues of every registered language (the lexicon is cached, and so is this)."""
     return _compile(lexicon())
@@ -129,6 +157,7 @@ def _compile(lex: Lexicon) -> Cues:
         ordinals=_ordinals(ordinals),
         closing=_anywhere(words("closing")), offer=_anywhere(words("offer")),
         kinds=tuple((k, p) for k, ws in sorted(kinds.items()) if (p := _anywhere(ws)) is not None),
+        roles=tuple((k, p) for k, ws in sorted(lex.table("dialogue/question_roles").items()) if (p := _anywhere(ws)) is not None),
         stopwords=frozenset(w.lower() for w in words("stopwords")),
-        lead=_anywhere(fillers),
+        lead=_anywhere(fillers), about_thing=_about_thing(lex),
         trail=re.compile(r"(?<![A-Za-z])(?:" + _alternation(fillers) + r")$", re.IGNORECASE) if fillers else None)

@@ -309,8 +309,22 @@ def _chinese_calendar_day(m: re.Match[str], today: dt.date, prefer: str) -> dt.d
 
 
 @_rule(rf"(?<![0-9月])(?P<day>{_NUM})号(?!{NOT_A_DAY})", ("号",))
+# "the 3rd", "on the 10th", "the 9th of this month", "5th of next month": an ordinal day needs
+# "the" before it or "of this/next month" after it, and is no day when a thing follows ("the
+# 3rd one", "the 2nd floor", "the 5th time").
+@_rule(
+    lambda w: r"(?<![0-9a-z])(?:(?P<the>the)\s+)?(?P<day>[0-9]{1,2})(?:st|nd|rd|th)(?![0-9a-z])"
+    r"(?:\s+of\s+(?:the\s+)?(?P<which>this|next|the\s+next|the\s+following|following)\s+month(?![a-z]))?"
+    rf"(?!\s+{_joined(w)}{_month_names(w)}(?![a-z]))"  # "the 3rd of March" is a calendar day
+    r"(?(which)|(?(the)(?!\s+(?:one|ones|option|choice|floor|row|place|time|times|street|st|avenue|ave|grade|"
+    r"edition|person|party|seat|show|song|track|album|episode|season|century|round|line|item)\b)|(?!)))",
+    ("st", "nd", "rd", "th"),
+)
 def _day_of_month(m: re.Match[str], today: dt.date, prefer: str) -> dt.date | None:
     day = _int(m["day"])
+    if m.groupdict().get("which"):
+        year, month = _shift_month(today.year, today.month, 0 if m["which"].lower() == "this" else 1)
+        return _day_in_month(year, month, day)
     step = -1 if prefer == "past" else 1
     for k in range(0, (12 if day else 0) * step, step):
         year, month = _shift_month(today.year, today.month, k)

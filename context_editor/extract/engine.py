@@ -32,7 +32,7 @@ from ..domain import Domain, FieldSpec
 from ..domain.rulepacks import extractor_ref
 from ..lang import detect_language
 from ..model import Candidate, Message, Provenance
-from .confirm import AskMatcher, confirmation, decline, offer_spans, pick
+from .confirm import AskMatcher, confirmation, decline, offer_spans, pick, thing_questions
 from .cues import load_cues
 from .enums import EnumMatcher
 from .negation import is_negated
@@ -53,6 +53,7 @@ NUMERIC_PARSERS = ("money", "number", "int", "float", "percent", "count")
 _WORDLIKE = re.compile(r"\w")
 MAX_FREE_ANSWER_CHARS = 60  # a free-text answer is a short reply, not a paragraph
 MAX_OPTIONS = 20  # options read from one tool result
+MIN_NAMED_CHARS = 3  # an offered value shorter than this ("2", "CA") is not picked by being said again
 _TYPED_ANSWERS = ("time", "date", "datetime", "int", "float", "money", "duration", "percent")
 
 
@@ -63,6 +64,12 @@ class Prior:
     round: int  # the round of the question
     asks: tuple[str, ...] = ()  # fields it asked for, in text order
     offered: tuple[str, ...] = ()  # fields it offered values for
+    # (field, the words it offered, value) of each offered value: a reply naming one picks it by name
+    # ("What about Dumbo, Hellboy or Hotel Mumbai?" "Hellboy is good.")
+    named: tuple[tuple[str, str, Any], ...] = ()
+    # The round whose offer a reply answers: this one, or an earlier one the user kept open by only
+    # asking about it ("How about Sino?" "What's their address?" "12 Main St." "Great, book it").
+    offer_round: int | None = None
 
 
 class Extractor:
@@ -153,28 +160,83 @@ class Extractor:
                 found = [replace(c, kind="proposal") for c in found
                          if any(s <= c.provenance.span[0] < e for s, e in questions)]
             out.extend(found)
+        out = self._one_field_per_span(out, set(prior.asks) if prior is not None and msg.role == "user" and self.answers_on else set())
         if msg.role != "user":
             return out
+        asking = thing_questions(text) if self.offers_on else []
+        if asking:  # "Is it furnished?": a value asked about is not a wish
+            out = [c for c in out if c.kind != "value" or not any(s <= c.provenance.span[0] < e for s, e in asking)]
+        if prior is not None and prior.named and self.offers_on:
+            out = self._named_offers(msg, text, prior, out)
         if prior is not None and (prior.asks or prior.offered):
             out = self._answers(msg, text, prior, out, now)
         return out + self._reply_acts(msg, text, prior)
 
+    def _named_offers(self, msg: Message, text: str, prior: Prior, found: list[Candidate]) -> list[Candidate]:
+        """`found`, plus the offered values the reply names word for word, for fields the reply says
+        nothing else about: naming one of the options picks it ("Hellboy is good"), unless negated
+        ("not Hellboy") or inside a question about it ("Is Hellboy scary?" asks)."""
+        said = {c.field for c in found if c.kind in ("value", "answer")}
+        asking = thing_questions(text)
+        out = list(found)
+        for name, words, value in prior.named:
+            spec = self.domain.fields.get(name)
+            if name in said or len(words) < MIN_NAMED_CHARS or spec is None or spec.type != "text" or spec.synonyms:
+                continue  # typed values and enums are read from the reply by their own parsers
+            left = r"(?<![A-Za-z0-9])" if words[0].isascii() and words[0].isalnum() else ""
+            right = r"(?![A-Za-z0-9])" if words[-1].isascii() and words[-1].isalnum() else ""  # no word edges in Chinese
+            m = re.search(left + re.escape(words) + right, text, re.IGNORECASE)
+            if m is None or is_negated(text, m.start(), m.end()) or any(s <= m.start() < e for s, e in asking):
+                continue
+            out.append(Candidate(name, value, self._prov(msg, m.start(), m.end(), m.group(0), "offer:named", 0.9)))
+            said.add(name)
+        return out
+
+    def _one_field_per_span(self, found: list[Candidate], asked: set[str]) -> list[Candidate]:
+        """One span says one value: where fields of the same type read the same words ("leaving on
+        the 8th, returning on the 12th": "on" is a start cue before both dates), the field the
+        assistant just asked for wins, then the more confident rule ("returning" over "on"); a tie
+        keeps both. Enum fields are left alone (a synonym may rightly serve two of them)."""
+        def rank(c: Candidate) -> tuple[bool, float]:
+            return c.field in asked, c.provenance.confidence
+
+        typed = [c for c in found if c.kind in ("value", "proposal") and c.field and not self.domain.fields[c.field].synonyms]
+        if len({c.field for c in typed}) < 2:
+            return found
+        drop = set()
+        for c in typed:
+            kind, (s, e) = self.domain.fields[c.field].type, c.provenance.span
+            if any(o.field != c.field and o.kind == c.kind and self.domain.fields[o.field].type == kind
+                   and o.provenance.span[0] < e and s < o.provenance.span[1] and rank(o) > rank(c) for o in typed):
+                drop.add(id(c))
+        return [c for c in found if id(c) not in drop]
+
     def _reply_acts(self, msg: Message, text: str, prior: Prior | None) -> list[Candidate]:
         """Acceptance, decline and picks: about the previous round's offer, so they name no field."""
         out = []
+        about = prior.offer_round if prior is not None else None  # None: the previous round's offer
         yes = confirmation(text)
         if yes:
-            out.append(Candidate("", True, self._prov(msg, *yes, text[yes[0]:yes[1]], "confirm:yes", 1.0), kind="confirmation"))
+            out.append(Candidate("", True, self._prov(msg, *yes, text[yes[0]:yes[1]], "confirm:yes", 1.0), kind="confirmation",
+                                 asked_round=about))
         if not self.offers_on:
             return out
         no = decline(text) if not yes else None
         if no:
-            out.append(Candidate("", False, self._prov(msg, *no, text[no[0]:no[1]], "confirm:no", 1.0), kind="decline"))
+            out.append(Candidate("", False, self._prov(msg, *no, text[no[0]:no[1]], "confirm:no", 1.0), kind="decline",
+                                 asked_round=about))
         chosen = pick(text)
         if chosen:
             n, s, e = chosen
-            out.append(Candidate("", n, self._prov(msg, s, e, text[s:e], "confirm:pick", 1.0), kind="pick"))
+            out.append(Candidate("", n, self._prov(msg, s, e, text[s:e], "confirm:pick", 1.0), kind="pick", asked_round=about))
         return out
+
+    def keeps_offer_open(self, msg: Message, candidates: list[Candidate]) -> bool:
+        """A user reply that only asks (a question; no value, no yes, no, or pick) leaves the offer it
+        replies to open for the next reply."""
+        text = msg.content[:MAX_SCAN_CHARS]
+        return (self.offers_on and ("?" in text or "？" in text)
+                and not any(c.kind in ("value", "answer", "confirmation", "decline", "pick") for c in candidates))
 
     def _answers(self, msg: Message, text: str, prior: Prior, found: list[Candidate], now: datetime) -> list[Candidate]:
         """`found`, with values for the asked fields marked as answers, and the reply parsed by
@@ -182,7 +244,7 @@ class Extractor:
         asked = set(prior.asks) if self.answers_on else set()
         out = [replace(c, kind="answer", asked_round=prior.round) if c.field in asked and c.kind == "value" else c
                for c in found]
-        claimed = [c.provenance.span for c in out if c.kind in ("value", "answer")]
+        claimed = [(c.provenance.span, c) for c in out if c.kind in ("value", "answer")]
         others = any(c.kind == "value" for c in out)
         for name in dict.fromkeys([*(prior.asks if self.answers_on else ()), *prior.offered]):
             spec = self.domain.fields.get(name)
@@ -191,16 +253,26 @@ class Extractor:
             is_answer = name in asked
             if not is_answer and spec.type not in _TYPED_ANSWERS:
                 continue  # an offered field is re-read only for weak typed forms ("yes, but at 11")
-            got = self._answer_value(spec, text, now, free=is_answer and not others)
+            # A question that offers values ("Which one, Sino or Rosie's?") is answered by naming or
+            # accepting one of them, not with free text ("Sounds perfect" is no restaurant).
+            got = self._answer_value(spec, text, now, free=is_answer and not others and name not in prior.offered)
             if got is None:
                 continue
             value, s, e, how = got
-            if any(s < ce and cs < e and not (s <= cs and ce <= e and e - s > ce - cs) for cs, ce in claimed):
+            # An unasked field of the same type reading these words yields to the asked one ("When do
+            # you come back?" "On the 12th": "on" is a start cue, but the question asked for the end).
+            rivals = [c for (cs, ce), c in claimed if s < ce and cs < e and is_answer and c.field not in asked
+                      and c.field and spec.synonyms == {} and self.domain.fields[c.field].type == spec.type]
+            if any(s < ce and cs < e and not (s <= cs and ce <= e and e - s > ce - cs) and c not in rivals for (cs, ce), c in claimed):
                 continue  # that span already says something else (and no more): don't force it into this field
+            if rivals:
+                out = [c for c in out if all(c is not r for r in rivals)]
+                claimed = [(sp, c) for sp, c in claimed if all(c is not r for r in rivals)]
             prov = self._prov(msg, s, e, text[s:e], f"answer:{how}", 0.85)
-            out.append(Candidate(name, value, prov, negated=is_negated(text, s, e),
-                                 kind="answer" if is_answer else "value", asked_round=prior.round if is_answer else None))
-            claimed.append((s, e))
+            cand = Candidate(name, value, prov, negated=is_negated(text, s, e),
+                             kind="answer" if is_answer else "value", asked_round=prior.round if is_answer else None)
+            out.append(cand)
+            claimed.append(((s, e), cand))
         return out
 
     def _answer_value(self, spec: FieldSpec, text: str, now: datetime, free: bool) -> tuple[Any, int, int, str] | None:

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from ..domain import lint_domain
+from ..lang import lexicon
 from ..domain.nermodel import model_info
 from ..errors import Errors
 
@@ -121,3 +122,10 @@ def track_action(fields: list[str], description: str) -> dict[str, Any]:
     """
     return {"description": description, "fields": fields, "recent_rounds": 1, "history_rounds": 0,
             "budget_tokens": 600 + 40 * len(fields)}
+
+
+def value_synonyms(value: str) -> list[str]:
+    """Everyday words for a category value that a schema names by the category alone ("cheap" for
+    "inexpensive", "concert" for "Music"): the lexicons' `value_words`, for a value that is a key there."""
+    table = {k.lower(): ws for k, ws in lexicon().table("value_words").items()}
+    return [w for w in table.get(value.lower(), []) if w.lower() != value.lower()]

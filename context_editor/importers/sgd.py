@@ -35,7 +35,7 @@ from typing import Any
 
 from ..domain.kinds import served_label, value_kind
 from ..errors import Errors
-from .common import NerRef, model_ref, read_json, snake, track_action, words, write_domains
+from .common import NerRef, model_ref, read_json, snake, track_action, value_synonyms, words, write_domains
 
 # Words of a boolean slot name that say nothing about what the user wants ("has_wifi" -> wifi).
 _FLAG_FILLER = {"has", "is", "allowed", "options", "flag", "good", "for", "available"}
@@ -68,11 +68,12 @@ def _categorical(slot: dict[str, Any]) -> SlotPlan:
     values = [str(v) for v in slot["possible_values"]]
     if values and all(v.isdigit() for v in values):
         nums = [int(v) for v in values]
-        rule = "slot.year" if min(nums) > 1900 else _count_rule(slot["name"])
+        rated = re.search(r"rating|star", f"{slot['name']} {slot['description']}", re.IGNORECASE)
+        rule = "slot.year" if min(nums) > 1900 else "slot.score" if rated else _count_rule(slot["name"])
         return SlotPlan("int", [rule], constraints={"ge": min(nums), "le": max(nums)})
     if set(values) == {"True", "False"}:
         return SlotPlan("enum", values=_flag_values(slot["name"]))
-    return SlotPlan("enum", values={v: [v] for v in values})
+    return SlotPlan("enum", values={v: [v, *value_synonyms(v)] for v in values})
 
 
 def _count_rule(name: str) -> str:
@@ -113,6 +114,8 @@ def _rules(kind: str, label: str, slot: dict[str, Any], others: list[str]) -> Sl
         return SlotPlan("int", [_count_rule(name)], constraints={"gt": 0})
     if kind in ("PERSON", "VENUE", "TITLE"):
         return SlotPlan("text", ["slot.name"])
+    if kind == "RATING":
+        return SlotPlan("text", ["slot.score"])
     if kind == "GENRE":
         return SlotPlan("text", _genre_rules(desc + " " + name))
     if label == "PLACE.FROM" or (kind == "PLACE" and re.search(r"^from|origin|pickup", name)):

@@ -175,8 +175,9 @@ def _offered(fs: FieldState, rnd: int) -> list[HistoryEntry]:
 
 def _replies(state: State, domain: Domain, msg: Message, mentioned: set[str], act: Candidate) -> dict[str, Candidate]:
     """Field -> what the reply `act` (yes, no or a pick) does with the previous round's offer of it."""
+    rnd = act.asked_round if act.asked_round is not None else msg.round - 1  # an offer kept open names its round
     offers = {name: found for name, fs in state.fields.items()
-              if name not in mentioned and name in domain.fields and (found := _offered(fs, msg.round - 1))}
+              if name not in mentioned and name in domain.fields and (found := _offered(fs, rnd))}
     if act.kind == "pick":
         listed = any(len(v) > 1 for v in offers.values())
         out = {}
