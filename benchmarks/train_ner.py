@@ -48,10 +48,10 @@ def table(out: Path, names: list[str] | None = None) -> str:
         c = json.loads(card_path.read_text("utf-8"))
         h, d = c["held_out"], c["data"]
         cal = (c.get("calibration") or {}).get("labels")
-        served = sum(1 for x in cal.values() if x["served"]) if cal else "all (uncalibrated)"
+        served = f"{sum(1 for x in cal.values() if x['served'])} of {len(c['labels'])}" if cal else f"all {len(c['labels'])} (uncalibrated)"
         cpu = f"{c['training_cpu_seconds'] / 60:.1f} min" if "training_cpu_seconds" in c else "—"
         rows.append(f"| `{model}` | {d['format']} `{Path(d['path']).name}` | {d['train_examples']:,} / {d['held_out_examples']:,} "
-                    f"| {served} of {len(c['labels'])} | {h['p']:.3f} / {h['r']:.3f} / {h['f']:.3f} | {c['size_bytes'] / 1e6:.1f} MB "
+                    f"| {served} | {h['p']:.3f} / {h['r']:.3f} / {h['f']:.3f} | {c['size_bytes'] / 1e6:.1f} MB "
                     f"| {c['training_seconds'] / 60:.1f} / {cpu} | {len(c['epochs'])} (best {h.get('epoch')}) |")
     return "\n".join(rows) + "\n"
 
