@@ -691,6 +691,35 @@ def _add_audit_commands(sub: Subcommands) -> None:
     x.set_defaults(func=cmd_audit_export)
 
 
+def _add_memory_commands(sub: Subcommands) -> None:
+    p = _command(sub, "memory", None, "A user's memory across sessions (fields with scope: user).")
+    memory_sub = p.add_subparsers(dest="memory_command", required=True, metavar="SUBCOMMAND")
+    r = memory_sub.add_parser("rebuild", help="recompute a user's memory from the logs of the user's sessions",
+                              description="Replace a user's memory (--user, and --tenant if any) with the events "
+                                          "recomputed from the logs of every session of that user: it is derived data.")
+    r.add_argument("--json", action="store_true", help="print the rebuilt events")
+    r.set_defaults(func=cmd_memory_rebuild)
+
+
+def cmd_memory_rebuild(args: argparse.Namespace) -> int:
+    from .pipeline import rebuild_user_memory
+    from .store import open_store
+
+    user, tenant = getattr(args, "user", None), getattr(args, "tenant", None)
+    if not user:
+        raise Errors.BAD_SESSION_KEY(part="(no --user)")
+    session_key("-", tenant, user)  # the same checks as a session key's parts
+    events = rebuild_user_memory(open_store(args.store, create=False), tenant or "", user, _plugins(args))
+    if args.json:
+        print(json.dumps(events, ensure_ascii=False, indent=2))
+        return 0
+    kinds = {k: sum(1 for e in events if e["event"] == k) for k in ("remember", "use")}
+    fields = sorted({e["field"] for e in events})
+    print(f"memory of user {user!r}{f' (tenant {tenant!r})' if tenant else ''} rebuilt: {len(events)} events "
+          f"({kinds['remember']} remembered, {kinds['use']} used) over fields {', '.join(fields) or '(none)'}")
+    return 0
+
+
 ERASE_HELP = """\
 Erase text and values for the right to erasure (GDPR art. 17, PIPL art. 47), keeping the proof.
 
@@ -783,6 +812,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     _add_write_commands(sub)
     _add_read_commands(sub)
     _add_audit_commands(sub)
+    _add_memory_commands(sub)
     _add_domain_commands(sub)
     _add_registered_commands(sub, sys.argv[1:] if argv is None else argv)
     _spread_global_options(parser)

@@ -37,10 +37,10 @@ from .llm import Answers, distil
 from .llm.distil import MAX_CHARS
 from .memory import SummaryZone
 from .memory import explain, retrieval
-from .memory.retrieval import Embedder
+from .memory.retrieval import Embedder, VectorIndex
 from .memory.summary import KIND as SUMMARY_KIND
 from .memory.user import Remembered, UserMemory, memory_events, recall_edit, recalled
-from .model import Candidate, Edit, Message, SearchFilter, State, session_owner
+from .model import ERASED, Candidate, Edit, Message, SearchFilter, State, session_owner
 from .store import MemoryStore, SessionInfo, Store, open_store
 from .transform import PhaseMachine, edit, expiry_edits, field_edits
 from .validate import FieldValidator, violations
@@ -68,6 +68,35 @@ def stored_domain(store: Store, info: SessionInfo, allow_plugins: bool = False) 
         raise Errors.DOMAIN_VERSION_MISSING(session=info.session, domain=info.domain, version=info.domain_version,
                                             store=store.url)
     return domain_from_source(source, f"<stored {info.domain} {info.domain_version}>", allow_plugins)
+
+
+def rebuild_user_memory(store: Store, tenant: str, user: str, allow_plugins: bool = False) -> list[dict[str, Any]]:
+    """Recompute one user's memory from the logs of the user's sessions (every domain they were
+    in, each read with its stored domain version) and replace what the store holds, atomically.
+    The events come out as the sessions appended them: per message in time order (ties: session
+    key, message index), `remember` for each accepted `scope: user` value, `use` for each value a
+    session was given. Returns the events written."""
+    prefix = f"{tenant}/{user}/" if tenant else f"{user}/"
+    keys = [k for k in store.session_keys(after=prefix, upto=prefix[:-1] + chr(ord("/") + 1))
+            if k.startswith(prefix) and session_owner(k) == (tenant, user)]
+    batches: list[tuple[str, str, int, list[dict[str, Any]]]] = []
+    for key in keys:
+        domain = stored_domain(store, store.require_session(key), allow_plugins)
+        if not any(f.scope == "user" for f in domain.fields.values()):
+            continue
+        by_message: dict[int, list[Edit]] = {}
+        for e in store.edits(key):
+            by_message.setdefault(e.message_index, []).append(e)
+        for msg in store.messages(key):
+            # An erased value reads as ERASED: erasure forgot its event, a rebuild must not bring it back.
+            events = [ev for ev in memory_events(domain, msg, by_message.get(msg.index, [])) if ev["value"] != ERASED]
+            when = msg.time()
+            if events:  # ordered on UTC time: two sessions may give their times in different offsets
+                batches.append((when.astimezone(timezone.utc).isoformat() if when and when.tzinfo else msg.timestamp or "",
+                                key, msg.index, events))
+    events = [ev for *_, batch in sorted(batches, key=lambda b: b[:3]) for ev in batch]
+    store.replace_user_memory(tenant, user, events)
+    return events
 
 
 def rerun(domain: Domain, session: str, messages: Iterable[Message], editor: ContextEditor | None = None) -> State:
@@ -175,6 +204,7 @@ class ContextEditor:
         self._user_scoped = any(f.scope == "user" for f in self.domain.fields.values())
         self.retrieval, self.embedder = retrieval or embedder is not None, embedder
         self._indexed: set[str] = set()  # sessions whose search index has caught up with the log in this process
+        self._vectors: dict[str, VectorIndex] = {}  # sessions' message vectors (with an embedder)
         self.store.put_domain(self.domain.version_hash, self.domain.name, self.domain.source)
 
     # ------------------------------------------------------------------ ingest
@@ -234,6 +264,7 @@ class ContextEditor:
         self._priors.pop(session, None)
         self._open_offers.pop(session, None)
         self._indexed.discard(session)
+        self._vectors.pop(session, None)
 
     def add(self, session: str, message: dict[str, Any] | Message, now: datetime | str | None = None,
             idempotent: bool = False) -> list[Edit]:
@@ -344,8 +375,12 @@ class ContextEditor:
         self._zones.pop(session, None)
         self.store.drop_search(session)
         self._indexed.discard(session)
+        self.store.drop_derived(session, VectorIndex.KIND)
+        self._vectors.pop(session, None)
         if self.retrieval:
             self._catch_up_index(session)
+        if self.embedder is not None:
+            self._vector_index(session)
         return self._zone(session)
 
     def _index(self, session: str, msg: Message, edits: list[Edit]) -> None:
@@ -356,6 +391,33 @@ class ContextEditor:
         doc = retrieval.document(self.domain, msg, edits)
         if doc is not None:
             self.store.index_search(session, [doc])
+        if self.embedder is not None:
+            self._vector_index(session)  # catches up on the log, this message included
+
+    def _vector_index(self, session: str) -> VectorIndex:
+        """The session's message vectors (with an embedder): loaded from the store, and every
+        searchable message of the log beyond them embedded and stored (derived data, rebuildable)."""
+        assert self.embedder is not None
+        model = retrieval.embedder_name(self.embedder)
+        index = self._vectors.get(session)
+        if index is None:
+            index = VectorIndex.from_bodies(model, self.store.derived(session, VectorIndex.KIND))
+            self._vectors[session] = index
+        last = index.last()
+        messages = [m for m in self.store.messages(session, since_round=index.docs[last].round if last >= 0 else None)
+                    if m.index > last]
+        if messages:
+            by_message: dict[int, list[Edit]] = {}
+            for e in self.store.edits(session):
+                if e.message_index > last:
+                    by_message.setdefault(e.message_index, []).append(e)
+            pairs = [(m, d) for m in messages if (d := retrieval.document(self.domain, m, by_message.get(m.index, [])))]
+            vectors = self.embedder.embed([retrieval.document_text(self.domain, m) for m, _ in pairs]) if pairs else []
+            for (_, doc), vector in zip(pairs, vectors):
+                index.add(doc, vector)
+                self.store.put_derived(session, VectorIndex.KIND, doc.message_index,
+                                       index.body(doc.message_index))
+        return index
 
     def _catch_up_index(self, session: str) -> None:
         """Index what the log holds beyond the search index (a store written without retrieval,
@@ -373,21 +435,24 @@ class ContextEditor:
         self._indexed.add(session)
 
     def search(self, session: str, query: str | list[str], where: SearchFilter | None = None,
-               limit: int = retrieval.RETRIEVE_K) -> list[tuple[Message, float]]:
-        """The session's messages matching any term of `query` (text, or terms), best first, with
-        their scores; `where` filters by role, round range, tool name and the fields a message set.
-        Works whether or not `retrieval` is on (the index catches up on first use)."""
+               limit: int = retrieval.RETRIEVE_K, text: str | None = None) -> list[tuple[Message, float]]:
+        """The session's messages matching `query` (text, or terms), best first, with their scores;
+        `where` filters by role, round range, tool name and the fields a message set. Lexical: any
+        term matches. With an embedder also dense: the messages whose vectors are closest to the
+        embedded `text` (default: the query), found even when they share no word with it; the two
+        lists are fused by rank (`retrieval.fuse`). Works whether or not `retrieval` is on (the
+        indexes catch up on first use)."""
         if session not in self._indexed:
             self._catch_up_index(session)
+        where = where or SearchFilter()
         terms = query if isinstance(query, list) else retrieval.terms(query)
-        hits = self.store.search(session, terms, where or SearchFilter(), limit * 3 if self.embedder else limit)
+        hits = self.store.search(session, terms, where, limit * 3 if self.embedder else limit)
+        if self.embedder is not None:
+            vector = self.embedder.embed([text or (query if isinstance(query, str) else " ".join(query))])[0]
+            floor = float(getattr(self.embedder, "min_similarity", 0.0))
+            hits = retrieval.fuse(hits, self._vector_index(session).nearest(vector, where, limit * 3, floor), limit)
         found = {m.index: m for m in self.store.messages_at(session, [i for i, _ in hits])}
-        ranked = [(found[i], score) for i, score in hits if i in found]
-        if self.embedder is not None and ranked:
-            text = query if isinstance(query, str) else " ".join(query)
-            dense = dict(retrieval.rank_dense(self.embedder, text, [m for m, _ in ranked], len(ranked)))
-            ranked = sorted(ranked, key=lambda x: (-dense[x[0].index], -x[0].index))
-        return ranked[:limit]
+        return [(found[i], score) for i, score in hits if i in found][:limit]
 
     def _bind(self, session: str) -> str | None:
         """Check the session belongs to this domain and version; the version it upgrades from, if any."""
@@ -624,7 +689,9 @@ class ContextEditor:
                     if (m.index <= state.message_index if as_of_round is None else m.round <= as_of_round)]
         zone = self._zone(session)
         anchors = {n: a for n in ("goal", "subtask") if (a := zone.anchor(n, as_of_round))}
-        return RenderPart(renderer, state, messages, zone.lines(state.round - self.domain.actions[action].recent_rounds), anchors)
+        # Every line up to the latest round: the recent rounds' lines stay hidden while their turns
+        # are shown, and keep (or name) a fact of a recent turn the budget drops.
+        return RenderPart(renderer, state, messages, zone.lines(state.round), anchors)
 
     def _retrieve(self, session: str, state: State, view: ActionSpec, messages: list[Message],
                   since: int) -> tuple[list[str], list[tuple[Message, float]]]:
@@ -635,7 +702,9 @@ class ContextEditor:
             return [], []
         latest = next((m.content for m in reversed(messages) if m.role == "user"), None)
         query = retrieval.action_query(self.domain, view, state, latest)
-        return query, self.search(session, query, retrieval.older_than(since))
+        # Dense search embeds what was asked as said, when the query is that turn's terms.
+        asked = latest if latest and set(query) <= set(retrieval.terms(latest)) else None
+        return query, self.search(session, query, retrieval.older_than(since), text=asked)
 
     def _answers(self) -> list[Answers]:
         """The answer books of the model parts in use (a ChatScorer's, a ChatSummarizer's)."""

@@ -3,6 +3,8 @@ values that never silently vanish (issue 10 item 4), and the articles' assembly 
 
 from __future__ import annotations
 
+import html
+
 import sqlite3
 import xml.etree.ElementTree as ET
 
@@ -129,6 +131,39 @@ def test_a_turn_with_an_unabsorbed_value_is_shown_or_named(budget):
         # open values a newer line shows is not repeated.
         same = {f"m{i}" for i, s, _ in turns if s == sentence}
         assert sentence in xml or same & named or all(v in xml.lower() for v in spans), (index, sentence)
+
+
+def test_every_fact_is_shown_or_named_whatever_the_budget_recent_turns_and_merged_lines_included():
+    """A fact said in a recent turn that the budget drops comes back as a summary line or is named;
+    two facts whose lines read the same once masked ("My passport number is [passport number].")
+    are both named when their one line is dropped."""
+    from context_editor.inject import pii
+
+    facts = ["My passport number is E12345678.", "I'm allergic to sesame.", "My passport number is E87654321.",
+             "I only eat kosher meals."]
+    conv = conversation("en", 30)
+    conv[10] = {**conv[10], "content": facts[0]}
+    conv[30] = {**conv[30], "content": facts[1]}
+    conv[50] = {**conv[50], "content": facts[2]}
+    conv = conv + [{"role": "user", "content": facts[3]}, {"role": "assistant", "content": "Noted."},
+                   {"role": "user", "content": "What else do you need?"}]
+    editor = ContextEditor("travel", "memory://")
+    editor.ingest("s", conv)
+    where = {f: f"m{next(m.index for m in editor.store.messages('s') if m.content == f)}" for f in facts}
+    checked = named_seen = 0
+    for budget in range(1200, 150, -40):
+        try:
+            ctx, root = xml_of(editor, "s", "plan_trip", budget=budget)
+        except BudgetError:
+            break
+        cut = root.find("truncated_context")
+        named = set((cut.get("lines", "") if cut is not None else "").split())
+        text = html.unescape(ctx.xml)
+        for fact, ref in where.items():
+            checked += 1
+            named_seen += ref in named
+            assert pii.mask(fact, set()) in text or ref in named, (budget, fact, ctx.xml)
+    assert checked and named_seen  # some budget did force facts out
 
 
 def test_the_latest_user_message_outlives_optional_fields(headphones):

@@ -201,3 +201,62 @@ def test_minilm_embeds_like_the_published_model_and_ranks_by_meaning():
     texts = ["The weather is sunny today.", "I'm allergic to peanuts.", "A man is riding a horse."]
     messages = [Message("s", i, 1, "user", t) for i, t in enumerate(texts)]
     assert rank_dense(embedder, "Which foods must I avoid?", messages, 3)[0][0] == 1
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    """One model for the module: it caches vectors by text, and the test conversations repeat."""
+    from context_editor.memory.minilm import MiniLMEmbedder
+
+    return MiniLMEmbedder()
+
+
+class Counting:
+    """An embedder wrapper that counts the texts it was asked to embed."""
+
+    def __init__(self, inner):
+        self.inner, self.texts = inner, 0
+        self.dimensions, self.name, self.min_similarity = inner.dimensions, inner.name, inner.min_similarity
+
+    def embed(self, texts):
+        self.texts += len(texts)
+        return self.inner.embed(texts)
+
+
+def test_dense_recall_finds_what_shares_no_word_with_the_question_and_its_vectors_are_derived_data(store_url, minilm):
+    """With the MiniLM embedder, search also recalls by vector: "Which foods must I avoid?" finds
+    the allergy said 20 rounds before the window, which lexical search cannot (no shared word).
+    The vectors are stored per message as derived data: a new editor reuses them, a store written
+    without an embedder gets them on first use, and a rebuild from the log gives the same rows."""
+    from context_editor.memory.retrieval import VectorIndex
+
+    conv = long_travel_conversation(24)
+    question = "Which foods must I avoid?"
+    store = open_store(store_url)  # one store object: memory:// is a new store per open
+    ContextEditor("travel", store).ingest("s", [{**conv[0], "content": "I'm allergic to peanuts."}, *conv[1:],
+                                                    {"role": "user", "content": question, "timestamp": conv[-1]["timestamp"]}])
+    lexical = ContextEditor("travel", store, retrieval=True)
+    dense = ContextEditor("travel", store, embedder=Counting(minilm))
+    for editor in (lexical, dense):
+        editor.render("s", "book_flight")
+    assert "rank" not in lexical.why_message("s", "m0", action="book_flight")["retrieval"]
+    hit = dense.why_message("s", "m0", action="book_flight")
+    assert hit["retrieval"]["rank"] == 1 and hit["retrieval"]["matched_terms"] == []
+    assert hit["shown"]["reason"] == "retrieved"
+
+    rows = store.derived("s", VectorIndex.KIND)
+    searchable = {m.index for m in store.messages("s") if m.role in ("user", "assistant", "tool") and m.content}
+    assert set(rows) == searchable and all(r["model"] == "all-MiniLM-L6-v2/384" for r in rows.values())
+    again = ContextEditor("travel", store, embedder=Counting(minilm))
+    assert [m.index for m, _ in again.search("s", question)] == [m.index for m, _ in dense.search("s", question)]
+    assert again.embedder.texts == 1  # only the query: the messages' vectors came from the store
+    again.rebuild_memory("s")
+    assert store.derived("s", VectorIndex.KIND) == rows
+
+
+def test_dense_and_lexical_hits_are_fused_by_rank():
+    from context_editor.memory.retrieval import fuse
+
+    # 3 is found both ways, so it leads; 1 (lexical only) and 7 (dense only) tie, the closer vector first.
+    assert [i for i, _ in fuse([(1, 9.0), (3, 4.0)], [(7, 0.6), (3, 0.5)], 3)] == [3, 7, 1]
+    assert fuse([(1, 9.0)], [], 5) == [(1, 1 / 61)]

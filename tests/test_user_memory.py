@@ -145,3 +145,69 @@ def test_memory_settings_need_scope_user(tmp_path):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(DomainError, match="`memory` applies to fields with `scope: user`"):
         load_domain(path)
+
+
+def test_a_users_memory_is_rebuilt_from_the_session_logs(store_url):
+    """The memory events are derived data: lost (a crash after the message's transaction) or
+    wiped, `rebuild_user_memory` recomputes exactly what the sessions appended, across domains,
+    and touches no other user's or tenant's memory."""
+    from context_editor.pipeline import rebuild_user_memory
+
+    travel = ContextEditor("travel", store_url)
+    finance = ContextEditor("finance", travel.store)
+    u = lambda s, user="u1", tenant="acme": session_key(s, tenant=tenant, user=user)  # noqa: E731
+    say(travel, u("t1"), "下个月去三亚，座位要靠窗", 0)
+    say(finance, u("f1"), "I'm a conservative investor, I can't afford to lose money", 1)
+    say(travel, u("t2"), "我想订去成都的机票", 5)  # given the window seat: a `use`
+    say(travel, u("t3"), "This time I'd like an aisle seat", 9)  # the user changes their mind
+    say(travel, u("t1", user="u2"), "I prefer a window seat", 2)
+    say(travel, u("t1", tenant="other"), "I prefer an aisle seat", 3)
+    say(travel, session_key("t1", user="u1"), "I prefer a window seat", 4)  # no tenant: another memory
+    store = travel.store
+    owners = [("acme", "u1"), ("acme", "u2"), ("other", "u1"), ("", "u1")]
+    recorded = {o: store.user_memory(*o) for o in owners}
+    assert {e["event"] for e in recorded[("acme", "u1")]} == {"remember", "use"}
+    assert {e["field"] for e in recorded[("acme", "u1")]} == {"seat_preference", "risk_profile"}
+
+    assert rebuild_user_memory(store, "acme", "u1") == recorded[("acme", "u1")]  # the same events, same order
+    store.replace_user_memory("acme", "u1", [])  # lost
+    assert travel.user_memory("acme", "u1").current == {}
+    rebuild_user_memory(store, "acme", "u1")
+    assert store.user_memory("acme", "u1") == recorded[("acme", "u1")]
+    assert {o: store.user_memory(*o) for o in owners} == recorded  # nobody else's memory moved
+    say(travel, u("t4"), "去杭州", 12)
+    assert seat(travel, u("t4")) == "aisle"
+    assert ContextEditor("finance", store).user_memory("acme", "u1").current["risk_profile"].value == "conservative"
+
+
+def test_memory_rebuild_from_the_cli(tmp_path, capsys):
+    from context_editor.cli import main
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    travel = ContextEditor("travel", url)
+    say(travel, session_key("t1", tenant="acme", user="u1"), "座位要靠窗", 0)
+    say(travel, session_key("t2", tenant="acme", user="u1"), "去成都", 3)
+    recorded = travel.store.user_memory("acme", "u1")
+    travel.store.replace_user_memory("acme", "u1", [])
+    assert main(["memory", "rebuild", "--store", url, "--tenant", "acme", "--user", "u1"]) == 0
+    assert "2 events (1 remembered, 1 used) over fields seat_preference" in capsys.readouterr().out
+    assert open_store(url).user_memory("acme", "u1") == recorded
+    assert main(["memory", "rebuild", "--store", url, "--user", "a/b"]) == 2
+    assert "[CE002]" in capsys.readouterr().err
+
+
+def test_a_rebuild_does_not_bring_back_an_erased_value(store_url):
+    from context_editor.audit import erase
+    from context_editor.pipeline import rebuild_user_memory
+
+    travel = ContextEditor("travel", store_url)
+    t1, t2 = session_key("t1", tenant="acme", user="u1"), session_key("t2", tenant="acme", user="u1")
+    say(travel, t1, "I prefer a window seat", 0)
+    say(travel, t2, "Book me a flight to Boston", 5)
+    erase(travel.store, [t1], actor="dpo", reason="request 1", messages=[0])
+    kept = travel.store.user_memory("acme", "u1")
+    assert all(e["value"] != "window" for e in kept if e["event"] == "remember")
+    assert all(e["value"] != "[erased]" for e in rebuild_user_memory(travel.store, "acme", "u1"))
+    say(travel, session_key("t3", tenant="acme", user="u1"), "去杭州", 9)
+    assert seat(travel, session_key("t3", tenant="acme", user="u1")) is None  # never "[erased]", nor the erased value
+

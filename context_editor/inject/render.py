@@ -369,8 +369,8 @@ class Renderer:
         wanted_back = frozenset(m.index for m in found)
         ranked = history.select_history(spec, state, older, vocabulary, self.scorer, anchors, found)[: spec.max_history]
         scorer_alerts: list[dict[str, Any]] = getattr(self.scorer, "drain_alerts", list)()
-        if summary and summary[-1].round > recent_from:  # the zone hands lines in round order
-            summary = [line for line in summary if line.round <= recent_from]
+        # The zone includes the recent rounds' lines: hidden while their turns are shown
+        # (`_kept_zone`), they keep a fact of a recent turn the budget drops, or name it.
         lines = compact.zone_lines(summary, window_from, vocabulary, absorbed, hidden)
         return _Plan(
             action=action, spec=spec, budget=resolved, limit=limit,
@@ -675,9 +675,10 @@ def _kept_zone(plan: _Plan, kept: dict[str, int], shown: set[int],
         n = min(kept[tier], len(candidates))
         out.extend(candidates[len(candidates) - n:])
         dropped += len(candidates) - n
-        if tier != "notes":
-            lost.extend(z.sources[-1] for _, _, z in candidates[: len(candidates) - n])
-    return sorted(out, key=lambda x: (x[2].round, x[2].sources)), sorted(lost), dropped
+        if tier != "notes":  # a merged line is named as its src would be: first and latest source
+            lost.extend(i for _, _, z in candidates[: len(candidates) - n]
+                        for i in dict.fromkeys((z.sources[0], z.sources[-1])))
+    return sorted(out, key=lambda x: (x[2].round, x[2].sources)), sorted(set(lost)), dropped
 
 
 def _zone_groups(lines: list[tuple[str, int, compact.ZoneLine]], window_from: int,

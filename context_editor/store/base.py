@@ -486,6 +486,10 @@ class Store(ABC):
     @abstractmethod
     def user_memory(self, tenant: str, user: str) -> list[dict[str, Any]]:
         """One user's memory events in the order they were appended; only this tenant's user's."""
+
+    @abstractmethod
+    def replace_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
+        """Replace one user's memory events with `events`, atomically (a rebuild from the logs)."""
     # ------------------------------------------------------------------ search (derived data)
     @abstractmethod
     def index_search(self, session: str, docs: list[SearchDoc]) -> None:

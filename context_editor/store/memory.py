@@ -183,6 +183,10 @@ class MemoryStore(Store):
     def user_memory(self, tenant: str, user: str) -> list[dict[str, Any]]:
         return copy.deepcopy(self._user_memory.get((tenant, user), []))
 
+    def replace_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self._user_memory[(tenant, user)] = copy.deepcopy(events)
+
     def drop_derived(self, session: str, kind: str) -> None:
         self._derived.pop((session, kind), None)
 

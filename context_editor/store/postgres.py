@@ -386,10 +386,18 @@ class PostgresStore(Store):
         return {k: json.loads(b) for k, b in rows}
 
     def append_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
+        self._write_user_memory(tenant, user, events, replace=False)
+
+    def replace_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
+        self._write_user_memory(tenant, user, events, replace=True)
+
+    def _write_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]], replace: bool) -> None:
         c = self._conn()
-        with _database_errors(f"appending to the memory of user {user!r}"), c.transaction():
+        with _database_errors(f"writing the memory of user {user!r}"), c.transaction():
             # One writer per user at a time: the lock lives as long as the transaction.
             c.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{tenant}/{user}",))
+            if replace:
+                c.execute("DELETE FROM user_memory WHERE tenant = %s AND user_id = %s", (tenant, user))
             start = _one(c.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM user_memory WHERE tenant = %s AND user_id = %s",
                                    (tenant, user)))[0]
             with c.cursor() as cur:

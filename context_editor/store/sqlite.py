@@ -312,9 +312,17 @@ class SQLiteStore(Store):
         return {k: json.loads(b) for k, b in rows}
 
     def append_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
+        self._write_user_memory(tenant, user, events, replace=False)
+
+    def replace_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
+        self._write_user_memory(tenant, user, events, replace=True)
+
+    def _write_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]], replace: bool) -> None:
         c = self._conn()
         try:
             c.execute("BEGIN IMMEDIATE")
+            if replace:
+                c.execute("DELETE FROM user_memory WHERE tenant = ? AND user_id = ?", (tenant, user))
             start = c.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM user_memory WHERE tenant = ? AND user_id = ?",
                               (tenant, user)).fetchone()[0]
             c.executemany("INSERT INTO user_memory VALUES (?, ?, ?, ?)",
