@@ -86,9 +86,14 @@ def session_owner(key: str) -> tuple[str, str] | None:
     return None
 
 
+# What json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False) builds at every
+# call, built once (the encoder keeps only its settings: safe to share between threads).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(obj: Any) -> str:
     """One serialisation for hashing and storage: sorted keys, no whitespace, UTF-8 kept."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(obj)
 
 
 @dataclass(frozen=True, slots=True)
@@ -500,12 +505,19 @@ class State:
         fs.history.append(HistoryEntry(e.after, e.round, status, e.source, e.reason, e.provenance))
 
     def snapshot(self) -> dict[str, Any]:
-        """The whole fold as JSON (derived data: a reopened session folds only the edits after it)."""
-        def prov(p: Provenance | None) -> dict[str, Any] | None:
-            return p.to_dict() if p else None
+        """The whole fold as JSON (derived data: a reopened session folds only the edits after it).
+        Compact (v2): a provenance is a list, without the domain version when it is the state's,
+        so a long session's histories parse in a few milliseconds."""
+        dv = self.domain_version
+
+        def prov(p: Provenance | None) -> list[Any] | None:
+            if p is None:
+                return None
+            return [p.message_index, p.round, p.role, p.span[0], p.span[1], p.text, p.extractor, p.confidence,
+                    p.message_id, None if p.domain_version == dv else p.domain_version]
 
         return {
-            "domain": self.domain, "domain_version": self.domain_version, "session": self.session, "phase": self.phase,
+            "v": 2, "domain": self.domain, "domain_version": dv, "session": self.session, "phase": self.phase,
             "round": self.round, "message_index": self.message_index, "last_seq": self.last_seq,
             "last_hash": self.last_hash, "last_message_hash": self.last_message_hash,
             "alerts": [[a.code, a.round, a.message, a.field] for a in self.alerts],
@@ -522,10 +534,19 @@ class State:
         st = cls(d["domain"], d["domain_version"], d["session"], d["phase"], d["round"], d["message_index"],
                  last_seq=d["last_seq"], last_hash=d["last_hash"], last_message_hash=d["last_message_hash"])
         st.alerts = [Alert(*a) for a in d["alerts"]]
+        dv = d["domain_version"]
+
+        def prov(p: Any) -> Provenance | None:
+            if p is None or isinstance(p, dict):  # a v1 snapshot's provenance is a dict
+                return Provenance.from_dict(p)
+            mi, rnd, role, start, end, text, extractor, confidence, message_id, version = p
+            return Provenance(mi, rnd, role, (start, end), text, extractor, confidence, dv if version is None else version,
+                              message_id)
+
         for name, f in d["fields"].items():
-            st.fields[name] = FieldState(f["value"], Provenance.from_dict(f["provenance"]), f["set_round"], f["set_at"],
-                                         f["source"], [HistoryEntry(v, r, status, source, reason, Provenance.from_dict(p))
-                                                       for v, r, status, source, reason, p in f["history"]],
+            st.fields[name] = FieldState(f["value"], prov(f["provenance"]), f["set_round"], f["set_at"], f["source"],
+                                         [HistoryEntry(v, r, status, source, reason, prov(p))
+                                          for v, r, status, source, reason, p in f["history"]],
                                          dict(f["accepted"]), f["last_accepted"])
         return st
 

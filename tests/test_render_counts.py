@@ -135,3 +135,22 @@ def test_a_turn_remembered_before_a_pii_value_was_known_is_protected_after(tmp_p
     editor.ingest("s", [{"role": "tool", "content": '{"member_id": "VIP-778899", "status": "ok"}', "timestamp": TS}])
     xml = editor.render("s", "track").xml
     assert "VIP-778899" not in xml and pii.protect("hash", "VIP-778899", "member_id") in xml
+
+
+def test_templates_that_post_process_output_are_told_apart_without_or_with_a_parse():
+    from jinja2 import DictLoader, Environment
+
+    from context_editor.inject.render import _post_processes
+
+    env = Environment(loader=DictLoader({
+        "base": "<a>{% block b %}{% if x %}{{ x }}{% endif %}{% endblock %}</a>",
+        "plain": '{% extends "base" %}{% block b %}{% for i in y %}{{ i }}{% endfor %}{% endblock %}',
+        "filtered": "{% filter upper %}{{ x }}{% endfilter %}",
+        "child_of_filtered": "{% extends 'filtered' %}",
+        "hidden_macro": '{{ "{% if" }}{% macro m() %}x{% endmacro %}{{ m() }}',
+        "captured": "{% set out %}{{ x }}{% endset %}{{ out | upper }}",
+        "computed": "{% extends name %}",
+    }))
+    assert not _post_processes(env, "plain")  # only plain statements: the fast path
+    assert _post_processes(env, "filtered") and _post_processes(env, "child_of_filtered")
+    assert _post_processes(env, "hidden_macro") and _post_processes(env, "captured") and _post_processes(env, "computed")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import re
 from datetime import date
+from functools import lru_cache
 
 EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}(?![\w-])")
 CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
@@ -54,6 +55,11 @@ def resident_id_ok(text: str) -> bool:
 
 def detect(text: str) -> list[tuple[int, int, str]]:
     """(start, end, kind) of each personal value in `text`, left to right, not overlapping."""
+    return list(_detected(text))
+
+
+@lru_cache(maxsize=16384)  # a render masks every summary line again whenever the state moves: the texts repeat
+def _detected(text: str) -> tuple[tuple[int, int, str], ...]:
     found: list[tuple[int, int, str]] = []
     found += [(m.start(), m.end(), "e-mail") for m in EMAIL.finditer(text)]
     found += [(m.start(), m.end(), "resident id") for m in RESIDENT_ID.finditer(text) if resident_id_ok(m.group())]
@@ -65,13 +71,13 @@ def detect(text: str) -> list[tuple[int, int, str]]:
     for span in sorted(found, key=lambda s: (s[0], s[0] - s[1])):
         if not kept or span[0] >= kept[-1][1]:
             kept.append(span)
-    return kept
+    return tuple(kept)
 
 
 def mask(text: str, allowed: set[str]) -> str:
     """`text` with every detected personal value replaced by its kind, except values in `allowed`
     (the values of the fields the action shows, compared without spaces and dashes)."""
-    spans = detect(text)
+    spans = _detected(text)
     if not spans:
         return text
     out, last = [], 0
