@@ -573,8 +573,15 @@ def erase(store: Store, sessions: list[str], actor: str, reason: str, messages: 
     keeping each row's commitment, so `verify` still passes; one tombstone per row, signed
     when the store has a key. Refused, before anything changes, for rows written before
     erasable payloads (schema 8): their hash covers the text itself."""
-    from .pipeline import USAGE_KIND  # as in replay: imported when used
+    tombstones, forget = erasure(store, sessions, actor, reason, messages, field_name, at)
+    _apply(store, tombstones, [forget])
+    return tombstones
 
+
+def erasure(store: Store, sessions: list[str], actor: str, reason: str, messages: Collection[int] | None = None,
+            field_name: str | None = None, at: str | None = None) -> tuple[list[Tombstone], Forget]:
+    """What `erase` does, without doing it: the tombstones of every part still holding its text,
+    and which user-memory events go."""
     if not actor.strip() or not reason.strip():
         raise Errors.ERASE(problem="an erasure needs an actor and a reason", fix="pass --actor and --reason")
     if messages is not None and field_name is not None:
@@ -596,9 +603,22 @@ def erase(store: Store, sessions: list[str], actor: str, reason: str, messages: 
                                    fix="nothing was changed; such rows go only with their whole store")
             if (kind, pos) in held:  # an already erased row keeps its first tombstone
                 tombstones.append(Tombstone(s, kind, pos, committed, when, actor, reason))
-    store.erase(tombstones, _forget(store, sessions, tombstones, whole=messages is None and field_name is None),
-                keep_derived=(USAGE_KIND,))
-    return tombstones
+    return tombstones, _forget(store, sessions, tombstones, whole=messages is None and field_name is None)
+
+
+def _apply(store: Store, tombstones: list[Tombstone], forgets: list[Forget]) -> None:
+    """One store transaction for any number of erasures (their memory tests joined per user)."""
+    from .pipeline import USAGE_KIND  # as in replay: imported when used
+
+    tests: dict[tuple[str, str], list[Callable[[dict[str, Any]], bool]]] = {}
+    for forget in forgets:
+        for owner, test in forget.items():
+            tests.setdefault(owner, []).append(test)
+    store.erase(tombstones, {owner: _any_of(ts) for owner, ts in tests.items()}, keep_derived=(USAGE_KIND,))
+
+
+def _any_of(tests: list[Callable[[dict[str, Any]], bool]]) -> Callable[[dict[str, Any]], bool]:
+    return lambda ev: any(t(ev) for t in tests)
 
 
 def _forget(store: Store, sessions: list[str], tombstones: list[Tombstone], whole: bool) -> Forget:
@@ -673,14 +693,17 @@ def apply_retention(store: Store, now: datetime | None = None, domains: dict[str
     plan = retention_plan(store, now, domains, allow_plugins)
     if dry_run:
         return plan
-    done = []
+    # One store transaction for every session (the clean-up after it runs once). A tombstone
+    # says when the erasure happened (the clock), whatever `now` ages were measured from.
+    done, forgets = [], []
     for step in plan:
         tombstones: list[Tombstone] = []
         if step.messages:
-            # The tombstone says when the erasure happened (the clock), whatever `now` ages were measured from.
-            tombstones = erase(store, [step.session], actor, f"retention: messages {step.days}d (domain {step.domain})",
-                               messages=step.messages)
+            tombstones, forget = erasure(store, [step.session], actor,
+                                         f"retention: messages {step.days}d (domain {step.domain})", step.messages)
+            forgets.append(forget)
         done.append(replace(step, tombstones=tuple(tombstones)))
+    _apply(store, [t for step in done for t in step.tombstones], forgets)
     return done
 
 

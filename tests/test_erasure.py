@@ -225,12 +225,14 @@ def test_retention_erases_what_is_older_with_signed_tombstones_and_verify_passes
     editor.ingest("s1", [{"role": "user", "content": "从乌鲁木齐飞三亚，电话13912345678", "timestamp": old},
                          {"role": "user", "content": "两个人", "timestamp": recent}])
     editor.ingest("s2", [{"role": "user", "content": "I fly from Reykjavik to Lima", "timestamp": recent}])
-    now = datetime(2024, 7, 1, tzinfo=timezone.utc)  # 181 days after the old message, 11 after the recent ones
+    editor.ingest("s3", [{"role": "user", "content": "from Oslo to Lima, 2 people", "timestamp": old}])
+    now = datetime(2024, 7, 1, tzinfo=timezone.utc)  # 181 days after the old messages, 11 after the recent ones
     plan = retention_plan(store, now)
-    assert [(p.session, p.messages, p.days) for p in plan] == [("s1", (0,), 180)]
+    assert [(p.session, p.messages, p.days) for p in plan] == [("s1", (0,), 180), ("s3", (0,), 180)]
     assert apply_retention(store, now, dry_run=True) == plan and store.messages("s1")[0].content != ERASED
-    done = apply_retention(store, now)
-    assert len(done) == 1 and done[0].tombstones and {t.kind for t in done[0].tombstones} == {"message", "edit"}
+    done = apply_retention(store, now)  # both sessions in one store transaction
+    assert len(done) == 2 and done[0].tombstones and {t.kind for t in done[0].tombstones} == {"message", "edit"}
+    assert store.messages("s3")[0].content == ERASED and editor.state("s3").get("travelers") == ERASED
     assert store.messages("s1")[0].content == ERASED and store.messages("s1")[1].content == "两个人"
     assert editor.state("s1").get("travelers") == 2 and store.messages("s2")[0].content.startswith("I fly")
     report = verify_store(store, pubkey=signer.public_hex)
