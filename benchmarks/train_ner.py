@@ -1,6 +1,6 @@
 """Train the benchmark NER models and summarise their cards.
 
-    nice -n 10 python benchmarks/train_ner.py [--data ../shared/data] [--out benchmarks/out/models] [--only sgd|crosswoz] [--subset N] [--table] [--ablation RESULTS_JSON…]
+    nice -n 10 python benchmarks/train_ner.py [--data ../shared/data] [--out benchmarks/out/models] [--only sgd|crosswoz] [--subset N] [--table [MODEL…]] [--ablation RESULTS_JSON…]
 
 - `sgd-en`: the whole SGD train split (97 files, ~224,000 turns, ~159,000 slot spans), 2 epochs.
   `--subset N` trains on a deterministic subset of N turns (chosen by hash, all services), one
@@ -38,19 +38,20 @@ def train(name: str, data: str, out: Path, subset: int | None) -> None:
     subprocess.run(cmd, check=True)
 
 
-def table(out: Path) -> str:
+def table(out: Path, names: list[str] | None = None) -> str:
     rows = ["| model | data | examples (train / held out) | labels served | held-out P / R / F1 | size | training wall / CPU | epochs |",
             "|---|---|---|---|---|---|---|---|"]
-    for model, _ in MODELS.values():
+    for model in names or [m for m, _ in MODELS.values()]:
         card_path = out / model / "card.json"
         if not card_path.is_file():
             continue
         c = json.loads(card_path.read_text("utf-8"))
         h, d = c["held_out"], c["data"]
-        served = sum(1 for x in (c.get("calibration") or {}).get("labels", {}).values() if x["served"])
+        cal = (c.get("calibration") or {}).get("labels")
+        served = f"{sum(1 for x in cal.values() if x['served'])} of {len(c['labels'])}" if cal else f"all {len(c['labels'])} (uncalibrated)"
         cpu = f"{c['training_cpu_seconds'] / 60:.1f} min" if "training_cpu_seconds" in c else "—"
         rows.append(f"| `{model}` | {d['format']} `{Path(d['path']).name}` | {d['train_examples']:,} / {d['held_out_examples']:,} "
-                    f"| {served} of {len(c['labels'])} | {h['p']:.3f} / {h['r']:.3f} / {h['f']:.3f} | {c['size_bytes'] / 1e6:.1f} MB "
+                    f"| {served} | {h['p']:.3f} / {h['r']:.3f} / {h['f']:.3f} | {c['size_bytes'] / 1e6:.1f} MB "
                     f"| {c['training_seconds'] / 60:.1f} / {cpu} | {len(c['epochs'])} (best {h.get('epoch')}) |")
     return "\n".join(rows) + "\n"
 
@@ -73,7 +74,7 @@ def main() -> int:
     ap.add_argument("--data", default="../shared/data")
     ap.add_argument("--out", default="benchmarks/out/models", type=Path)
     ap.add_argument("--only", choices=sorted(MODELS))
-    ap.add_argument("--table", action="store_true", help="only print the table of the existing cards")
+    ap.add_argument("--table", nargs="*", metavar="MODEL", help="only print the table of the existing cards (these model dirs under --out; default the two above)")
     ap.add_argument("--subset", type=int, metavar="N", help="SGD: a deterministic subset of N turns, 1 epoch (default: every turn, 2 epochs)")
     ap.add_argument("--ablation", nargs="+", type=Path, metavar="RESULTS_JSON",
                     help="only print the ablation table of these `bench … --ner` results")
@@ -81,10 +82,10 @@ def main() -> int:
     if args.ablation:
         print(ablation(args.ablation), end="")
         return 0
-    if not args.table:
+    if args.table is None:
         for name in [args.only] if args.only else list(MODELS):
             train(name, args.data, args.out, args.subset)
-    print(table(args.out), end="")
+    print(table(args.out, args.table), end="")
     return 0
 
 

@@ -21,7 +21,7 @@ from .. import registry
 from ..errors import DomainProblem, Entry, Errors, NerModelError
 from ..expressions import TemplateSyntaxError, budget_problem, compile_expression, expression_names
 from ..resources import templates_dir
-from .kinds import accepts
+from .kinds import served_label
 from .local import Resolution, field_refs
 from .nermodel import configured_models
 from .rulepacks import NER_LABELS, extractor_ref, ner_label, select_rules
@@ -139,7 +139,7 @@ def extract_refs(c: Lint) -> Iterator[DomainProblem]:
                 continue  # inline rules are compiled (and reported) by the resolver
             label = ner_label(ref)
             if label is not None:
-                served = any(accepts(label, x) for x in labels) if labels is not None else label in NER_LABELS
+                served = served_label(label, labels) == label if labels is not None else label in NER_LABELS  # kind prefix, or a subject of a learnt plain kind
                 if not served and labels != []:  # [] : the model is missing, reported once by `ner_models`
                     names = labels if labels is not None else NER_LABELS
                     yield c.problem(f"unknown entity label in '{ref}'", path,

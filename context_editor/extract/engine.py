@@ -37,7 +37,7 @@ from .cues import load_cues
 from .enums import EnumMatcher
 from .negation import is_negated
 from .prefilter import Present
-from ..domain.kinds import accepts
+from ..domain.kinds import accepts, with_subject
 from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, Span, ner_label, outrank, scored_spans
 from .tools import key_index, parse_json, walk
 from .values import TYPED_PARSERS, default_parser, parse_value
@@ -77,6 +77,7 @@ class Extractor:
 
     def __init__(self, domain: Domain):
         self.domain = domain
+        self._takers_of: dict[str, tuple[str, ...]] = {}  # model label -> the fields taking its spans
 
     @cached_property
     def ask_matcher(self) -> AskMatcher:
@@ -151,7 +152,8 @@ class Extractor:
                 found.extend(self._from_enum(msg, text, present, spec))
             if name in self.ner_fields:
                 ner_spans = self._spans(text, lang) if ner_spans is None else ner_spans
-                found = outrank(found, self._from_ner(msg, text, spec, ner_spans, now), self.domain.ner_margin)
+                asked = prior.asks if prior is not None and msg.role == "user" else ()
+                found = outrank(found, self._from_ner(msg, text, spec, ner_spans, now, asked), self.domain.ner_margin)
             if name in self.plugin_fields:
                 found.extend(self._from_plugins(msg, text, spec, spans))
             if proposing:
@@ -296,17 +298,32 @@ class Extractor:
         when the domain names none)."""
         model = self.domain.ner_models.get(lang)
         if model is not None:
-            return [Span(s, e, t, label, p, f"{model.extractor}:{label}") for s, e, t, label, p in scored_spans(model, text)]
+            return [Span(s, e, t, with_subject(label, text), p, f"{model.extractor}:{label}")
+                    for s, e, t, label, p in scored_spans(model, text)]
         if self.domain.ner_models or lang != "en":
             return []
         generic = registry.extractors.get("ner")  # the generic English model, a registered extractor
         return [Span(s, e, t, label, NER_CONFIDENCE, f"ner:{MODEL_ID}:{label}") for s, e, t, label in generic(text)]
 
-    def _from_ner(self, msg: Message, text: str, spec: FieldSpec, spans: list[Span], now: datetime) -> list[Candidate]:
+    def _takers(self, label: str) -> tuple[str, ...]:
+        """The fields of the domain that take model spans labelled `label` (from the user, or as
+        the assistant's proposals of user-owned fields)."""
+        if label not in self._takers_of:
+            self._takers_of[label] = tuple(name for name, refs in self.ner_fields.items() if any(accepts(ref, label) for ref in refs))
+        return self._takers_of[label]
+
+    def _from_ner(self, msg: Message, text: str, spec: FieldSpec, spans: list[Span], now: datetime,
+                  asked: tuple[str, ...] = ()) -> list[Candidate]:
+        """The model's spans for `spec`. A span of a kind several fields take (an alarm's time and its
+        new time, a song and its album) says what it is, not which of them it fills: it goes to a
+        field only when the assistant just asked for that field; otherwise those fields keep their
+        rules, whose cues ("change it to 7 pm", "the album X") tell them apart."""
         refs = self.ner_fields[spec.name]
         out = []
         for sp in spans:
             if not any(accepts(ref, sp.label) for ref in refs):
+                continue
+            if len(self._takers(sp.label)) > 1 and spec.name not in asked:
                 continue
             value = self._span_value(spec, sp.text, now)
             if value is not None:

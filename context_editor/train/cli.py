@@ -1,6 +1,7 @@
 """`context-editor train ner`: train the small NER model of a domain (added to the main CLI by `register`).
 
     context-editor train ner --format golden|sgd|crosswoz DATA --out DIR [--lang en|zh] [--seed N] [--max-epochs N] [--min-f1 F]
+        [--width N] [--depth N] [--embed-size N]
 
 DATA is a golden JSONL file or directory (docs/ner-training.md), an SGD split directory, or a
 CrossWOZ split file. The model directory gets the weights plus a card (card.json, README.md).
@@ -25,7 +26,8 @@ def cmd_train_ner(args: Any) -> int:
     lang = args.lang or _DEFAULT_LANG.get(args.format, "en")
     defaults = TrainOptions()
     opts = TrainOptions(lang=lang, seed=args.seed, max_epochs=args.max_epochs, patience=args.patience,
-                        max_examples=args.max_examples, min_f1=args.min_f1, embed=args.embed_size or (8000 if lang == "zh" else defaults.embed))
+                        max_examples=args.max_examples, min_f1=args.min_f1, width=args.width, depth=args.depth,
+                        embed=args.embed_size or (8000 if lang == "zh" else defaults.embed))
     command = "context-editor " + " ".join(shlex.quote(a) for a in args.argv)
     data = {"format": args.format, "path": str(args.data), "examples": len(examples)}
     result = train_ner(examples, args.out, opts, command=command, data=data,
@@ -52,4 +54,8 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     k.add_argument("--min-f1", type=float, default=TrainOptions.min_f1, metavar="F",
                    help="serve only labels whose held-out F1 is at least F (default 0.5)")
     k.add_argument("--embed-size", type=int, metavar="N", help="hash-embedding rows per feature (default 4000, zh 8000)")
+    k.add_argument("--width", type=int, default=TrainOptions.width, metavar="N",
+                   help=f"tok2vec width (default {TrainOptions.width}; narrower is cheaper per message)")
+    k.add_argument("--depth", type=int, default=TrainOptions.depth, metavar="N",
+                   help=f"tok2vec CNN layers (default {TrainOptions.depth}; fewer is cheaper per message)")
     k.set_defaults(func=cmd_train_ner, argv=None)

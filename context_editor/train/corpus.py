@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..domain.kinds import value_kind
+from ..domain.kinds import train_label, value_kind
 from ..errors import Errors, TrainingDataError
 from ..importers import read_json  # the dataset files as published (plain, .gz, .zip)
 
@@ -101,12 +101,12 @@ def _sgd_file(root: Path, stem: str) -> Path:
 
 
 def sgd_labels(schema: list[dict[str, Any]]) -> dict[tuple[str, str], str | None]:
-    """(service, slot) -> its kind label, through the one mapping the importer uses."""
+    """(service, slot) -> the label a model learns for it, through the one mapping the importer uses."""
     out: dict[tuple[str, str], str | None] = {}
     for service in schema:
         siblings = [(s["name"], s.get("description", "")) for s in service["slots"]]
         for name, desc in siblings:
-            out[(service["service_name"], name)] = value_kind(name, desc, siblings)
+            out[(service["service_name"], name)] = train_label(value_kind(name, desc, siblings))
     return out
 
 
@@ -144,7 +144,7 @@ def read_crosswoz(path: Path) -> Iterator[Example]:
             for _, domain, slot, _ in m.get("dialog_act", []):
                 slots.setdefault(domain, set()).add(slot.split("-", 1)[0])
     # A CrossWOZ slot's description is its domain's name (景点, 酒店, …), as in the importer.
-    labels = {(dom, s): value_kind(s, dom, [(x, dom) for x in sorted(names)]) for dom, names in slots.items() for s in names}
+    labels = {(dom, s): train_label(value_kind(s, dom, [(x, dom) for x in sorted(names)])) for dom, names in slots.items() for s in names}
     for did, d in data.items():
         for t, m in enumerate(d["messages"]):
             if m["role"] != "usr":
