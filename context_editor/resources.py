@@ -35,9 +35,14 @@ def templates_dir() -> Path:
     return _dir("templates")
 
 
+def data_path(name: str) -> Path:
+    """A file of the package's own data folder (`context_editor/data/`)."""
+    return Path(str(files("context_editor") / "data" / name))
+
+
 def schema_path() -> Path:
     """The JSON Schema of the domain file."""
-    return Path(str(files("context_editor") / "data" / "domain.schema.json"))
+    return data_path("domain.schema.json")
 
 
 def sample_conversation(name: str) -> Path:

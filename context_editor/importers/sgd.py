@@ -38,6 +38,7 @@ import yaml
 
 from ..domain.kinds import served_label, value_kind
 from ..errors import Errors
+from ..resources import data_path
 from .common import NerRef, model_ref, read_json, snake, track_action, words, write_domains
 
 # Words of a boolean slot name that say nothing about what the user wants ("has_wifi" -> wifi).
@@ -227,8 +228,8 @@ def import_sgd(schema_path: str | Path, out_dir: str | Path, ner: str | Path | N
 
 @functools.cache
 def _value_words() -> dict[str, list[str]]:
-    path = Path(__file__).with_name("sgd_value_words.yaml")
-    return {k.lower(): [str(w) for w in ws] for k, ws in yaml.safe_load(path.read_text("utf-8")).items()}
+    table = yaml.safe_load(data_path("sgd_value_words.yaml").read_text("utf-8"))
+    return {k.lower(): [str(w) for w in ws] for k, ws in table.items()}
 
 
 def _value_synonyms(value: str) -> list[str]:
