@@ -3,7 +3,7 @@
     context-editor import sgd SCHEMA.json[.gz] --out DIR [--ner MODEL_DIR]
     context-editor import crosswoz DATABASE_DIR --out DIR [--ner MODEL_DIR]
     context-editor bench sgd --data SPLIT_DIR [--limit N] [--every K] [--ner MODEL_DIR] --out DIR
-    context-editor bench crosswoz --data val.json.zip [--database DIR] [--limit N] [--every K] [--ner MODEL_DIR] --out DIR
+    context-editor bench crosswoz --data val.json.zip [--database DIR] [--limit N] [--every K] [--offset N] [--ner MODEL_DIR] --out DIR
 
 A benchmark imports the dataset's schema into OUT/domains (so it measures exactly what the
 import command produces), runs every dialogue, then the scaling run, and writes results.json,
@@ -93,7 +93,7 @@ def _load(args: argparse.Namespace, domains_out: Path, **import_options: Any) ->
         ds = load_sgd(args.data, domains_out, args.limit, **import_options)
     else:
         ds = load_crosswoz(args.data, args.database, domains_out, args.limit, **import_options)
-    ds.dialogues = ds.dialogues[:: args.every]  # a sample across the whole split (SGD files are grouped by service)
+    ds.dialogues = ds.dialogues[args.offset:: args.every]  # a sample across the whole split (SGD files are grouped by service)
     return ds
 
 
@@ -128,7 +128,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     domain, utterances = _scaling_input(ds, harness)
     harness.close()
     scaling = scaling_run(ds.domain_files[domain], utterances, args.scaling_rounds, ds.now)
-    config = {"data": str(args.data), "split": ds.split, "limit": args.limit, "every": args.every,
+    config = {"data": str(args.data), "split": ds.split, "limit": args.limit, "every": args.every, "offset": args.offset,
               "domains_dir": str(ds.domain_files[domain].parent),
               "clock": ds.now.isoformat(), "dialogue_domains": dict(Counter(len(d.domains) for d in ds.dialogues)),
               "ner": str(args.ner) if args.ner else None, "without": sorted(args.without or []), **environment}
@@ -179,6 +179,8 @@ def register_bench(subparsers: Subparsers) -> None:
     for k in kinds.choices.values():
         k.add_argument("--limit", type=int, metavar="N", help="only the first N dialogues")
         k.add_argument("--every", type=int, default=1, metavar="K", help="only every K-th dialogue (a sample of the whole split)")
+        k.add_argument("--offset", type=int, default=0, metavar="N",
+                       help="start the sample at the N-th dialogue (`--every 2 --offset 1`: the odd-numbered half)")
         k.add_argument("--out", required=True, metavar="DIR", help="directory for results.json, report.md, the plot and domains/")
         k.add_argument("--ner", metavar="MODEL_DIR", help="a trained model: run the ablation rules only / model only / both")
         k.add_argument("--without", action="append", choices=MECHANISMS, metavar="MECHANISM",

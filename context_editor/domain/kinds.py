@@ -60,6 +60,9 @@ _ROLES = {"PLACE": ((_FROM, "FROM"), (_TO, "TO")), "DATE": ((_START, "START"), (
 # speak of a hotel's and a restaurant's at once).
 _SUBJECT_KINDS = ("VENUE", "RATING", "MONEY")
 _SUBJECTS = (("HOTEL", r"hotel|酒店|宾馆"), ("RESTAURANT", r"restaurant|餐馆|餐厅|饭店"), ("ATTRACTION", r"attraction|景点|景区"))
+# The kinds of thing a conversation can be about, for a domain's `dialogue: {subject: …}`: the
+# subjects above and the rides of a trip.
+THINGS = (*_SUBJECTS, ("TAXI", r"\btaxi|\bcab\b|出租|打车|打的"), ("METRO", r"\bsubway|\bmetro\b|地铁"))
 
 
 def base_kind(name: str, description: str = "") -> str | None:
@@ -104,6 +107,12 @@ def with_subject(label: str, text: str) -> str:
         return label
     named = {s for s, cue in _SUBJECTS if re.search(cue, text.lower())}
     return f"{label}.{named.pop()}" if len(named) == 1 else label
+
+
+def things_named(text: str) -> set[str]:
+    """The kinds of thing (`THINGS`) a message names: "找一家有早餐服务的酒店" -> {"HOTEL"}."""
+    low = text.lower()
+    return {thing for thing, cue in THINGS if re.search(cue, low)}
 
 
 def accepts(ref_label: str, span_label: str) -> bool:

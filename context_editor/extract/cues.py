@@ -71,6 +71,7 @@ class Cues:
     ordinals: re.Pattern[str] | None
     closing: re.Pattern[str] | None
     offer: re.Pattern[str] | None
+    new_search: re.Pattern[str] | None  # a request for a new search ("帮我找一家…", "find me another…")
     kinds: tuple[tuple[str, re.Pattern[str]], ...]
     roles: tuple[tuple[str, re.Pattern[str]], ...]  # "start" / "end": which end of a span a question asks for
     stopwords: frozenset[str]
@@ -155,7 +156,7 @@ def _compile(lex: Lexicon) -> Cues:
     return Cues(
         accept=_opening(lex.words("yes_words") + words("accept"), particles), decline=_opening(words("decline"), particles),
         ordinals=_ordinals(ordinals),
-        closing=_anywhere(words("closing")), offer=_anywhere(words("offer")),
+        closing=_anywhere(words("closing")), offer=_anywhere(words("offer")), new_search=_anywhere(words("new_search")),
         kinds=tuple((k, p) for k, ws in sorted(kinds.items()) if (p := _anywhere(ws)) is not None),
         roles=tuple((k, p) for k, ws in sorted(lex.table("dialogue/question_roles").items()) if (p := _anywhere(ws)) is not None),
         stopwords=frozenset(w.lower() for w in words("stopwords")),

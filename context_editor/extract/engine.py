@@ -37,7 +37,7 @@ from .cues import load_cues
 from .enums import EnumMatcher
 from .negation import is_negated
 from .prefilter import Present
-from ..domain.kinds import accepts, with_subject
+from ..domain.kinds import accepts, things_named, with_subject
 from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, Span, ner_label, outrank, scored_spans
 from .tools import key_index, parse_json, walk
 from .values import TYPED_PARSERS, default_parser, parse_value
@@ -91,6 +91,16 @@ class Extractor:
     def offers_on(self) -> bool:
         return bool(self.domain.dialogue.get("offers", True))
 
+    def speaks_for_me(self, msg: Message, text: str) -> bool:
+        """With `dialogue: {subject: HOTEL}`: a user message that names other kinds of thing and not
+        this domain's ("找一家有早餐服务的酒店" for a restaurant domain) speaks for those; it stays in
+        the history, but no value is read from it here. A message naming none speaks for every domain."""
+        subject = self.domain.dialogue.get("subject")
+        if not subject or msg.role != "user":
+            return True
+        named = things_named(text)
+        return not named or subject in named
+
     def asks(self, msg: Message) -> tuple[str, ...]:
         """The fields an assistant message asks for: named by the app (`asks` metadata) or by its questions."""
         named = [a for a in msg.asks if a in self.domain.fields]
@@ -137,6 +147,8 @@ class Extractor:
             if data is not None:
                 return self._from_tool(msg, data, now)
         text = msg.content[:MAX_SCAN_CHARS]
+        if not self.speaks_for_me(msg, text):
+            return []
         questions = offer_spans(text) if msg.role == "assistant" and self.offers_on else []
         out: list[Candidate] = []
         ner_spans: list[Span] | None = None  # one model pass per message, only if a field asks for it
@@ -170,7 +182,20 @@ class Extractor:
             out = self._named_offers(msg, text, prior, out)
         if prior is not None and (prior.asks or prior.offered):
             out = self._answers(msg, text, prior, out, now)
-        return out + self._reply_acts(msg, text, prior)
+        return out + self._reply_acts(msg, text, prior) + self._new_search(msg, text, out)
+
+    def _new_search(self, msg: Message, text: str, found: list[Candidate]) -> list[Candidate]:
+        """With `dialogue: {new_search: <action>}`: a request for a search ("帮我找一家…", "find me
+        another…") that states at least one of the action's fields starts a new search; Transform
+        clears the earlier constraints it does not restate. It names no field (value: the action)."""
+        action = self.domain.actions.get(str(self.domain.dialogue.get("new_search") or ""))
+        cue = load_cues().new_search
+        m = cue.search(text) if action is not None and cue is not None else None
+        if m is None or action is None or not any(c.kind in ("value", "answer") and not c.negated and c.field in action.fields
+                                                   for c in found):
+            return []
+        return [Candidate("", action.name, self._prov(msg, m.start(), m.end(), m.group(0), "dialogue:new_search", 1.0),
+                          kind="new_search")]
 
     def _named_offers(self, msg: Message, text: str, prior: Prior, found: list[Candidate]) -> list[Candidate]:
         """`found`, plus the offered values the reply names word for word, for fields the reply says

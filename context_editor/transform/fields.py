@@ -37,6 +37,7 @@ NOT_A_QUANTITY = "NUMBER_NOT_A_QUANTITY"  # "1e999999", "10^1000": an exponent, 
 OPTION = "OFFERED_OPTION_"  # + the option's number
 CONFIRMED = "CONFIRMED_BY_USER"
 DECLINED = "DECLINED_BY_USER"
+NEW_SEARCH = "NEW_SEARCH"  # a request for a new search cleared a constraint it did not restate
 PICKED = "PICKED_OPTION_"  # + the number picked
 ANSWERED = "ANSWER_TO_ROUND_"  # + the round of the question
 
@@ -113,11 +114,12 @@ def _set(msg: Message, domain: Domain, name: str, fs: FieldState | None, value: 
 
 
 def _list_edits(msg: Message, domain: Domain, name: str, fs: FieldState | None, cands: list[Candidate],
-                removals: list[Candidate]) -> list[Edit]:
-    """Lists grow by new items and lose negated ones, in one edit per message."""
+                removals: list[Candidate], replace: bool = False) -> list[Edit]:
+    """Lists grow by new items and lose negated ones, in one edit per message; with `replace`
+    (`policy: latest` on a list) the items a message names are the new list."""
     current = list(fs.value or []) if fs else []
     gone = {c.value for c in removals}
-    items = [v for v in current if v not in gone]
+    items = [] if replace and cands else [v for v in current if v not in gone]
     for c in cands:
         for v in (c.value if isinstance(c.value, list) else [c.value]):
             if v not in items:
@@ -127,6 +129,17 @@ def _list_edits(msg: Message, domain: Domain, name: str, fs: FieldState | None, 
     if not items:
         return [edit(msg, domain, "clear", name, current, None, "correction", provenance=removals[0].provenance)]
     return [_set(msg, domain, name, fs, items, cands[0] if cands else removals[0])]
+
+
+def _new_search_clears(state: State, domain: Domain, msg: Message, search: Candidate | None, removals: set[str],
+                       values: dict[str, list[Candidate]]) -> list[Edit]:
+    """A new search (`dialogue: {new_search: <action>}`; Extract found the request) replaces the
+    earlier constraints of that action it does not restate: each is cleared, reason NEW_SEARCH."""
+    action = domain.actions.get(str(search.value)) if search is not None else None
+    if search is None or action is None:
+        return []
+    return [edit(msg, domain, "clear", name, state.get(name), None, "correction", reason=NEW_SEARCH, provenance=search.provenance)
+            for name in action.fields if name not in values and name not in removals and state.get(name) is not None]
 
 
 def _value_edit(msg: Message, domain: Domain, spec: FieldSpec, fs: FieldState | None, cands: list[Candidate]) -> Edit | None:
@@ -208,7 +221,7 @@ def field_edits(state: State, domain: Domain, msg: Message, candidates: Iterable
     acts: list[Candidate] = []
     refused: list[Edit] = []
     for c in candidates:
-        if c.kind in ("confirmation", "decline", "pick"):
+        if c.kind in ("confirmation", "decline", "pick", "new_search"):
             acts.append(c)
             continue
         spec = domain.fields[c.field]
@@ -228,18 +241,19 @@ def field_edits(state: State, domain: Domain, msg: Message, candidates: Iterable
             values.setdefault(c.field, []).append(c)
     out = _proposal_edits(state, domain, msg, proposals)
     # A pick says more than a yes ("yes, the second one"); a no turns the offer down.
-    act = next((a for a in acts if a.kind == "pick"), None) or next(iter(acts), None)
+    act = next((a for a in acts if a.kind == "pick"), None) or next((a for a in acts if a.kind != "new_search"), None)
     for name, c in (_replies(state, domain, msg, mentioned, act) if act else {}).items():
         if c.kind == "decline":
             out.append(edit(msg, domain, "reject", name, state.get(name), c.value, "proposal", reason=DECLINED,
                             provenance=c.provenance))
         else:
             values[name] = [c]
+    out.extend(_new_search_clears(state, domain, msg, next((a for a in acts if a.kind == "new_search"), None), set(removals), values))
     for name in [*values, *(n for n in removals if n not in values)]:
         spec = domain.fields[name]
         fs = state.fields.get(name)
         if spec.policy == "accumulate" or spec.is_list:
-            out.extend(_list_edits(msg, domain, name, fs, values.get(name, []), removals.get(name, [])))
+            out.extend(_list_edits(msg, domain, name, fs, values.get(name, []), removals.get(name, []), spec.policy == "latest"))
         elif (e := _value_edit(msg, domain, spec, fs, values[name])) is not None:
             out.append(e)
     return out + refused

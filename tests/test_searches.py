@@ -1,0 +1,106 @@
+"""A conversation that searches, and searches again, for several kinds of thing (zh and en):
+`dialogue: {subject: …}` (a message that names other kinds of thing is not read for values) and
+`dialogue: {new_search: <action>}` (a new search replaces the earlier constraints it does not
+restate), and `policy: latest` on a list. Each is replayed identically from the edit log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from context_editor import ContextEditor
+from context_editor import audit
+from context_editor.domain import lint_domain
+from context_editor.domain.kinds import things_named
+from context_editor.store import SQLiteStore
+
+EATERY = Path(__file__).resolve().parent / "domains" / "eatery.yaml"
+TS = "2024-06-15T10:00:00+00:00"
+
+
+def talk(*turns: str, domain: Path = EATERY, store: str = "memory://") -> tuple[ContextEditor, dict]:
+    editor = ContextEditor(domain, store=store)
+    for t in turns:
+        role, text = ("assistant", t[3:]) if t.startswith("A: ") else ("user", t)
+        editor.add("s", {"role": role, "content": text, "timestamp": TS})
+    return editor, editor.state("s").values()
+
+
+def without_dialogue(tmp_path: Path) -> Path:
+    """The same domain with neither mechanism (and the list accumulating, the default)."""
+    text = EATERY.read_text("utf-8").replace("dialogue: {subject: RESTAURANT, new_search: search}\n", "")
+    off = tmp_path / "eatery.yaml"
+    off.write_text(text.replace("    policy: latest\n", ""), "utf-8")
+    return off
+
+
+@pytest.mark.parametrize("text, things", [
+    ("帮我找一家有早餐服务的酒店", {"HOTEL"}), ("从故宫打车到酒店", {"TAXI", "HOTEL"}), ("坐地铁去", {"METRO"}),
+    ("Find me a hotel with breakfast", {"HOTEL"}), ("a cab to the restaurant", {"TAXI", "RESTAURANT"}),
+    ("那家的评分是多少？", set()), ("the Taxonomy museum", set())])
+def test_things_a_message_names(text, things):
+    assert things_named(text) == things
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (["我想找一家有早餐服务的酒店"], {}),                      # breakfast of a hotel is no dish
+    (["Find me a hotel that serves breakfast"], {}),
+    (["想吃包子，帮我找家餐馆"], {"dishes": ["包子"]}),         # names the restaurant: read
+    (["想吃包子"], {"dishes": ["包子"]}),                      # names nothing: every domain reads it
+    (["I want dumplings, and a hotel near the restaurant"], {"dishes": ["包子"]}),  # names both: read
+])
+def test_a_message_about_another_kind_of_thing_is_not_read(turns, expected):
+    assert talk(*turns)[1] == expected
+
+
+def test_a_new_search_replaces_what_it_does_not_restate():
+    _, got = talk("帮我找一家朝阳的川菜餐馆", "A: 推荐您去蜀香园。", "这家几点开门？", "A: 11点。", "再帮我找一家粤菜餐馆")
+    assert got == {"cuisine": "粤菜"}
+    _, got = talk("Find me a Sichuan place in Chaoyang", "A: How about Shu Xiang?", "Find me another one, Cantonese this time")
+    assert got == {"cuisine": "粤菜"}
+
+
+@pytest.mark.parametrize("turns, expected", [
+    # no search cue: a constraint added to the same search
+    (["帮我找一家朝阳的川菜餐馆", "A: 推荐您去蜀香园。", "海淀的也行"], {"cuisine": "川菜", "area": "海淀"}),
+    # a search cue with no constraint of this search is someone else's search (or a question)
+    (["帮我找一家朝阳的川菜餐馆", "A: 推荐您去蜀香园。", "它周边有什么景点？"], {"cuisine": "川菜", "area": "朝阳"}),
+    (["Find a Sichuan place in Chaoyang", "A: How about Shu Xiang?", "Can you find me a taxi there?"],
+     {"cuisine": "川菜", "area": "朝阳"}),
+    # a negated mention starts no search
+    (["帮我找一家朝阳的川菜餐馆", "A: 推荐您去蜀香园。", "有没有不是粤菜的？"], {"cuisine": "川菜", "area": "朝阳"}),
+])
+def test_trap_what_is_not_a_new_search(turns, expected):
+    assert talk(*turns)[1] == expected
+
+
+def test_a_list_with_policy_latest_holds_the_latest_items():
+    assert talk("想吃烤鸭和包子的餐馆", "A: 推荐全聚德。", "我想吃早餐，帮我推荐")[1] == {"dishes": ["早餐"]}
+    assert talk("I'd like roast duck", "A: Try Quanjude.", "dumplings would be nice")[1] == {"dishes": ["包子"]}
+
+
+def test_without_the_declarations_nothing_changes(tmp_path):
+    off = without_dialogue(tmp_path)
+    assert talk("我想找一家有早餐服务的酒店", domain=off)[1] == {"dishes": ["早餐"]}
+    _, got = talk("帮我找一家朝阳的川菜餐馆", "A: 推荐您去蜀香园。", "再帮我找一家粤菜餐馆，想吃烤鸭", domain=off)
+    assert got == {"cuisine": "粤菜", "area": "朝阳", "dishes": ["烤鸭"]}
+    assert talk("想吃烤鸭", "A: 好的。", "包子也行", domain=off)[1] == {"dishes": ["烤鸭", "包子"]}
+
+
+def test_a_new_search_is_in_the_log_and_replays_identically(tmp_path):
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    editor, got = talk("帮我找一家朝阳的川菜餐馆", "A: 推荐您去蜀香园。", "我想找一家有早餐服务的酒店", "再帮我找一家粤菜餐馆", store=db)
+    assert got == {"cuisine": "粤菜"}
+    cleared = [e for e in editor.store.edits("s") if e.reason == "NEW_SEARCH"]
+    assert [(e.op, e.field, e.before) for e in cleared] == [("clear", "area", "朝阳")]
+    assert cleared[0].provenance is not None and cleared[0].provenance.text == "找"
+    assert audit.replay(SQLiteStore(tmp_path / "s.db"), "s").identical
+
+
+def test_lint_names_a_new_search_of_no_action(tmp_path):
+    bad = tmp_path / "eatery.yaml"
+    bad.write_text(EATERY.read_text("utf-8").replace("new_search: search", "new_search: serch"), "utf-8")
+    problems = lint_domain(bad)[1]
+    assert any("new_search: serch" in p.message and p.severity == "error" for p in problems)
+    assert not [p for p in lint_domain(EATERY)[1] if p.severity == "error"]
