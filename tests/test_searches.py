@@ -104,3 +104,12 @@ def test_lint_names_a_new_search_of_no_action(tmp_path):
     problems = lint_domain(bad)[1]
     assert any("new_search: serch" in p.message and p.severity == "error" for p in problems)
     assert not [p for p in lint_domain(EATERY)[1] if p.severity == "error"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("在故宫附近帮我找个好吃的餐馆", {"landmark": "故宫"}), ("Find me a restaurant near the Temple of Heaven", {"landmark": "天坛"}),
+    ("故宫的门票多少钱？", {}), ("I just came back from the Forbidden City", {}),  # named, but no landmark
+    ("故宫周边有哪些餐馆？", {}),  # asks what is there: no search
+])
+def test_an_enum_matched_only_by_its_rules_is_a_landmark_not_a_mention(text, expected):
+    assert talk(text)[1] == expected

@@ -55,6 +55,7 @@ _FROM = r"^from|origin|pickup|leaving|departure|出发"
 _TO = r"^to_|destination|where_to|arriv|目的"
 _START = r"start|check_in|pickup|leaving|departure|出发|入住"
 _END = r"return|dropoff|check_out|end|离店|退房|返回"
+_NEAR = r"周边|附近|nearby|near_"
 _ROLES = {"PLACE": ((_FROM, "FROM"), (_TO, "TO")), "DATE": ((_START, "START"), (_END, "END"))}
 # What a venue, a rating or a price belongs to, when the description says (one conversation may
 # speak of a hotel's and a restaurant's at once).
@@ -84,6 +85,8 @@ def value_kind(name: str, description: str = "", siblings: Sequence[tuple[str, s
     domain), which decide whether an origin is told apart from a destination.
     """
     kind = base_kind(name, description)
+    if kind == "VENUE" and re.search(_NEAR, name.lower()):
+        return "VENUE.NEAR"  # a landmark: "天安门广场周边的酒店" (the hotel's nearby place, not a venue sought)
     if kind in _SUBJECT_KINDS:
         subject = next((s for s, cue in _SUBJECTS if re.search(cue, f"{name} {description}".lower())), None)
         return f"{kind}.{subject}" if subject else kind
@@ -97,7 +100,8 @@ def value_kind(name: str, description: str = "", siblings: Sequence[tuple[str, s
 
 def train_label(label: str | None) -> str | None:
     """The label a model learns for a slot of `label`: without the subject (`VENUE.HOTEL` -> `VENUE`)."""
-    return label.partition(".")[0] if label and label.partition(".")[0] in _SUBJECT_KINDS else label
+    kind, _, subject = (label or "").partition(".")
+    return kind if label and kind in _SUBJECT_KINDS and subject in {s for s, _ in _SUBJECTS} else label
 
 
 def with_subject(label: str, text: str) -> str:

@@ -54,6 +54,9 @@ class FieldSpec:
     sources: tuple[str, ...] = ("user", "tool")
     policy: str = "latest"
     mentions: str = "affirmed"
+    # `text`: an enum's values are found wherever they are written; `rules`: only in what the
+    # field's rules find (a landmark before "周边", not every place named in the conversation).
+    enum_match: str = "text"
     ask: dict[str, str] = field(default_factory=dict)
     extract: tuple[str, ...] = ()
     tool_keys: tuple[str, ...] = ()
@@ -262,7 +265,7 @@ def _build(d: dict[str, Any], path: Path) -> Domain:
             constraints=dict(f.get("constraints") or {}), cls=f.get("class", "anchor"), ttl=f.get("ttl", "session"),
             critical=bool(f.get("critical", False)), shared=bool(f.get("shared", False)), sources=tuple(f.get("sources") or DEFAULT_SOURCES),
             policy=f.get("policy", "accumulate" if f["type"] == "list" else "latest"),
-            mentions=f.get("mentions", "affirmed"), ask=dict(f.get("ask") or {}),
+            mentions=f.get("mentions", "affirmed"), enum_match=f.get("enum_match", "text"), ask=dict(f.get("ask") or {}),
             extract=tuple(field_refs(f, name)), tool_keys=tuple(f.get("tool_keys") or (name,)),
             scopes=tuple(f.get("scopes") or ()), description=f.get("description", ""), prefer=f.get("prefer", "future"),
             scope=f.get("scope", "session"), **_memory(f.get("memory") or {}),

@@ -160,7 +160,7 @@ class Extractor:
             if msg.role not in spec.sources and not (proposing and questions):
                 continue  # role policy: this role cannot speak for this field
             found = self._from_rules(msg, text, present, spec, now)
-            if name in self.enum_matchers:
+            if name in self.enum_matchers and spec.enum_match == "text":
                 found.extend(self._from_enum(msg, text, present, spec))
             if name in self.ner_fields:
                 ner_spans = self._spans(text, lang) if ner_spans is None else ner_spans

@@ -13,11 +13,12 @@ field name each gets (field names are lower_snake_case) and where its values com
   ticket price (门票), a price per person (人均), a room price (价格), the rating of an
   attraction, a restaurant or a hotel (the place named in the same sentence), a trip's start
   and end;
-- `tool`: the `周边…` (nearby) slots hold entity names, and an enum field matches its names in
-  every message, so a nearby slot would take any place mentioned anywhere. Until enum fields
-  can be limited to rule matches, they are set by tool results (the database's `周边…` keys).
-Attributes a user asks about but does not constrain (address, phone, …) are tool-only as well,
-keyed by their Chinese database key so a database record fills them.
+- the `周边…` (nearby) slots hold entity names, found only where `slot.place.near` finds a
+  landmark ("天安门广场周边的酒店": `enum_match: rules`, so a place named elsewhere is no landmark);
+  tool results (the database's `周边…` keys) set them too;
+- `tool`: attributes a user asks about but does not constrain (address, phone, …) are tool-only,
+  keyed by their Chinese database key so a database record fills them.
+
 CrossWOZ's state is the user's search constraints (`sys_state_init`), so the domains declare:
 - `名称` is tool-only too: a name the user says is mostly a pick among the results the assistant
   listed, or a landmark ("天安门广场周边的酒店"), not a constraint: of 446 user-informed names in
@@ -58,6 +59,7 @@ class Slot:
     rules: tuple[str, ...] = ()
     is_list: bool = False
     tool_only: bool = False
+    tool_key: bool = False  # a tool result's key of the slot's name fills it too
 
 
 @dataclass(frozen=True)
@@ -71,15 +73,21 @@ class CrossWozDomain:
     results: tuple[tuple[str, str], ...] = ()  # (database key, field) set only by tool results
 
 
-def _nearby(kind_zh: str, field: str) -> Slot:
-    return Slot(f"周边{kind_zh}", field, f"您想在哪个{kind_zh}附近？", tool_only=True)
+def _nearby(kind_zh: str, field: str, names: str, place: str) -> Slot:
+    """A landmark the user searches near ("天安门广场周边的酒店"): one of the database's `names`,
+    said before 周边/附近 and the kind of `place` sought; a tool result's `周边…` key fills it too."""
+    return Slot(f"周边{kind_zh}", field, f"您想在哪个{kind_zh}附近？", gazetteer=names, rules=(f"slot.place.near.{place}",), tool_key=True)
+
+
+def _nearby_slots(place: str) -> tuple[Slot, ...]:
+    return (_nearby("景点", "nearby_attraction", "attraction", place), _nearby("餐馆", "nearby_restaurant", "restaurant", place),
+            _nearby("酒店", "nearby_hotel", "hotel", place))
 
 
 def _rating(place: str) -> Slot:
     return Slot("评分", "rating", "您对评分有什么要求？", rules=(f"slot.rating.{place}",))
 
 
-_NEARBY = (_nearby("景点", "nearby_attraction"), _nearby("餐馆", "nearby_restaurant"), _nearby("酒店", "nearby_hotel"))
 _TRIP = (Slot("出发地", "origin", "您从哪里出发？", rules=("slot.place.from",)),
          Slot("目的地", "destination", "您要去哪里？", rules=("slot.place.to",)))
 _CONTACT = (("地址", "address"), ("电话", "phone"), ("地铁", "metro_station"))
@@ -89,18 +97,18 @@ DOMAINS: tuple[CrossWozDomain, ...] = (
         Slot("名称", "name", "您想去哪个景点？", gazetteer="attraction", tool_only=True),
         Slot("门票", "ticket_price", "您对门票价格有什么要求？", rules=("slot.price.ticket",)),
         Slot("游玩时间", "visit_duration", "您打算游玩多长时间？", gazetteer="visit_duration"),
-        _rating("attraction"), *_NEARBY), results=_CONTACT),
+        _rating("attraction"), *_nearby_slots("attraction")), results=_CONTACT),
     CrossWozDomain("餐馆", "restaurant", "RESTAURANT", "restaurant_db.json", "北京的餐馆：推荐菜、人均消费、评分、周边。", (
         Slot("名称", "name", "您想去哪家餐馆？", gazetteer="restaurant", tool_only=True),
         Slot("推荐菜", "dishes", "您想吃什么菜？", gazetteer="dish", is_list=True),
         Slot("人均消费", "price_per_person", "您的人均消费预算是多少？", rules=("slot.price.per_person",)),
-        _rating("restaurant"), *_NEARBY), results=(*_CONTACT, ("营业时间", "opening_hours"))),
+        _rating("restaurant"), *_nearby_slots("restaurant")), results=(*_CONTACT, ("营业时间", "opening_hours"))),
     CrossWozDomain("酒店", "hotel", "HOTEL", "hotel_db.json", "北京的酒店：类型、设施、价格、评分、周边。", (
         Slot("名称", "name", "您想住哪家酒店？", gazetteer="hotel", tool_only=True),
         Slot("酒店类型", "hotel_type", "您想住什么类型的酒店？", gazetteer="hotel_type"),
         Slot("酒店设施", "facilities", "您需要酒店提供哪些设施？", gazetteer="facility", is_list=True),
         Slot("价格", "price", "您对酒店价格有什么要求？", rules=("slot.price.room",)),
-        _rating("hotel"), *_NEARBY), results=_CONTACT),
+        _rating("hotel"), *_nearby_slots("hotel")), results=_CONTACT),
     CrossWozDomain("地铁", "metro", "METRO", None, "地铁出行：从出发地到目的地。", _TRIP),
     CrossWozDomain("出租", "taxi", "TAXI", None, "打车出行：从出发地到目的地。", _TRIP, results=(("车型", "car_type"), ("车牌", "plate"))),
 )
@@ -187,6 +195,9 @@ def _field(slot: Slot, ner_ref: str | None = None, rules: bool = True) -> dict[s
             f["policy"] = "latest"  # the items of the latest search ("想吃芒果慕斯" after "樟茶鸭和担担面")
         else:
             f["gazetteer"] = gazetteer_path(slot.gazetteer)
+    if slot.tool_key:
+        f["tool_keys"] = [slot.zh]
+        f["enum_match"] = "rules"  # a place named anywhere is no landmark; one before 周边 is
     extract = [*(slot.rules if rules else ()), *([ner_ref] if ner_ref else [])]
     if extract:
         f["extract"] = extract

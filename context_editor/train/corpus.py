@@ -6,8 +6,8 @@
   carry any other keys (ignored).
 - `sgd`: an SGD split directory (`schema.json[.gz]`, `dialogues_*.json[.gz]`); every slot span
   of every turn (user and system), labelled with the kind of its slot (`domain.kinds`).
-- `crosswoz`: a CrossWOZ split (`val.json.zip` or plain JSON); the values of each user turn's
-  `Inform` dialogue acts, found in the utterance, labelled by the kind of their slot.
+- `crosswoz`: a CrossWOZ split (`val.json.zip` or plain JSON); the values that enter the dialogue
+  state at each user turn, found in the utterance, labelled by the kind of their slot.
 
 Every example remembers where it came from (`file:line` or `file#dialogue`), so an error names
 the place to fix. Readers validate everything before anything is trained or written.
@@ -133,7 +133,18 @@ def read_sgd(root: Path) -> Iterator[Example]:
 
 # --- CrossWOZ ----------------------------------------------------------------------------------
 
+def _state(m: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """A system turn's `sys_state_init` as (domain, slot) -> value, without `selectedResults`."""
+    return {(dom, slot): str(v) for dom, slots in (m.get("sys_state_init") or {}).items() if isinstance(slots, dict)
+            for slot, v in slots.items() if slot != "selectedResults" and v not in ("", None, [])}
+
+
 def read_crosswoz(path: Path) -> Iterator[Example]:
+    """Each user turn with the values that enter the dialogue state at that turn (the next system
+    turn's `sys_state_init` against the previous one) found in its words, labelled by their slot's
+    kind: what a user states as a constraint, not every value their acts inform (a name picked from
+    the results, "就去天安门广场吧", is no constraint; "天安门广场周边的酒店" makes it the hotel's
+    nearby place, `VENUE.NEAR`). Multi-valued slots ("中式餐厅 早餐服务") are found item by item."""
     data = read_json(path)
     if not isinstance(data, dict) or not all(isinstance(v, dict) and "messages" in v for v in data.values()):
         raise Errors.TRAINING_DATA(problem="not a CrossWOZ split (an object of dialogues with `messages`)", file=str(path),
@@ -141,25 +152,34 @@ def read_crosswoz(path: Path) -> Iterator[Example]:
     slots: dict[str, set[str]] = {}
     for d in data.values():
         for m in d["messages"]:
-            for _, domain, slot, _ in m.get("dialog_act", []):
-                slots.setdefault(domain, set()).add(slot.split("-", 1)[0])
+            for dom, names in (m.get("sys_state_init") or {}).items():
+                slots.setdefault(dom, set()).update(n for n in (names if isinstance(names, dict) else {}) if n != "selectedResults")
     # A CrossWOZ slot's description is its domain's name (景点, 酒店, …), as in the importer.
     labels = {(dom, s): train_label(value_kind(s, dom, [(x, dom) for x in sorted(names)])) for dom, names in slots.items() for s in names}
     for did, d in data.items():
-        for t, m in enumerate(d["messages"]):
+        before: dict[tuple[str, str], str] = {}
+        msgs = d["messages"]
+        for t, m in enumerate(msgs):
             if m["role"] != "usr":
                 continue
-            text, spans = m["content"], []
-            for intent, domain, slot, value in m.get("dialog_act", []):
-                if "-" in slot and value == "是":  # 酒店设施-吹风机 = 是: the item is in the slot's name
-                    slot, value = slot.split("-", 1)
-                label = labels.get((domain, slot))
-                if intent != "Inform" or not label or not value or value == "none":
-                    continue
-                start = text.find(value)
-                if start >= 0:
-                    spans.append((start, start + len(value), label))
-            yield Example(text, _no_overlaps(spans), f"{path}#{did}/{t}", did)
+            nxt = msgs[t + 1] if t + 1 < len(msgs) else None
+            state = _state(nxt) if nxt is not None and nxt.get("role") == "sys" else before
+            text = m["content"]
+            # What changes first, then what the state keeps and the user says again ("还是4.5分以上").
+            changed = sorted(state, key=lambda k: before.get(k) == state[k])
+            spans: list[tuple[int, int, str]] = []
+            for key in changed:
+                label, value = labels.get(key), state[key]
+                for item in value.split() if key[1] in _LISTS else [value]:
+                    start = text.find(item)
+                    span = (start, start + len(item), label or "")
+                    if label and start >= 0 and all(span[1] <= k[0] or span[0] >= k[1] for k in spans):
+                        spans.append(span)
+            before = state
+            yield Example(text, tuple(sorted(spans)), f"{path}#{did}/{t}", did)
+
+
+_LISTS = ("推荐菜", "酒店设施")  # CrossWOZ's multi-valued slots, space-joined in the state
 
 
 def read_examples(fmt: str, path: str | Path) -> list[Example]:
