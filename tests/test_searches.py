@@ -113,3 +113,15 @@ def test_lint_names_a_new_search_of_no_action(tmp_path):
 ])
 def test_an_enum_matched_only_by_its_rules_is_a_landmark_not_a_mention(text, expected):
     assert talk(text)[1] == expected
+
+
+def test_a_rating_said_after_its_place_belongs_to_that_place_only():
+    from context_editor.domain import domain_from_source  # noqa: PLC0415
+
+    doc = {"domain": "r", "version": 1, "languages": ["zh"], "fields": {"rating": {"type": "text", "extract": ["slot.rating.restaurant"]}},
+           "actions": {"a": {"fields": ["rating"]}}}
+    editor = ContextEditor(domain_from_source(doc), "memory://")
+    for i, text in enumerate(["哪家餐馆是人均消费在150-500元的，评分是4.5分以上的？", "在餐馆附近找一家评分5分的酒店"]):
+        editor.add(f"s{i}", {"role": "user", "content": text, "timestamp": TS})
+    assert editor.state("s0").get("rating") == "4.5分以上"
+    assert editor.state("s1").get("rating") is None  # the hotel's rating, said after the restaurant

@@ -43,6 +43,7 @@ from typing import Any
 
 from ..domain.kinds import served_label, value_kind
 from ..errors import Errors
+from ..lang import lexicon
 from .common import NerRef, model_ref, read_json, track_action, write_domains
 
 _BRANCH = re.compile(r"[（(][^（）()]*[)）]$")  # "汉庭酒店(北京柳芳店)" -> branch "(北京柳芳店)"
@@ -149,12 +150,14 @@ def _names(records: list[dict[str, Any]]) -> dict[str, list[str]]:
 
 
 def _vocabulary(records: list[dict[str, Any]], key: str, strip: str = "") -> dict[str, list[str]]:
-    """The distinct values of an attribute (strings or lists of strings) as canonical values."""
+    """The distinct values of an attribute (strings or lists of strings) as canonical values; a
+    negation word the database lists as a value (a restaurant's 推荐菜 "没有") is no value."""
     values = set()
+    negations = set(lexicon().words("negation/before"))
     for r in records:
         v = r.get(key)
         for item in v if isinstance(v, list) else [v]:
-            if isinstance(item, str) and len(item.strip()) >= 2:
+            if isinstance(item, str) and len(item.strip()) >= 2 and item.strip() not in negations:
                 values.add(item.strip())
     out = {}
     for v in sorted(values):
