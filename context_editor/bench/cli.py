@@ -74,8 +74,8 @@ def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, 
     return domain, utterances
 
 
-MECHANISMS = ("answers", "offers", "envelope")
-DIALOGUE_SWITCHES = ("answers", "offers")  # switched off in the domain files; `envelope` is the harness's
+MECHANISMS = ("answers", "offers", "no_preference", "envelope")
+DIALOGUE_SWITCHES = ("answers", "offers", "no_preference")  # switched off in the domain files; `envelope` is the harness's
 
 
 def switch_off(ds: Dataset, mechanisms: list[str]) -> None:
