@@ -400,6 +400,7 @@ def test_no_preference_answers_the_question_and_a_later_value_replaces_it():
 
 @pytest.mark.parametrize("turns", [
     ["Are there any places with outdoor seating?"],  # a search, not indifference
+    ["Dinner please. Do they have any outdoor seating?"],  # a question with "any" asks
     ["Dinner please. I don't want any outdoor seating."],
     ["Any other restaurants?"],
     ["我们随便聊聊吧"],  # 随便 as an adverb

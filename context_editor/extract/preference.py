@@ -28,6 +28,7 @@ from .cues import load_cues
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'-]*|[0-9]+|[\u4e00-\u9fff]+")
 _CLAUSE_END = re.compile(r"[,，.。!！?？;；:：\n]|\s(?:and|but|or)\s|但|而且|并且")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
+_SENTENCE_END = re.compile(r"[.。!！?？\n]")
 MAX_WORDS = 4  # words naming a field next to an indifference ("the type of the show")
 MAX_CJK = 8  # characters naming a field before "都可以" ("对于价格方面")
 NAME_WEIGHT = 2.0  # a part of the field's name says more than a word of its description
@@ -90,10 +91,13 @@ class Indifference:
         return m.span("cue")
 
     def _blocked(self, text: str, start: int) -> bool:
-        """"Are there any …", "don't want any …", "any other …": not indifference."""
+        """"Are there any …", "don't want any …", "any other …", and any "any" in a question ("Do you
+        know any dentists?", "Do they have any live bands?"): a search or a negation, not indifference."""
         pattern = load_cues().any_blocked
         before = text[max(0, start - 40):start]
-        return bool(pattern and pattern.search(before)) or bool(re.match(r"any\s+(?:other|more|else|of)\b", text[start:], re.IGNORECASE))
+        end = _SENTENCE_END.search(text, start)
+        return (bool(pattern and pattern.search(before)) or bool(end and end.group(0) in "?？")
+                or bool(re.match(r"any\s+(?:other|more|else|of)\b", text[start:], re.IGNORECASE)))
 
     def _words_after(self, text: str, pos: int, strict: bool) -> list[tuple[str, int, int]]:
         """The words after a cue up to the end of its clause; `strict` ("any"): only the domain's
