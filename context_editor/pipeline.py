@@ -899,12 +899,14 @@ def add_together(parts: Iterable[tuple[ContextEditor, str]], message: dict[str, 
     hold at that moment, so a value said in this message reaches a domain listed after the one
     that read it at once, one listed before it with the next message. Returns each part's edits."""
     pairs = _joined(parts)
-    out = []
-    for editor, session in pairs:
-        wanted = {ref.partition(".")[0] for sources in editor.domain.carry.values() for ref in sources}
-        others = {e.domain.name: e.state(s) for e, s in pairs if e is not editor and e.domain.name in wanted}
-        out.append(editor.add(session, message, now=now, carried=offered(editor.domain, others) if others else ()))
-    return out
+    return [editor.add(session, message, now=now, carried=carried_for(editor, pairs)) for editor, session in pairs]
+
+
+def carried_for(editor: ContextEditor, parts: list[tuple[ContextEditor, str]]) -> list[Carried]:
+    """What the other parts of a conversation hold now for `editor`'s `carry:` fields."""
+    wanted = {ref.partition(".")[0] for sources in editor.domain.carry.values() for ref in sources}
+    others = {e.domain.name: e.state(s) for e, s in parts if e is not editor and e.domain.name in wanted}
+    return offered(editor.domain, others) if others else []
 
 
 def render_together(parts: Iterable[tuple[ContextEditor, str]], action: str, budget: int | str | None = None,
