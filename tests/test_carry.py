@@ -188,3 +188,44 @@ def test_bad_parts_and_bad_metadata_are_refused_before_anything_is_stored():
     with pytest.raises(ContextEditorError, match="CE200"):
         add_together([(restaurant, "c"), (hotel, "c")], {"role": "user", "content": "hi", "domains": "hotel"})
     assert restaurant.store.session("c") is None and hotel.store.session("c") is None
+
+
+HOTELS = {
+    "service_name": "Hotels_9", "description": "Find and book hotels",
+    "slots": [
+        {"name": "location", "description": "City or locality where the hotel is located", "is_categorical": False, "possible_values": []},
+        {"name": "check_in_date", "description": "Date of check in", "is_categorical": False, "possible_values": []},
+        {"name": "hotel_name", "description": "Name of the hotel", "is_categorical": False, "possible_values": []},
+        {"name": "street_address", "description": "Address of the hotel", "is_categorical": False, "possible_values": []},
+    ],
+    "intents": [{"name": "SearchHotel", "description": "Find a hotel", "is_transactional": False,
+                 "required_slots": ["location"], "optional_slots": {"check_in_date": "dontcare"},
+                 "result_slots": ["location", "hotel_name", "street_address"]}],
+}
+
+
+def test_the_sgd_importer_declares_carries_by_kind_of_value_and_they_work(tmp_path):
+    """A city goes to a city; a date is not carried (it moves once the assistant proposes it), nor
+    into or out of a result the service returns (an address)."""
+    import gzip
+    import json
+
+    import yaml
+
+    from context_editor.importers import import_sgd
+    from tests.test_importers import SERVICE
+
+    schema = tmp_path / "schema.json.gz"
+    with gzip.open(schema, "wt", encoding="utf-8") as fh:
+        json.dump([SERVICE, HOTELS], fh)
+    paths = {p.stem: p for p in import_sgd(schema, tmp_path / "domains")}
+    docs = {name: yaml.safe_load(p.read_text("utf-8")) for name, p in paths.items()}
+    assert docs["hotels_9"]["carry"] == {"location": ["restaurants_9.city"]}
+    assert docs["restaurants_9"]["carry"] == {"city": ["hotels_9.location"]}
+    restaurant, hotel = (ContextEditor(paths[n], "memory://") for n in ("restaurants_9", "hotels_9"))
+    say([(restaurant, "d"), (hotel, "d")], [("user", "Find me a restaurant in San Jose for the 3rd.", ["restaurants_9"]),
+                                            ("assistant", "How about Sino?", ["restaurants_9"]),
+                                            ("user", "Sounds good. I also need a hotel there.", ["hotels_9"])])
+    assert hotel.state("d").get("location") == "San Jose" and hotel.state("d").fields["location"].source == "carry"
+    assert hotel.state("d").get("check_in_date") is None
+    assert restaurant.state("d").fields["city"].source != "carry"  # a value of its own is never carried over
