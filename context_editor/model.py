@@ -41,6 +41,18 @@ Op = Literal["set", "clear", "expire", "reject", "transition", "alert", "resolve
 Source = Literal["initial", "correction", "reversion", "machine", "tool", "expiry", "proposal", "confirmation",
                  "answer", "carry", "llm", "user_memory"]
 
+# The value of a field the user has no preference about ("any date will do", "I don't care about the
+# price", "价格无所谓", "随便" to the field's question): any value of the field's type is fine. It is
+# a value like any other (present, rendered as "any", replaced by the next value the user states),
+# which a field of every type can hold, and not one a user could say by accident, so a dict that
+# no other value uses. Business rules reading the field skip it: there is nothing to check.
+NO_PREFERENCE: dict[str, Any] = {"any": True}
+
+
+def is_no_preference(value: Any) -> bool:
+    return isinstance(value, dict) and value == NO_PREFERENCE
+
+
 GENESIS_HASH = "0" * 64
 # What an erased message's text or an erased value reads as (`context-editor erase`): the row keeps
 # its commitment, so the chain still verifies, but the text and the salt are gone.
@@ -113,6 +125,9 @@ class Message:
     prev_hash: str = GENESIS_HASH  # raw messages form their own hash chain, so they are tamper-evident too
     hash: str = ""
     asks: tuple[str, ...] = ()  # app metadata of an assistant message: the fields it asks for
+    # App metadata: the domains of a conversation this message speaks for (empty: all of them).
+    # A domain not named keeps the message in its history but reads no value from it.
+    domains: tuple[str, ...] = ()
     # Erasable messages (written since schema 8): the hash covers commitment(salt, payload), not
     # the text; an erased message has no salt left and keeps only `commitment`.
     salt: str | None = None
@@ -154,6 +169,8 @@ class Message:
         }
         if self.asks:  # absent when empty, so messages stored before it existed hash the same
             d["asks"] = list(self.asks)
+        if self.domains:  # likewise
+            d["domains"] = list(self.domains)
         return d
 
     def body_text(self) -> str:
@@ -174,7 +191,8 @@ class Message:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Message:
-        return cls(**{**d, "tool_calls": tuple(d.get("tool_calls") or ()), "asks": tuple(d.get("asks") or ())})
+        return cls(**{**d, "tool_calls": tuple(d.get("tool_calls") or ()), "asks": tuple(d.get("asks") or ()),
+                      "domains": tuple(d.get("domains") or ())})
 
     @classmethod
     def from_stored(cls, body: dict[str, Any], hash_: str, payload: tuple[str, dict[str, Any]] | None) -> Message:
