@@ -74,8 +74,8 @@ def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, 
     return domain, utterances
 
 
-MECHANISMS = ("answers", "offers", "envelope", "carry", "activation", "compact")
-DIALOGUE_SWITCHES = ("answers", "offers")  # switched off in the domain files; the others are the harness's
+MECHANISMS = ("answers", "offers", "no_preference", "envelope", "carry", "activation", "compact")
+DIALOGUE_SWITCHES = ("answers", "offers", "no_preference")  # switched off in the domain files; the others are the harness's
 
 
 def switch_off(ds: Dataset, mechanisms: list[str]) -> None:
@@ -189,7 +189,7 @@ def register_bench(subparsers: Subparsers) -> None:
         k.add_argument("--out", required=True, metavar="DIR", help="directory for results.json, report.md, the plot and domains/")
         k.add_argument("--ner", metavar="MODEL_DIR", help="a trained model: run the ablation rules only / model only / both")
         k.add_argument("--without", action="append", choices=MECHANISMS, metavar="MECHANISM",
-                       help="switch a mechanism off, to measure its share: answers, offers (in the imported domains), "
+                       help="switch a mechanism off, to measure its share: answers, offers, no_preference (in the imported domains), "
                             "envelope (render each frame domain's context alone and add up their tokens), carry (no "
                             "values carried between domains), activation (every domain reads every turn, not only "
                             "the turns the dataset says are its own), compact (the track action's state as <field> "
