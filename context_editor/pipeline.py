@@ -55,6 +55,7 @@ MAX_OPEN_ROUNDS = 2  # an offer the user only asks about stays open this many ro
 DEFAULT_BATCH = 200  # messages per store transaction in `ingest_many`
 SNAPSHOT_KIND = "snapshot"  # the session's folded state every SNAPSHOT_EVERY messages (derived data)
 SNAPSHOT_EVERY = 256  # a reopened session folds at most this many messages' edits and reads their tail
+TAIL_SLACK_ROUNDS = 20  # rounds a session's cached tail reaches back before the latest window (other actions' windows)
 UPGRADE = "DOMAIN_UPGRADE"  # the session moves to the new version; values already set stay as they are
 REDERIVE = "DOMAIN_REDERIVE"  # the same, and its state becomes what the new version makes of all its messages
 APPEND_ATTEMPTS = 32  # a writer losing this many races in a row on one session gives up with the conflict
@@ -197,6 +198,7 @@ class ContextEditor:
         self._erased: dict[str, int] = {}  # per cached session: the store's erasure count when it was read
         self._cache_sessions = max(cache_sessions, 1)
         self._zones: dict[str, SummaryZone] = {}
+        self._tails: dict[str, tuple[int, list[Message]]] = {}  # session -> (first round, its messages since): `_window`
         self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
         self._open_offers: dict[str, Prior] = {}  # session -> an offer the user's last message only asked about
         self._salts = salts
@@ -261,6 +263,7 @@ class ContextEditor:
         self._erased.pop(session, None)
         self._bound.pop(session, None)
         self._zones.pop(session, None)
+        self._tails.pop(session, None)
         self._priors.pop(session, None)
         self._open_offers.pop(session, None)
         self._indexed.discard(session)
@@ -306,6 +309,11 @@ class ContextEditor:
             if (msg.index + 1) % SNAPSHOT_EVERY == 0:
                 self.store.put_derived(session, SNAPSHOT_KIND, 0, state.snapshot())
             self._summarize(session, msg)
+            tail = self._tails.get(session)
+            if tail is not None and tail[1] and tail[1][-1].index == msg.index - 1:
+                tail[1].append(msg)
+            else:
+                self._tails.pop(session, None)
             if self.retrieval:
                 self._index(session, msg, edits)
             self._remember_user(msg, edits)
@@ -601,6 +609,7 @@ class ContextEditor:
         # The cached summary zone may lack what another writer appended: reload it from the
         # derived table and the log on next use (it resumes from its last complete stage).
         self._zones.pop(session, None)
+        self._tails.pop(session, None)
         # Messages that caused no edit still move the session on: take the position of the last one.
         tail = self.store.messages(session, since_round=state.round)
         if tail:
@@ -685,13 +694,28 @@ class ContextEditor:
         renderer.action(action)  # unknown action: fail before touching the store
         state = self.state(session, as_of_round)
         # Only messages the state has seen: another writer may have appended since it was read.
-        messages = [m for m in self.store.messages(session, since_round=self._since(state, action))
-                    if (m.index <= state.message_index if as_of_round is None else m.round <= as_of_round)]
+        since = self._since(state, action)
+        messages = self._window(session, state, since) if as_of_round is None else \
+            [m for m in self.store.messages(session, since_round=since) if m.round <= as_of_round]
         zone = self._zone(session)
         anchors = {n: a for n in ("goal", "subtask") if (a := zone.anchor(n, as_of_round))}
         # Every line up to the latest round: the recent rounds' lines stay hidden while their turns
         # are shown, and keep (or name) a fact of a recent turn the budget drops.
         return RenderPart(renderer, state, messages, zone.lines(state.round), anchors)
+
+    def _window(self, session: str, state: State, since: int) -> list[Message]:
+        """The session's messages of rounds >= `since` up to the state's last message. The tail read
+        last time is kept and extended by this editor's own appends (`add`), so a render after a
+        new message reads nothing; it is read again when it does not reach back to `since` or does
+        not end at the state's message (another writer appended), and dropped whenever the state is
+        refolded or the session forgotten (erasure)."""
+        tail = self._tails.get(session)
+        if tail is None or tail[0] > since or not tail[1] or tail[1][-1].index != state.message_index:
+            tail = self._tails[session] = (since, [m for m in self.store.messages(session, since_round=since)
+                                                   if m.index <= state.message_index])
+        elif tail[0] < since - 2 * TAIL_SLACK_ROUNDS:  # drop what no window reaches back to any more
+            tail = self._tails[session] = (since - TAIL_SLACK_ROUNDS, [m for m in tail[1] if m.round >= since - TAIL_SLACK_ROUNDS])
+        return [m for m in tail[1] if m.round >= since] if tail[0] < since else list(tail[1])
 
     def _retrieve(self, session: str, state: State, view: ActionSpec, messages: list[Message],
                   since: int) -> tuple[list[str], list[tuple[Message, float]]]:
