@@ -51,6 +51,7 @@ DEFAULT_BAND = (0.0, 1.0)  # a context larger than the raw window it stands for 
 MIN_RATIO_SOURCE = 400  # below this many raw tokens the ratio measures the XML's frame, not compaction
 USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
 DEFAULT_CACHE_SESSIONS = 1024
+DEFAULT_HISTORY_CAP = 64  # history entries per field a cached state holds in memory (the log holds all)
 MAX_OPEN_ROUNDS = 2  # an offer the user only asks about stays open this many rounds after it was made
 DEFAULT_BATCH = 200  # messages per store transaction in `ingest_many`
 SNAPSHOT_KIND = "snapshot"  # the session's folded state every SNAPSHOT_EVERY messages (derived data)
@@ -152,7 +153,8 @@ class ContextEditor:
                  output_reserve: float = 0.15, budget: int | str | None = None, price_per_mtok: float | None = None,
                  scorer: Any = None, summarizer: Any = None, compaction_band: tuple[float, float] | None = DEFAULT_BAND,
                  cache_sessions: int = DEFAULT_CACHE_SESSIONS, retrieval: bool = False, embedder: Embedder | None = None,
-                 recalled: Iterable[Edit] | None = None, salts: Callable[[], str] | None = None):
+                 recalled: Iterable[Edit] | None = None, salts: Callable[[], str] | None = None,
+                 history_cap: int | None = DEFAULT_HISTORY_CAP):
         """`upgrade`: a session processed with another version of this domain moves to this version
         (recorded as an `upgrade` edit with the next message); without it, adding to it is refused.
         `upgrade=REDERIVE` (`backfill --apply`) also sets, with that message, every field to what this
@@ -171,6 +173,9 @@ class ContextEditor:
         tokens / raw window tokens); a render outside it carries a COMPACTION_RATIO_OUT_OF_BAND
         alert (`RenderedContext.alerts`), once the raw window has MIN_RATIO_SOURCE tokens; None: unchecked.
         `cache_sessions`: how many sessions' states are kept folded (least recently used out).
+        `history_cap`: how many of each field's newest history entries a folded state holds in
+        memory (None: all); what renders read of the older ones stays in compact form, and the full
+        history is read from the store (`why`, `history_state`).
         `recalled`: the `user_memory` edits of a recorded log, given to new sessions instead of what
         the store's user memory holds now, and nothing remembered (audit replay).
         `retrieval`: index every message for search (`search`), and let each render bring back the
@@ -197,6 +202,7 @@ class ContextEditor:
         self._states: OrderedDict[str, State] = OrderedDict()
         self._erased: dict[str, int] = {}  # per cached session: the store's erasure count when it was read
         self._cache_sessions = max(cache_sessions, 1)
+        self.history_cap = None if history_cap is None else max(history_cap, 1)
         self._zones: dict[str, SummaryZone] = {}
         self._tails: dict[str, tuple[int, list[Message]]] = {}  # session -> (first round, its messages since): `_window`
         self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
@@ -630,11 +636,11 @@ class ContextEditor:
     def _from_snapshot(self, session: str, head: tuple[int, int]) -> tuple[State, list[Edit] | None]:
         """The session's last stored snapshot and the edits after it, if the snapshot belongs to
         this log (its last edit is the stored one at its seq); else an empty state to fold from."""
-        empty = State(self.domain.name, self.domain.version_hash, session)
+        empty = State(self.domain.name, self.domain.version_hash, session, history_cap=self.history_cap)
         body = self.store.derived(session, SNAPSHOT_KIND).get(0)
         if body is None or body["message_index"] + 1 > head[0] or body["last_seq"] + 1 > head[1]:
             return empty, None
-        snap = State.from_snapshot(body)
+        snap = State.from_snapshot(body).capped(self.history_cap)
         if snap.last_seq < 0:
             return snap, None
         edits = self.store.edits(session, since_seq=snap.last_seq - 1)
@@ -659,6 +665,18 @@ class ContextEditor:
         if tail:
             state.round, state.message_index, state.last_message_hash = tail[-1].round, tail[-1].index, tail[-1].hash
         return state
+
+    def history_state(self, session: str, as_of_round: int | None = None) -> State:
+        """The session's state (at `as_of_round` if given) with every field's full history, folded
+        from the store's edit log (a cached state holds only the newest `history_cap` entries)."""
+        if as_of_round is not None:
+            return self.state(session, as_of_round)
+        state = self._live(session)
+        if all(fs.earlier is None for fs in state.fields.values()):
+            return state
+        full = State.fold(self.domain.name, self.domain.version_hash, session, self.store.edits(session))
+        full.round, full.message_index, full.last_message_hash = state.round, state.message_index, state.last_message_hash
+        return full
 
     def render(self, session: str, action: str, budget: int | str | None = None, as_of_round: int | None = None,
                model: str | None = None) -> RenderedContext:
@@ -831,7 +849,7 @@ class ContextEditor:
         if field not in self.domain.fields:
             raise Errors.UNKNOWN_FIELD(field=field, domain=self.domain.name, known=", ".join(sorted(self.domain.fields)))
         self.store.require_session(session)
-        state = self.state(session, as_of_round)
+        state = self.history_state(session, as_of_round)
         fs = state.fields.get(field)
         history = []
         for h in fs.history if fs else []:

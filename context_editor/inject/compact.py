@@ -106,7 +106,7 @@ class _Fold:
     """covered_spans of one live state, caught up edit by edit (a state's field histories only grow)."""
 
     state: State
-    seen: dict[str, tuple[Any, int]]  # field -> (its FieldState, history entries read)
+    seen: dict[str, tuple[Any, int]]  # field -> (its FieldState, history entries read, dropped ones included)
     by_message: dict[int, tuple[tuple[int, int], ...]]
     journal: list[int]
 
@@ -121,7 +121,8 @@ def covered_spans(state: State) -> Absorbed:
     Incremental: the spans of a state seen before are caught up with the history entries added since."""
     fold = _folds.get(id(state))
     if fold is None or fold.state is not state or any(
-            name not in state.fields or state.fields[name] is not fs or len(state.fields[name].history) < n
+            name not in state.fields or state.fields[name] is not fs or state.fields[name].entries < n
+            or n < state.fields[name].entries - len(state.fields[name].history)  # dropped from memory unread
             for name, (fs, n) in fold.seen.items()):
         if len(_folds) >= FOLDS:
             _folds.pop(next(iter(_folds)))
@@ -129,15 +130,20 @@ def covered_spans(state: State) -> Absorbed:
     texts: list[str] = []
     for name, fs in state.fields.items():
         got = fold.seen.get(name)
-        read = got[1] if got is not None else 0
+        dropped = fs.entries - len(fs.history)
+        if got is None and fs.earlier is not None:  # entries a capped state holds in compact form only
+            for index, spans in fs.earlier.accepted.items():
+                fold.by_message[index] = fold.by_message.get(index, ()) + tuple(spans)
+                fold.journal.append(index)
+        read = got[1] if got is not None else dropped
         # Every accepted value counts, superseded ones too: the state took that sentence in and
         # has moved on (a change of mind is not a fact to keep repeating).
-        for h in fs.history[read:]:
+        for h in fs.history[read - dropped:]:
             if h.status == "accepted" and h.provenance is not None:
                 index = h.provenance.message_index
                 fold.by_message[index] = fold.by_message.get(index, ()) + (h.provenance.span,)
                 fold.journal.append(index)
-        fold.seen[name] = (fs, len(fs.history))
+        fold.seen[name] = (fs, fs.entries)
         if fs.present:
             texts.extend(str(v).lower() for v in _leaves(fs.value))
     provenance = Provenances(fold.by_message)
@@ -246,33 +252,35 @@ def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
 
 ZONE_VIEWS = 32  # (session, state view) pairs whose line worth and settled past are kept
 _Worth = tuple[str, int, str, tuple[str, ...]]  # tier, overlap with the vocabulary, masked text, open values
+_UNSCORED: _Worth = ("", 0, "", ())  # a line not scored yet (told apart by identity)
 _scores: dict[tuple[Any, ...], _Scored] = {}
 
 
 def _scored(lines: list[SummaryLine], view: tuple[Any, ...], journal: list[int] | None, version: int,
             vocabulary: set[str], absorbed: Absorbed, hidden: Hidden) -> _Scored:
     """The view's scored lines brought up to `lines` and `version`: the lines seen before keep
-    their worth unless their message's provenance changed since; new lines are scored."""
+    their worth unless their message's provenance changed since; new lines are scored when a
+    render first needs them (`_Scored.worth`)."""
     known = _scores.get(view)
     if known is not None and known.journal is journal and not known.follows(lines, version):
         known = None
     if known is None:
         if len(_scores) >= ZONE_VIEWS:
             _scores.clear()
-        known = _scores[view] = _Scored(journal, [], [], version)
+        known = _scores[view] = _Scored(journal, [], [], version, (vocabulary, absorbed, hidden))
     changed = set(journal[known.version:version]) if journal is not None else set()
-    worth = known.worth
-    if changed:  # provenance given to messages already scored (an offer accepted later): rescore their lines
+    scores = known.scores
+    if changed:  # provenance given to messages already scored (e.g. a backfill): score their lines again
         oldest = min(changed)
         pos = len(known.lines)
         while pos and known.lines[pos - 1].index >= oldest:
             pos -= 1
             if known.lines[pos].index in changed:
-                worth[pos] = _line_worth(known.lines[pos], vocabulary, absorbed, hidden)
+                scores[pos] = _UNSCORED
         if known.past is not None and pos < known.past.count:
             known.past = None
-    worth.extend(_line_worth(line, vocabulary, absorbed, hidden) for line in lines[len(worth):])
-    known.lines, known.version = lines, version
+    scores.extend([_UNSCORED] * (len(lines) - len(scores)))
+    known.lines, known.version, known.inputs = lines, version, (vocabulary, absorbed, hidden)
     return known
 
 
@@ -303,11 +311,14 @@ class _Past:
     groups: dict[str, list[Any]] = field(default_factory=dict)  # text -> [round, sources, rank, first position, values]
     shown: list[tuple[tuple[Any, ...], ZoneLine, frozenset[str] | None]] | None = None  # (order, line, residual)
 
-    def fold(self, lines: list[SummaryLine], worth: list[_Worth | None]) -> None:
+    def fold(self, lines: list[SummaryLine], scored: _Scored) -> None:
         pos = self.count
         while pos < len(lines) and lines[pos].round < self.before:
-            line, w = lines[pos], worth[pos]
-            if w is not None and w[0] != NOTE and line.role == "user":
+            # Only the user's facts and values stay here (a note's worth is never more than a
+            # note): the other lines are not even scored.
+            line = lines[pos]
+            w = scored.worth(pos) if line.role == "user" and line.kind != NOTE else None
+            if w is not None and w[0] != NOTE:
                 entry = self.groups.get(w[2])
                 if entry is None:
                     self.groups[w[2]] = [line.round, [line.index], w[0], pos, w[3]]
@@ -338,9 +349,17 @@ class _Scored:
 
     journal: list[int] | None
     lines: list[SummaryLine]
-    worth: list[_Worth | None]
+    scores: list[_Worth | None]  # per line: its worth, None (a note too far from the action) or _UNSCORED
     version: int
+    inputs: tuple[set[str], Absorbed, Hidden]  # what the lines are scored with (this view, at `version`)
     past: _Past | None = None
+
+    def worth(self, pos: int) -> _Worth | None:
+        """The worth of the line at `pos`, scored now if it was not yet."""
+        w = self.scores[pos]
+        if w is _UNSCORED:
+            w = self.scores[pos] = _line_worth(self.lines[pos], *self.inputs)
+        return w
 
     def follows(self, lines: list[SummaryLine], version: int) -> bool:
         """Whether `lines` extend the lines scored (the same objects first) at a version not older."""
@@ -359,14 +378,18 @@ class _Scored:
         if self.past is None:
             self.past = _Past(before)
         self.past.before = before
-        self.past.fold(lines, self.worth)
-        return _merged(lines, self.worth, window_from, self.past)
+        self.past.fold(lines, self)
+        return _merged(lines, self, window_from, self.past)
 
 
-def _merged(lines: list[SummaryLine], worth: list[_Worth | None], window_from: int, past: _Past) -> list[ZoneLine]:
+def _merged(lines: list[SummaryLine], scored: _Scored, window_from: int, past: _Past) -> list[ZoneLine]:
     merged: dict[str, list[Any]] = {}
+    horizon = window_from - REPLY_ROUNDS
     for pos in range(past.count, len(lines)):
-        line, w = lines[pos], worth[pos]
+        line = lines[pos]
+        if line.round < window_from and (line.kind == NOTE or (line.role != "user" and line.round < horizon)):
+            continue  # left out below whatever its worth: not scored
+        w = scored.worth(pos)
         if w is None:
             continue
         rank, _, text, spans = w
