@@ -56,6 +56,7 @@ MAX_OPEN_ROUNDS = 2  # an offer the user only asks about stays open this many ro
 DEFAULT_BATCH = 200  # messages per store transaction in `ingest_many`
 SNAPSHOT_KIND = "snapshot"  # the session's folded state every SNAPSHOT_EVERY messages (derived data)
 SNAPSHOT_EVERY = 256  # a reopened session folds at most this many messages' edits and reads their tail
+RENDERS_KEPT = 16  # per cached session: its latest render of each action (budget, model), repeated from memory
 TAIL_SLACK_ROUNDS = 20  # rounds a session's cached tail reaches back before the latest window (other actions' windows)
 UPGRADE = "DOMAIN_UPGRADE"  # the session moves to the new version; values already set stay as they are
 REDERIVE = "DOMAIN_REDERIVE"  # the same, and its state becomes what the new version makes of all its messages
@@ -204,6 +205,7 @@ class ContextEditor:
         self._cache_sessions = max(cache_sessions, 1)
         self.history_cap = None if history_cap is None else max(history_cap, 1)
         self._zones: dict[str, SummaryZone] = {}
+        self._rendered: dict[str, dict[Any, tuple[tuple[Any, ...], RenderedContext]]] = {}  # session -> its latest renders
         self._tails: dict[str, tuple[int, list[Message]]] = {}  # session -> (first round, its messages since): `_window`
         self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
         self._open_offers: dict[str, Prior] = {}  # session -> an offer the user's last message only asked about
@@ -270,6 +272,7 @@ class ContextEditor:
         self._bound.pop(session, None)
         self._zones.pop(session, None)
         self._tails.pop(session, None)
+        self._rendered.pop(session, None)
         self._priors.pop(session, None)
         self._open_offers.pop(session, None)
         self._indexed.discard(session)
@@ -600,6 +603,8 @@ class ContextEditor:
         head = (info.messages, info.edits) if info else (0, 0)
         if info is not None and self._erased.get(session, 0) != info.erased:
             self._forget(session)  # parts were erased since it was cached: the cache may hold their text
+            for renderer in (self.renderer, *self._renderers.values()):
+                renderer.forget()  # and so may the renderers' turns, remembered by message hash
             self._erased[session] = info.erased
         state = self._states.get(session)
         if state is not None and (state.message_index + 1, state.last_seq + 1) == head:
@@ -683,11 +688,35 @@ class ContextEditor:
         """The XML context of `action` for this session (at `as_of_round` if given), counted with
         `model`'s tokenizer (default: the editor's model).
         `budget`: tokens, or a share of the model window ("60%") when `context_window` is set."""
-        ctx, _, _, _ = self._draft(session, action, budget, as_of_round, model)
+        key = self._render_key(session, action, budget, as_of_round, model)
+        known = self._rendered.get(session, {}).get(key) if key is not None else None
+        if known is not None and known[0] == key:
+            ctx = replace(known[1], fields=list(known[1].fields), missing=list(known[1].missing),
+                          dropped=list(known[1].dropped), retrieved=list(known[1].retrieved), alerts=[])
+        else:
+            ctx, _, _, _ = self._draft(session, action, budget, as_of_round, model)
+            if key is not None:
+                renders = self._rendered.setdefault(session, {})
+                if len(renders) >= RENDERS_KEPT:
+                    renders.clear()
+                renders[key[:4]] = (key, replace(ctx, alerts=list(ctx.alerts)))
         self._record_llm(session)
         self._check_ratio(ctx)
         self._account(session, ctx)
         return ctx
+
+    def _render_key(self, session: str, action: str, budget: int | str | None, as_of_round: int | None,
+                    model: str | None) -> tuple[Any, ...] | None:
+        """What a render of the live session is a function of: the action, budget and model, the
+        state's head and the summary zone's last message (the window, its turns and any search hits
+        follow from the log up to there). None when a render may not be repeated from memory: an
+        earlier round, or a model-backed scorer or summarizer in the loop."""
+        if as_of_round is not None or self.scorer is not None or self.summarizer is not None:
+            return None
+        self.renderer.action(action)  # unknown action: the renderer's error, as without the memo
+        state = self._live(session)
+        return (action, budget, model, self.default_budget, state.last_seq, state.last_hash, state.message_index,
+                state.round, self._zone(session).last_index)
 
     def _draft(self, session: str, action: str, budget: int | str | None, as_of_round: int | None,
                model: str | None) -> tuple[RenderedContext, list[str], list[tuple[Message, float]], int]:

@@ -114,5 +114,5 @@ def test_a_process_cycling_through_100_000_sessions_stays_under_its_memory_ceili
     finally:
         tracemalloc.stop()
     assert grown < 2 * 1024 * 1024, f"{grown / 1024:.0f} KiB more after 100,000 sessions"
-    held = [editor._states, editor._bound, editor._zones, editor._tails, editor._priors, editor._indexed]
+    held = [editor._states, editor._bound, editor._zones, editor._tails, editor._rendered, editor._priors, editor._indexed]
     assert all(len(cache) <= 21 for cache in held), [len(c) for c in held]

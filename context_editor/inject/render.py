@@ -282,6 +282,12 @@ class Renderer:
         self._turns: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._templates: dict[str, Template] = {}
 
+    def forget(self) -> None:
+        """Drop what renders remembered of states and messages (after an erasure: a turn is
+        remembered by its message's hash, which erasure keeps)."""
+        self._views.clear()
+        self._turns.clear()
+
     def action(self, name: str) -> ActionSpec:
         if name not in self.domain.actions:
             raise Errors.UNKNOWN_ACTION(action=name, domain=self.domain.name, known=", ".join(sorted(self.domain.actions)))
