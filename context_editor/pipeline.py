@@ -689,17 +689,16 @@ class ContextEditor:
         `model`'s tokenizer (default: the editor's model).
         `budget`: tokens, or a share of the model window ("60%") when `context_window` is set."""
         key = self._render_key(session, action, budget, as_of_round, model)
-        known = self._rendered.get(session, {}).get(key) if key is not None else None
+        known = self._rendered.get(session, {}).get(key[:4]) if key is not None else None
         if known is not None and known[0] == key:
-            ctx = replace(known[1], fields=list(known[1].fields), missing=list(known[1].missing),
-                          dropped=list(known[1].dropped), retrieved=list(known[1].retrieved), alerts=[])
+            ctx = _copy(known[1])
         else:
             ctx, _, _, _ = self._draft(session, action, budget, as_of_round, model)
             if key is not None:
                 renders = self._rendered.setdefault(session, {})
                 if len(renders) >= RENDERS_KEPT:
                     renders.clear()
-                renders[key[:4]] = (key, replace(ctx, alerts=list(ctx.alerts)))
+                renders[key[:4]] = (key, _copy(ctx))
         self._record_llm(session)
         self._check_ratio(ctx)
         self._account(session, ctx)
@@ -921,6 +920,12 @@ class ContextEditor:
         if self.retrieval:
             out["retrieval"] = explain.explain_hit(query, hits, msg, window_from=since)
         return out
+
+def _copy(ctx: RenderedContext) -> RenderedContext:
+    """A render whose lists its receiver may change without changing the remembered one."""
+    return replace(ctx, fields=list(ctx.fields), missing=list(ctx.missing), dropped=list(ctx.dropped),
+                   retrieved=list(ctx.retrieved), alerts=[dict(a) for a in ctx.alerts])
+
 
 def render_together(parts: Iterable[tuple[ContextEditor, str]], action: str, budget: int | str | None = None,
                     as_of_round: int | None = None, model: str | None = None) -> RenderedContext:

@@ -15,10 +15,14 @@ def test_a_repeated_render_is_the_same_and_what_changes_it_is_seen(tmp_path):
     url = f"sqlite:///{tmp_path}/m.db"
     editor = ContextEditor("ecommerce", url)
     editor.ingest("s", TURNS)
+    drafts = []
+    draft = editor._draft
+    editor._draft = lambda *a: drafts.append(a) or draft(*a)  # type: ignore[method-assign]
     first = editor.render("s", "place_order")
     first.fields.append("not a field")  # a caller's change to what it got is its own
     again = editor.render("s", "place_order")
     assert again.xml == first.xml and "not a field" not in again.fields
+    assert len(drafts) == 1  # the second came from memory
     assert editor.usage("s")["renders"] == 2  # every render is accounted, remembered or not
     assert editor.render("s", "place_order", budget=300).xml != first.xml or first.tokens <= 300
     # Another writer appends: the next render sees it.
