@@ -26,7 +26,10 @@ def turns(n: int) -> list[dict]:
 
 
 def full_fold(editor: ContextEditor, session: str) -> State:
+    """The whole log folded, each field's history held in memory as the editor holds it (its
+    `history_cap`; the rest in compact form, the same whichever way it was folded)."""
     state = State.fold(editor.domain.name, editor.domain.version_hash, session, editor.store.edits(session))
+    state.capped(editor.history_cap)
     last = editor.store.messages(session)[-1]
     state.round, state.message_index, state.last_message_hash = last.round, last.index, last.hash
     return state
