@@ -17,6 +17,7 @@ and the prediction side:
 - `wrong/normalisation`: the value's source text matches gold, the value as stored does not;
 - `wrong/stale`: the editor holds an earlier gold value of the slot (the update was missed);
 - `extra/before-service`: a value set before the service's first frame (another service's talk);
+- `extra/carry`: carried from another service (`carry:`) where gold has nothing;
 - `extra/from-offer`: set by accepting an assistant offer gold does not hold; `extra/user`: else.
 Per class: slot errors, distinct (dialogue, service, slot, origin) misses, and the frames this
 class alone makes wrong (what fixing it would add to JGA). Error analysis belongs on train.
@@ -102,8 +103,8 @@ def _origin(d: dict[str, Any], t: int, service: str, slot: str, values: list[str
 
 
 class Classifier(Harness):
-    def __init__(self, ds: Any, raw: dict[str, dict[str, Any]]):
-        super().__init__(ds)
+    def __init__(self, ds: Any, raw: dict[str, dict[str, Any]], without: list[str]):
+        super().__init__(ds, carry="carry" not in without, activation="activation" not in without)
         self.raw = raw
         self.origin: dict[str, dict[tuple[int, str, str], str]] = {}
         self.errors: Counter[str] = Counter()
@@ -143,7 +144,8 @@ class Classifier(Harness):
                 if g is None:
                     assert fs is not None and fs.provenance is not None
                     before = fs.provenance.message_index < self.first_frame[(d.id, domain)]
-                    cls = "extra/before-service" if before else "extra/from-offer" if fs.source == "confirmation" else "extra/user"
+                    cls = ("extra/carry" if fs.source == "carry" else "extra/before-service" if before else
+                           "extra/from-offer" if fs.source == "confirmation" else "extra/user")
                 else:
                     cls = self.origin[d.id].get((t, service, name), "other")
                     f = spec.get(name)
@@ -182,11 +184,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--domains", default="/tmp/sgd_misses_domains")
     ap.add_argument("--json")
     ap.add_argument("--examples", help="write up to 60 examples per class to this file")
+    ap.add_argument("--without", action="append", default=[], choices=("carry", "activation"),
+                    help="switch a harness mechanism off (as `bench --without`)")
     args = ap.parse_args(argv)
     ds = load_sgd(args.data, args.domains, args.limit, **({"ner": args.ner} if args.ner else {}))
     ds.dialogues = ds.dialogues[:: args.every]
     raw = _raw(Path(args.data), {d.id for d in ds.dialogues})
-    h = Classifier(ds, raw)
+    h = Classifier(ds, raw, args.without)
     h.run("classify")
     jga = sum(s.joint for s in h.scores.values()) / max(1, sum(s.frames for s in h.scores.values()))
     print(f"{len(ds.dialogues)} dialogues, {h.frames} frames, JGA per frame {jga:.3f}")

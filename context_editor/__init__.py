@@ -1,6 +1,6 @@
 """context-editor: conversations -> provenance-tagged state -> minimal per-action XML context.
 
-Public API: `ContextEditor`, `render_together` (one context for several domains), `load_domain`,
+Public API: `ContextEditor`, `add_together` and `render_together` (a conversation across domains), `load_domain`,
 `Message`, `State`.
 
 The names are imported on first use (PEP 562), so `context-editor --help` and the light modules
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .domain import load_domain
     from .model import Message, State, session_key
-    from .pipeline import ContextEditor, render_together
+    from .pipeline import ContextEditor, add_together, render_together
 
-_HOME = {"ContextEditor": ".pipeline", "render_together": ".pipeline", "load_domain": ".domain", "Message": ".model", "State": ".model",
+_HOME = {"ContextEditor": ".pipeline", "render_together": ".pipeline", "add_together": ".pipeline", "load_domain": ".domain", "Message": ".model", "State": ".model",
          "session_key": ".model"}
 
-__all__ = ["ContextEditor", "render_together", "load_domain", "Message", "State", "session_key"]
+__all__ = ["ContextEditor", "add_together", "render_together", "load_domain", "Message", "State", "session_key"]
 __version__ = "0.1.0"
 
 

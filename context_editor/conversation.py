@@ -107,13 +107,15 @@ def normalise_message(raw: Any, *, file: str = "<input>", line: int | None = Non
                                     fix="use the OpenAI format: a list of {id, type, function: {name, arguments}}")
         msg["tool_calls"] = raw["tool_calls"]
     meta = raw.get("metadata")
-    asks = raw.get("asks", meta.get("asks") if isinstance(meta, dict) else None)
-    if asks is not None:
-        if not isinstance(asks, list) or not all(isinstance(a, str) for a in asks):
-            raise Errors.BAD_CONVERSATION(problem=f"{where}: `asks` must be a list of field names", file=file, line=line,
-                                          fix='write it like {"role": "assistant", "content": "...", "asks": ["budget_max"]}')
-        if asks:
-            msg["asks"] = asks
+    for key, what, example in (("asks", "field names", '{"role": "assistant", "content": "...", "asks": ["budget_max"]}'),
+                               ("domains", "domain names", '{"role": "user", "content": "...", "domains": ["hotel"]}')):
+        names = raw.get(key, meta.get(key) if isinstance(meta, dict) else None)
+        if names is not None:
+            if not isinstance(names, list) or not all(isinstance(a, str) for a in names):
+                raise Errors.BAD_CONVERSATION(problem=f"{where}: `{key}` must be a list of {what}", file=file, line=line,
+                                              fix=f"write it like {example}")
+            if names:
+                msg[key] = names
     return msg
 
 

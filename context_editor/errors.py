@@ -286,6 +286,7 @@ class Errors:
                       "quote it ('{value}') to say you mean the text, or write true/false if a boolean is meant")
     POLICY_TYPE = _e("CE124", "{problem}", "{fix}")
     MONEY_VS_NUMBER = _e("CE125", "{problem}", "{fix}")
+    CARRY = _e("CE126", "{problem}", "{fix}")
 
     BAD_CONVERSATION = Entry("CE200", "{problem}", "{fix}", ConversationError)
     UNKNOWN_ACTION = Entry("CE300", "unknown action {action!r} in domain {domain!r}", "use one of: {known}", UnknownActionError)

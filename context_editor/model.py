@@ -113,6 +113,9 @@ class Message:
     prev_hash: str = GENESIS_HASH  # raw messages form their own hash chain, so they are tamper-evident too
     hash: str = ""
     asks: tuple[str, ...] = ()  # app metadata of an assistant message: the fields it asks for
+    # App metadata: the domains of a conversation this message speaks for (empty: all of them).
+    # A domain not named keeps the message in its history but reads no value from it.
+    domains: tuple[str, ...] = ()
     # Erasable messages (written since schema 8): the hash covers commitment(salt, payload), not
     # the text; an erased message has no salt left and keeps only `commitment`.
     salt: str | None = None
@@ -154,6 +157,8 @@ class Message:
         }
         if self.asks:  # absent when empty, so messages stored before it existed hash the same
             d["asks"] = list(self.asks)
+        if self.domains:  # likewise
+            d["domains"] = list(self.domains)
         return d
 
     def body_text(self) -> str:
@@ -174,7 +179,8 @@ class Message:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Message:
-        return cls(**{**d, "tool_calls": tuple(d.get("tool_calls") or ()), "asks": tuple(d.get("asks") or ())})
+        return cls(**{**d, "tool_calls": tuple(d.get("tool_calls") or ()), "asks": tuple(d.get("asks") or ()),
+                      "domains": tuple(d.get("domains") or ())})
 
     @classmethod
     def from_stored(cls, body: dict[str, Any], hash_: str, payload: tuple[str, dict[str, Any]] | None) -> Message:

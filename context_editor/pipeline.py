@@ -43,6 +43,7 @@ from .memory.user import Remembered, UserMemory, memory_events, recall_edit, rec
 from .model import ERASED, Candidate, Edit, Message, SearchFilter, State, session_owner
 from .store import MemoryStore, SessionInfo, Store, open_store
 from .transform import PhaseMachine, edit, expiry_edits, field_edits
+from .transform.carry import Carried, carried_from, carry_edits, offered
 from .validate import FieldValidator, violations
 
 log = logging.getLogger(__name__)
@@ -210,7 +211,8 @@ class ContextEditor:
         self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
         self._open_offers: dict[str, Prior] = {}  # session -> an offer the user's last message only asked about
         self._salts = salts
-        self._recalled = None if recalled is None else [e for e in recalled if e.source == "user_memory"]
+        # In a replay, the values the recorded log was given from outside it: a user's memory, carries.
+        self._recalled = None if recalled is None else [e for e in recalled if e.source in ("user_memory", "carry")]
         self._user_scoped = any(f.scope == "user" for f in self.domain.fields.values())
         self.retrieval, self.embedder = retrieval or embedder is not None, embedder
         self._indexed: set[str] = set()  # sessions whose search index has caught up with the log in this process
@@ -279,9 +281,11 @@ class ContextEditor:
         self._vectors.pop(session, None)
 
     def add(self, session: str, message: dict[str, Any] | Message, now: datetime | str | None = None,
-            idempotent: bool = False) -> list[Edit]:
+            idempotent: bool = False, carried: Iterable[Carried] = ()) -> list[Edit]:
         """Process one message atomically; returns the edits it committed (none if `idempotent`
-        and a message with its id is already stored)."""
+        and a message with its id is already stored). `carried`: what the other domains of the
+        conversation hold for this domain's `carry:` fields (`add_together` passes it)."""
+        carried = list(carried)
         check_value(session, "session id")
         raw = normalise_message(message.to_dict() if isinstance(message, Message) else message)
         if idempotent and self._stored(session, raw):
@@ -294,7 +298,7 @@ class ContextEditor:
             msg = self._stamp(session, raw, state, now)
             try:
                 with using(self.domain.lexicon):  # the words this domain version was made with
-                    edits = self._edits_for(state, msg, upgrade_from)
+                    edits = self._edits_for(state, msg, upgrade_from, carried)
                 self.store.append(self.domain.name, self.domain.version_hash, msg, edits)
             except StoreConflictError:
                 # Another writer got there first: the cached fold is ahead of the store. Re-read the
@@ -346,12 +350,20 @@ class ContextEditor:
         """The remembered values (and weights) a session's first message starts from: its user's
         memory at the message's time, or in a replay the values the recorded log was given."""
         if self._recalled is not None:
-            return [recalled(e) for e in self._recalled if e.session == msg.session and e.message_index == msg.index]
+            return [recalled(e) for e in self._recalled
+                    if e.source == "user_memory" and e.session == msg.session and e.message_index == msg.index]
         owner = session_owner(msg.session)
         now = msg.time()
         if owner is None or now is None or not self._user_scoped or msg.index != 0:
             return []
         return UserMemory.fold(self.domain, self.store.user_memory(*owner)).recall(now)
+
+    def _carried(self, msg: Message, given: list[Carried]) -> list[Carried]:
+        """What other domains offer this message: as given, or in a replay what the recorded log took."""
+        if self._recalled is None:
+            return given
+        return [carried_from(e) for e in self._recalled
+                if e.source == "carry" and e.session == msg.session and e.message_index == msg.index]
 
     def _remember_user(self, msg: Message, edits: list[Edit]) -> None:
         """Add what a committed message said (or was given) to its user's memory. Written after the
@@ -497,10 +509,12 @@ class ContextEditor:
             ts = clock if isinstance(clock, str) else clock.isoformat()
         return Message(session=session, index=index, round=rnd, role=raw["role"], content=raw["content"], timestamp=ts,
                        id=raw.get("id"), name=raw.get("name"), tool_call_id=raw.get("tool_call_id"),
-                       tool_calls=tuple(raw.get("tool_calls") or ()), asks=tuple(raw.get("asks") or ())).sealed(
+                       tool_calls=tuple(raw.get("tool_calls") or ()), asks=tuple(raw.get("asks") or ()),
+                       domains=tuple(raw.get("domains") or ())).sealed(
                            state.last_message_hash, self._salts() if self._salts else None)
 
-    def _edits_for(self, state: State, msg: Message, upgrade_from: str | None = None) -> list[Edit]:
+    def _edits_for(self, state: State, msg: Message, upgrade_from: str | None = None,
+                   carried: list[Carried] | None = None) -> list[Edit]:
         """All edits `msg` causes, sealed, folded into `state` as they are made."""
         chain = _Chain(state, self._salts)
         out: list[Edit] = []
@@ -531,20 +545,34 @@ class ContextEditor:
             commit(edit(msg, self.domain, "alert", None, None, "a rendered context was found inside this message; "
                         "it was not used as a source", "machine", reason=CONTEXT_LOOP_DETECTED, stage="extract"))
         scan = msg if scanned is msg.content else replace(msg, content=scanned)
-        candidates = self.extractor.extract(scan, now, self._priors.get(msg.session) if msg.role == "user" else None)
+        reads = self._reads(msg)
+        candidates = self.extractor.extract(scan, now, self._priors.get(msg.session) if msg.role == "user" else None) if reads else []
         self._remember(scan, candidates)
         proposed = field_edits(state, self.domain, msg, candidates)
         accepted = self._validate(state, msg, proposed, commit)
         for e in accepted:
+            commit(e)
+        # After the message's own values, so what the user says here outranks what another domain holds.
+        for e in carry_edits(state, self.domain, msg, self._carried(msg, carried or []) if reads else [],
+                             lambda name, value: self.validator.check(name, value) is not None):
             commit(e)
         if self.machine:
             for e in self.machine.step(state, msg, accepted):
                 commit(e)
         return out
 
+    def _reads(self, msg: Message) -> bool:
+        """Whether this domain reads values from `msg`: a message the app says speaks for other
+        domains only (`domains` metadata) is kept in the history and read by them alone."""
+        return not msg.domains or self.domain.name in msg.domains
+
     def _remember(self, msg: Message, candidates: list[Candidate]) -> None:
         """Keep what an assistant message asks for and offers, for the reply that follows; a user
         message uses it up. Derived from the messages alone, so a reload recomputes it (`_live`)."""
+        if not self._reads(msg):  # a turn for another domain: what this one asked or offered lapses
+            self._priors.pop(msg.session, None)
+            self._open_offers.pop(msg.session, None)
+            return
         if msg.role == "user":
             before = self._priors.pop(msg.session, None)
             self._open_offers.pop(msg.session, None)
@@ -630,7 +658,8 @@ class ContextEditor:
         for m in tail:  # what the assistant left open since the last user message
             if m.role != "system":
                 when = m.time() or datetime.now(timezone.utc)
-                self._remember(m, self.extractor.extract(m, when, self._priors.get(session) if m.role == "user" else None))
+                self._remember(m, self.extractor.extract(m, when, self._priors.get(session) if m.role == "user" else None)
+                               if self._reads(m) else [])
         self._states[session] = state
         self._states.move_to_end(session)
         while len(self._states) > self._cache_sessions:
@@ -925,6 +954,35 @@ def _copy(ctx: RenderedContext) -> RenderedContext:
     """A render whose lists its receiver may change without changing the remembered one."""
     return replace(ctx, fields=list(ctx.fields), missing=list(ctx.missing), dropped=list(ctx.dropped),
                    retrieved=list(ctx.retrieved), alerts=[dict(a) for a in ctx.alerts])
+
+
+def _joined(parts: Iterable[tuple[ContextEditor, str]]) -> list[tuple[ContextEditor, str]]:
+    """The (editor, session) parts of one conversation across domains: at least one, each domain once."""
+    pairs = list(parts)
+    if not pairs:
+        raise Errors.NO_DOMAINS()
+    names = [editor.domain.name for editor, _ in pairs]
+    if len(set(names)) != len(names):
+        raise Errors.DUPLICATE_DOMAIN(domains=", ".join(names))
+    return pairs
+
+
+def add_together(parts: Iterable[tuple[ContextEditor, str]], message: dict[str, Any] | Message,
+                 now: datetime | str | None = None) -> list[list[Edit]]:
+    """Add one message of a conversation that spans several domains to each domain's session
+    (the pairs as for `render_together`), in the order given, and carry values between them as
+    their `carry:` declarations say (`transform.carry`): each domain is offered what the others
+    hold at that moment, so a value said in this message reaches a domain listed after the one
+    that read it at once, one listed before it with the next message. Returns each part's edits."""
+    pairs = _joined(parts)
+    return [editor.add(session, message, now=now, carried=carried_for(editor, pairs)) for editor, session in pairs]
+
+
+def carried_for(editor: ContextEditor, parts: list[tuple[ContextEditor, str]]) -> list[Carried]:
+    """What the other parts of a conversation hold now for `editor`'s `carry:` fields."""
+    wanted = {ref.partition(".")[0] for sources in editor.domain.carry.values() for ref in sources}
+    others = {e.domain.name: e.state(s) for e, s in parts if e is not editor and e.domain.name in wanted}
+    return offered(editor.domain, others) if others else []
 
 
 def render_together(parts: Iterable[tuple[ContextEditor, str]], action: str, budget: int | str | None = None,

@@ -74,8 +74,8 @@ def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, 
     return domain, utterances
 
 
-MECHANISMS = ("answers", "offers", "envelope")
-DIALOGUE_SWITCHES = ("answers", "offers")  # switched off in the domain files; `envelope` is the harness's
+MECHANISMS = ("answers", "offers", "envelope", "carry", "activation")
+DIALOGUE_SWITCHES = ("answers", "offers")  # switched off in the domain files; the others are the harness's
 
 
 def switch_off(ds: Dataset, mechanisms: list[str]) -> None:
@@ -86,6 +86,10 @@ def switch_off(ds: Dataset, mechanisms: list[str]) -> None:
     line = "dialogue: {" + ", ".join(f"{m}: false" for m in sorted(set(mechanisms))) + "}\n"
     for path in ds.domain_files.values():
         path.write_text(path.read_text("utf-8") + line, "utf-8")
+
+
+def _harness(ds: Dataset, without: list[str]) -> Harness:
+    return Harness(ds, envelope="envelope" not in without, carry="carry" not in without, activation="activation" not in without)
 
 
 def _load(args: argparse.Namespace, domains_out: Path, **import_options: Any) -> Dataset:
@@ -104,7 +108,7 @@ def _ablation(args: argparse.Namespace, out: Path) -> tuple[Dataset, Harness, di
         options = options if mode == "rules" else {**options, "ner": args.ner}
         ds = _load(args, out / f"domains-{mode}", **options)
         switch_off(ds, args.without or [])
-        harness = Harness(ds, envelope="envelope" not in (args.without or []))
+        harness = _harness(ds, args.without or [])
         harness.run(f"bench {ds.name} [{mode}]")
         runs[mode] = ablation_summary(harness)
         if mode != ABLATION[-1][0]:
@@ -123,7 +127,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         ds = _load(args, out / "domains")
         switch_off(ds, args.without or [])
-        harness = Harness(ds, envelope="envelope" not in (args.without or []))
+        harness = _harness(ds, args.without or [])
         harness.run(f"bench {ds.name}")
     domain, utterances = _scaling_input(ds, harness)
     harness.close()
@@ -183,7 +187,9 @@ def register_bench(subparsers: Subparsers) -> None:
         k.add_argument("--ner", metavar="MODEL_DIR", help="a trained model: run the ablation rules only / model only / both")
         k.add_argument("--without", action="append", choices=MECHANISMS, metavar="MECHANISM",
                        help="switch a mechanism off, to measure its share: answers, offers (in the imported domains), "
-                            "envelope (render each frame domain's context alone and add up their tokens)")
+                            "envelope (render each frame domain's context alone and add up their tokens), carry (no "
+                            "values carried between domains), activation (every domain reads every turn, not only "
+                            "the turns the dataset says are its own)")
         k.add_argument("--scaling-rounds", type=int, default=SCALING_ROUNDS, metavar="N",
                        help=f"user rounds fed to one session in the scaling run (default {SCALING_ROUNDS})")
         k.set_defaults(func=cmd_bench)

@@ -19,6 +19,9 @@ class Utterance:
     role: str  # "user" | "assistant"
     text: str
     frames: dict[str, dict[str, Gold]] | None = None  # gold after this user turn; None: not scored
+    # The domains this turn speaks for, when the dataset gives them as input (SGD: the services of
+    # the turn's frames, which its official evaluation hands the tracker); empty: not known.
+    domains: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

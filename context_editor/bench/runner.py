@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..domain import load_domain
 from ..inject import format_value
-from ..pipeline import ContextEditor, render_together
+from ..pipeline import ContextEditor, carried_for, render_together
 from .contexts import HistoryMeter
 from .dataset import Dataset, Dialogue, Utterance
 from .metrics import DomainScore, Gold, Predicted, contained, norm
@@ -37,11 +37,15 @@ class TurnRow:
 
 
 class Harness:
-    def __init__(self, dataset: Dataset, envelope: bool = True):
+    def __init__(self, dataset: Dataset, envelope: bool = True, carry: bool = True, activation: bool = True):
         """`envelope`: one context for the turn's frame domains (`render_together`); without it,
-        each frame domain's own context, their tokens added up (the ablation's "before")."""
+        each frame domain's own context, their tokens added up (the ablation's "before").
+        `carry`: each message is offered what the dialogue's other domains hold for the domain's
+        `carry:` fields (`add_together`'s carries). `activation`: a turn whose domains the dataset
+        gives (SGD's frames) names them in its `domains` metadata, so the other domains keep it
+        in their history without reading values from it; without it, every domain reads every turn."""
         self.ds = dataset
-        self.envelope = envelope
+        self.envelope, self.carry, self.activation = envelope, carry, activation
         self.editors = {name: ContextEditor(load_domain(path), "memory://") for name, path in dataset.domain_files.items()}
         self.scores: dict[str, DomainScore] = defaultdict(DomainScore)
         self.rows: list[TurnRow] = []
@@ -65,11 +69,15 @@ class Harness:
     def dialogue(self, d: Dialogue) -> None:
         meter = HistoryMeter()
         stamp = self.ds.now.isoformat()
+        parts = [(self.editors[name], d.id) for name in d.domains]
         for t, u in enumerate(d.utterances):
-            msg = {"role": u.role, "content": u.text, "timestamp": stamp}
-            for name in d.domains:
+            msg: dict[str, object] = {"role": u.role, "content": u.text, "timestamp": stamp}
+            if self.activation and u.domains:
+                msg["domains"] = list(u.domains)
+            for editor, session in parts:  # add_together, with each domain's ingest timed alone
+                carried = carried_for(editor, parts) if self.carry else []
                 start = time.perf_counter()
-                self.editors[name].add(d.id, msg)
+                editor.add(session, msg, carried=carried)
                 self.ingest_ms.append((time.perf_counter() - start) * 1000)
             self.messages += 1
             meter.add(u.role, u.text)

@@ -63,7 +63,8 @@ def _dialogue(d: dict[str, Any], categorical: dict[str, dict[str, bool]]) -> Dia
     for turn in d["turns"]:
         role = _ROLES[turn["speaker"]]
         frames = _frames(turn, categorical, forms) if role == "user" else None
-        utterances.append(Utterance(role, turn["utterance"], frames))
+        services = tuple(dict.fromkeys(snake(f["service"]) for f in turn["frames"]))
+        utterances.append(Utterance(role, turn["utterance"], frames, services))
     return Dialogue(d["dialogue_id"], tuple(snake(s) for s in d["services"]), tuple(utterances))
 
 

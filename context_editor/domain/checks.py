@@ -9,18 +9,20 @@ a malformed part is the structural findings' business, not a reason to stop.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import yaml
 from jinja2 import nodes
 from jinja2.sandbox import SandboxedEnvironment
 
 from .. import registry
 from ..errors import DomainProblem, Entry, Errors, NerModelError
 from ..expressions import TemplateSyntaxError, budget_problem, compile_expression, expression_names
-from ..resources import templates_dir
+from ..resources import domains_dir, templates_dir
 from .kinds import served_label
 from .local import Resolution, field_refs
 from .nermodel import configured_models
@@ -343,9 +345,65 @@ def money_against_numbers(c: Lint, expr: str, path: str) -> Iterator[DomainProbl
                             f"compare its amount: amount({names[0]}) …", Errors.MONEY_VS_NUMBER, "warning")
 
 
+@functools.lru_cache(maxsize=256)
+def _other_fields(path: Path, mtime: float) -> dict[str, str] | None:
+    """Field name -> type of another domain file (None: not a domain file); `mtime` keys the cache."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    fields = _map(data).get("fields") if isinstance(data, dict) else None
+    return {str(k): str(_map(v).get("type")) for k, v in fields.items()} if isinstance(fields, dict) else None
+
+
+def _domain_file(c: Lint, domain: str) -> Path | None:
+    """Where a carry's source domain lives: beside this file (a conversation's domains sit
+    together, as an importer writes them), else among the bundled domains."""
+    for path in (c.base / f"{domain}.yaml", c.base / f"{domain}.yml", domains_dir() / f"{domain}.yaml"):
+        if path.is_file():
+            return path
+    return None
+
+
+def carries(c: Lint) -> Iterator[DomainProblem]:
+    """`carry: {field: [domain.field, …]}`: the field is this domain's, each source names another
+    domain (a file beside this one or a bundled one) and a field it has, of the same type."""
+    own = c.data.get("domain")
+    for name, sources in _map(c.data.get("carry")).items():
+        yield from c.unknown_field(name, f"carry/{name}")
+        for i, ref in enumerate(_list(sources)):
+            path = f"carry/{name}/{i}"
+            domain, _, source = str(ref).partition(".")
+            if not source:
+                continue  # not `domain.field`: the schema says so
+            if domain == own:
+                yield c.problem(f"carry source '{ref}' names this domain itself", path,
+                                "carry from another domain of the conversation; within one domain, give the field one name",
+                                Errors.CARRY)
+                continue
+            where = _domain_file(c, domain)
+            fields = _other_fields(where, where.stat().st_mtime) if where else None
+            if where is None or fields is None:
+                siblings = sorted(p.stem for p in c.base.glob("*.y*ml") if p.stem != own)
+                close = difflib.get_close_matches(domain, siblings, n=1)
+                hint = f"did you mean '{close[0]}'? " if close else ""
+                yield c.problem(f"carry source '{ref}': no domain '{domain}' (looked for {c.base / (domain + '.yaml')} "
+                                "and the bundled domains)", path,
+                                f"{hint}put {domain}.yaml beside this file, or name one of: {', '.join(siblings) or 'none here'}",
+                                Errors.CARRY)
+            elif source not in fields:
+                close = difflib.get_close_matches(source, list(fields), n=1)
+                hint = f"did you mean '{domain}.{close[0]}'? " if close else ""
+                yield c.problem(f"carry source '{ref}': domain '{domain}' has no field '{source}'", path,
+                                f"{hint}use one of: {', '.join(sorted(fields))}", Errors.CARRY)
+            elif name in c.fields and (mine := str(_map(c.fields[name]).get("type"))) != fields[source]:
+                yield c.problem(f"carry source '{ref}' is a {fields[source]}, field '{name}' a {mine}: its values "
+                                "would not fit", path, f"carry from a field of type {mine}", Errors.CARRY)
+
+
 CHECKS: tuple[Callable[[Lint], Iterator[DomainProblem]], ...] = (
     field_shapes, ner_models, extract_refs, asks, machine_states, transition_triggers, transition_refs, business_rules, actions,
-    unreachable_fields, duplicate_synonyms, policy_types)
+    unreachable_fields, duplicate_synonyms, policy_types, carries)
 
 
 def semantic_problems(doc: LinedYaml, res: Resolution, base: Path, structure_ok: bool) -> list[DomainProblem]:

@@ -147,6 +147,9 @@ class Domain:
     # Dialogue mechanics, each on unless switched off: `answers` (a reply is read as the answer to
     # the field the assistant asked for), `offers` (assistant offers, accepted, declined or picked).
     dialogue: dict[str, Any] = field(default_factory=dict)
+    # Carry-over from the other domains of a conversation: field -> the `domain.field`s it takes
+    # a value from while the user has said none of their own (`transform.carry`).
+    carry: dict[str, tuple[str, ...]] = field(default_factory=dict)
     rule_library: dict[str, Rule] = field(repr=False, compare=False, default_factory=dict)
     ner_models: dict[str, NerModel] = field(default_factory=dict)  # language -> trained model (`ner:`)
     ner_margin: float = MARGIN
@@ -307,6 +310,7 @@ def _build(d: dict[str, Any], path: Path) -> Domain:
         languages=tuple(d.get("languages") or ("zh", "en")), default_currency=d.get("default_currency", "CNY"),
         fields=fields, machine=machine, rules=rules, actions=actions, tools=tools, path=str(path), source=d,
         dialogue=dict(d.get("dialogue") or {}), rule_library=library,
+        carry={name: tuple(sources) for name, sources in (d.get("carry") or {}).items()},
         ner_models=models, ner_margin=float(ner.get("margin", MARGIN)) if isinstance(ner, dict) else MARGIN)
 
 

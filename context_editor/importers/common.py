@@ -98,13 +98,15 @@ def dump_domain(doc: dict[str, Any], header: str) -> str:
 
 
 def write_domains(docs: dict[str, tuple[dict[str, Any], str]], out_dir: str | Path) -> list[Path]:
-    """Write `name -> (document, header)` as `out_dir/<name>.yaml`, each checked by lint."""
+    """Write `name -> (document, header)` as `out_dir/<name>.yaml`, each checked by lint once all
+    are written (a `carry:` names its sibling files)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, (doc, header) in docs.items():
+        (out / f"{name}.yaml").write_text(dump_domain(doc, header), encoding="utf-8")
+    for name in docs:
         path = out / f"{name}.yaml"
-        path.write_text(dump_domain(doc, header), encoding="utf-8")
         problems = [p for p in lint_domain(path)[1] if p.is_error]  # warnings are the user's to read in `lint`
         if problems:
             detail = "\n".join(p.format(str(path)) for p in problems[:5])

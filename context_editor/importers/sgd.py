@@ -38,6 +38,7 @@ import yaml
 
 from ..domain.kinds import served_label, value_kind
 from ..errors import Errors
+from .carry import declare_carries
 from ..resources import data_path
 from .common import NerRef, model_ref, read_json, snake, track_action, words, write_domains
 
@@ -217,12 +218,17 @@ def import_sgd(schema_path: str | Path, out_dir: str | Path, ner: str | Path | N
     domain uses that trained model (`--ner DIR`). `rules=False` / `generic_ner=False` leave rules
     or the generic model out (the benchmark's ablation)."""
     docs = {}
+    kinds: dict[str, dict[str, str]] = {}  # domain -> field -> kind of value, for the carries between services
     model = model_ref(ner, out_dir) if ner else None
     for service in load_schema(schema_path):
         doc = service_domain(service, model, rules, generic_ner)
         header = (f"Imported from SGD {Path(schema_path).name}, service {service['service_name']}, by `context-editor import sgd`.\n"
                   "Edit freely: synonyms, ask texts and extract rules are a starting point (docs/domain-format.md).")
         docs[doc["domain"]] = (doc, header)
+        siblings = [(s["name"], s["description"]) for s in service["slots"]]
+        kinds[doc["domain"]] = {s["name"]: kind for s in service["slots"] if not s["is_categorical"]
+                                and (kind := value_kind(s["name"], s["description"], siblings))}
+    declare_carries({name: doc for name, (doc, _) in docs.items()}, kinds)
     return write_domains(docs, out_dir)
 
 

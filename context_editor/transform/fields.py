@@ -89,8 +89,8 @@ def _classify(msg: Message, fs: FieldState | None, value: Any) -> Source:
     """initial | correction | reversion | tool, from the field's accepted history."""
     if msg.role == "tool":
         return "tool"
-    if fs is None or not fs.accepted:
-        return "initial"
+    if fs is None or not fs.accepted or fs.source == "carry" and fs.value == value:
+        return "initial"  # (the user saying the value another domain carried makes it theirs)
     return "reversion" if fs.was_accepted_before(value) else "correction"
 
 
@@ -133,13 +133,14 @@ def _value_edit(msg: Message, domain: Domain, spec: FieldSpec, fs: FieldState | 
     """The edit one scalar field gets from this message, by its policy (None: nothing changes)."""
     chosen = _chosen(cands)
     current = fs.value if fs else None
-    if chosen.value == current:
+    carried = fs is not None and fs.source == "carry"  # a carried value gives way to the user's (transform.carry)
+    if chosen.value == current and not carried:
         return None
-    if current is not None and spec.policy == "first":
+    if current is not None and spec.policy == "first" and not carried:
         return edit(msg, domain, "reject", spec.name, current, chosen.value, "correction", reason=POLICY_LOCKED,
                     provenance=chosen.provenance)
     held = fs.provenance if fs else None
-    if (current is not None and spec.policy == "highest_confidence" and held is not None
+    if (current is not None and spec.policy == "highest_confidence" and held is not None and not carried
             and chosen.provenance.confidence < held.confidence):
         return edit(msg, domain, "reject", spec.name, current, chosen.value, "correction", reason=POLICY_LOWER_CONFIDENCE,
                     provenance=chosen.provenance)
