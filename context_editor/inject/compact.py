@@ -207,6 +207,7 @@ def mask(line: SummaryLine, hidden: Hidden) -> str:
 
 ZONE_MEMO = 256  # zone_lines results kept (a session's renders between two of its messages reuse one)
 _zone_memo: dict[tuple[Any, ...], tuple[list[SummaryLine], list[ZoneLine]]] = {}
+_interned: dict[Any, Any] = {}
 
 
 def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str], absorbed: Absorbed,
@@ -233,11 +234,16 @@ def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
         return []
     provenance, texts = absorbed
     journal, version = (provenance.journal, provenance.version) if isinstance(provenance, Provenances) else (None, 0)
+    # One object per distinct vocabulary and hidden set: the memos below hold many keys (one per
+    # session and state) of few of them, and a vocabulary can be large.
+    if len(_interned) >= ZONE_MEMO:
+        _interned.clear()
+    words_key, hidden_key = (_interned.setdefault(k, k) for k in (frozenset(vocabulary), hidden.fingerprint()))
     if journal is None:  # not read off a live state (several domains' spans joined): keyed by content
-        view: tuple[Any, ...] = (frozenset(vocabulary), tuple(sorted((i, tuple(v)) for i, v in provenance.items())),
-                                 tuple(texts), hidden.fingerprint())
+        view: tuple[Any, ...] = (words_key, tuple(sorted((i, tuple(v)) for i, v in provenance.items())),
+                                 tuple(texts), hidden_key)
     else:
-        view = (id(journal), frozenset(vocabulary), tuple(texts), hidden.fingerprint())
+        view = (id(journal), words_key, tuple(texts), hidden_key)
     key = (id(lines), len(lines), window_from, view, version)
     hit = _zone_memo.get(key)
     if hit is not None and hit[0] is lines:
