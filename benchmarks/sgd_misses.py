@@ -32,12 +32,11 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from context_editor.bench.metrics import Predicted, norm, slot_score
+from context_editor.bench.metrics import norm, slot_score
 from context_editor.bench.runner import Harness
 from context_editor.bench.sgd import load_sgd
 from context_editor.importers import read_json
 from context_editor.importers.common import snake
-from context_editor.inject import format_value
 
 
 def _raw(data: Path, ids: set[str]) -> dict[str, dict[str, Any]]:
@@ -126,12 +125,10 @@ class Classifier(Harness):
             classes = set()
             state = self.editors[domain].state(d.id)
             spec = self.editors[domain].domain.fields
+            preds = self.predicted(domain, d.id)  # as the harness scores them
             for name in self.ds.scored_fields[domain]:
                 g, fs = gold.get(name), state.fields.get(name)
-                p = None
-                if fs is not None and fs.value is not None:
-                    items = tuple(str(v) for v in fs.value) if isinstance(fs.value, list) else ()
-                    p = Predicted(format_value(fs.value), fs.provenance.text if fs.provenance else None, items)
+                p = preds.get(name)
                 if g is None and p is None:
                     continue
                 if g is not None:

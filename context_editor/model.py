@@ -41,6 +41,18 @@ Op = Literal["set", "clear", "expire", "reject", "transition", "alert", "resolve
 Source = Literal["initial", "correction", "reversion", "machine", "tool", "expiry", "proposal", "confirmation",
                  "answer", "carry", "llm", "user_memory"]
 
+# The value of a field the user has no preference about ("any date will do", "I don't care about the
+# price", "价格无所谓", "随便" to the field's question): any value of the field's type is fine. It is
+# a value like any other (present, rendered as "any", replaced by the next value the user states),
+# which a field of every type can hold, and not one a user could say by accident, so a dict that
+# no other value uses. Business rules reading the field skip it: there is nothing to check.
+NO_PREFERENCE: dict[str, Any] = {"any": True}
+
+
+def is_no_preference(value: Any) -> bool:
+    return isinstance(value, dict) and value == NO_PREFERENCE
+
+
 GENESIS_HASH = "0" * 64
 # What an erased message's text or an erased value reads as (`context-editor erase`): the row keeps
 # its commitment, so the chain still verifies, but the text and the salt are gone.

@@ -18,7 +18,8 @@ import pytest
 
 from context_editor.bench.cli import register
 from context_editor.bench.contexts import HistoryMeter
-from context_editor.bench.metrics import DomainScore, Gold, Predicted, contained, norm, percentile, slot_score, token_sort_ratio
+from context_editor.bench.metrics import (DomainScore, Gold, Predicted, contained, norm, percentile, scored_value, slot_score,
+                                         token_sort_ratio)
 from context_editor.bench.progress import Progress
 from context_editor.inject.tokens import count_tokens
 
@@ -127,6 +128,18 @@ def test_slot_scores_by_kind():
     assert slot_score(Gold(("the 11th",), "exact"), Predicted("2019-03-11", text="the 11th"), credit_text=True) == 1.0
     assert slot_score(Gold(("早餐服务 吹风机",), "set"), Predicted("吹风机, 早餐服务", items=("吹风机", "早餐服务"))) == 1.0
     assert slot_score(Gold(("１００-１５０元",), "exact"), Predicted("100-150元")) == 1.0  # full-width folds
+
+
+def test_values_are_scored_in_the_datasets_own_notation():
+    # An amount in the dataset's currency is the bare amount SGD writes; another currency is not.
+    gold = Gold(("$1,520", "1520"), "fuzzy")
+    assert slot_score(gold, Predicted(scored_value({"amount": 1520.0, "currency": "USD"}, "USD"))) == 1.0
+    assert slot_score(gold, Predicted(scored_value({"amount": 1520.0, "currency": "EUR"}, "USD"))) < 1.0
+    assert slot_score(gold, Predicted(scored_value({"amount": 1520.0, "currency": "USD"}))) < 1.0  # no dataset currency
+    # No preference is the dataset's word for it, and is no value gold has.
+    assert scored_value({"any": True}, "USD", "dontcare") == "dontcare" and scored_value({"any": True}) == "any"
+    assert slot_score(Gold(("dontcare",), "fuzzy"), Predicted(scored_value({"any": True}, None, "dontcare"))) == 1.0
+    assert slot_score(Gold(("2019-03-11",), "fuzzy"), Predicted(scored_value({"any": True}, None, "dontcare"))) < 0.5
 
 
 def test_joint_goal_is_the_product_and_extras_count():

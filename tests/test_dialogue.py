@@ -5,6 +5,7 @@ datetime, dates that point to the past). Each trap of issue 10 is one test."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -363,3 +364,73 @@ def test_the_sgd_importer_maps_a_rating_slot_to_the_score_rules(tmp_path):
     fields = service_domain(service)["fields"]
     assert fields["star_rating"]["extract"] == ["slot.score"] and fields["rating"]["extract"] == ["slot.score"]
     assert fields["guests"]["extract"] == ["slot.count.people"]  # a count stays a count
+
+
+# ---------------------------------------------------------------- no preference
+
+
+ANY = {"any": True}
+
+
+@pytest.mark.parametrize("turns, field", [
+    (["Dinner for two, any day is fine."], "day"),
+    (["Table for 4 please. I don't care about the budget."], "budget"),
+    (["Table for 4, the time doesn't matter."], "time"),
+    (["Dinner please", "A: What time should I book the table for?", "I don't mind."], "time"),
+    (["Dinner please", "A: Which city are you in?", "Either is fine"], "city"),
+    (["两位用餐，人均预算无所谓。"], "budget"),
+    (["订晚饭", "A: 您想订几点的位子？", "随便"], "time"),
+    (["订晚饭", "A: 哪天用餐？", "哪天都行"], "day"),  # "哪天" names two date fields; the one asked wins
+    (["订晚饭，我不在乎预算"], "budget"),
+])
+def test_no_preference_is_a_value_of_the_field(turns, field):
+    editor, got = talk(*turns)
+    assert got[field] == ANY
+    assert editor.why("s", field)["provenance"]["extractor"] == "dialogue:no_preference"
+    assert re.search(f'<field name="{field}"[^>]*>any</field>', editor.render("s", "book").xml)
+
+
+def test_no_preference_answers_the_question_and_a_later_value_replaces_it():
+    editor, got = talk("Dinner please", "A: What time should I book the table for?", "whatever works")
+    assert got["time"] == ANY and editor.why("s", "time")["history"][-1]["source"] == "answer"
+    assert "time" not in editor.render("s", "book").missing  # a required field the user has no preference about is not asked again
+    _, got = talk("Actually, make it 7pm.", editor=editor)
+    assert got["time"] == "19:00"
+
+
+@pytest.mark.parametrize("turns", [
+    ["Are there any places with outdoor seating?"],  # a search, not indifference
+    ["Dinner please. Do they have any outdoor seating?"],  # a question with "any" asks
+    ["Dinner please. I don't want any outdoor seating."],
+    ["Any other restaurants?"],
+    ["我们随便聊聊吧"],  # 随便 as an adverb
+    ["两位", "A: 还有什么需要帮您的吗？", "随便看看"],
+    ["dinner please", "A: Is there anything else I can help you with?", "I don't mind"],  # asks for no field
+    ["订晚饭", "A: 为您推荐鼎泰丰，晚上7点可以吗？", "都可以"],  # an offer accepted, not a field without preference
+    ["Dinner please", "A: What time should I book the table for?", "Anything after 7pm"],
+])
+def test_trap_no_preference_only_when_said_of_a_field(turns):
+    _, got = talk(*turns)
+    assert ANY not in got.values()
+
+
+def test_a_value_said_with_any_is_the_value():
+    _, got = talk("Dinner please", "A: What time should I book the table for?", "any time after 7pm is fine")
+    assert got["time"] == "19:00"
+    _, got = talk("订晚饭", "A: 您想订几点的位子？", "晚上7点以后都可以")
+    assert got["time"] == "19:00"
+
+
+def test_business_rules_skip_a_field_without_preference():
+    editor = ContextEditor("travel", store="memory://")
+    editor.add("s", {"role": "user", "content": "I leave on March 10, any return date is fine.", "timestamp": TS})
+    state = editor.state("s").values()
+    assert state["return_date"] == ANY and state["departure_date"].endswith("03-10")
+    assert not [a for a in editor.state("s").alerts if a.code == "RETURN_BEFORE_DEPARTURE"]
+
+
+def test_no_preference_can_be_switched_off(tmp_path):
+    domain = tmp_path / "dinner.yaml"
+    domain.write_text(DINNER.read_text("utf-8") + "dialogue: {no_preference: false}\n", "utf-8")
+    _, got = talk("Dinner for two, any day is fine.", editor=ContextEditor(domain, store="memory://"))
+    assert "day" not in got

@@ -74,8 +74,8 @@ def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, 
     return domain, utterances
 
 
-MECHANISMS = ("answers", "offers", "envelope", "carry", "activation")
-DIALOGUE_SWITCHES = ("answers", "offers")  # switched off in the domain files; the others are the harness's
+MECHANISMS = ("answers", "offers", "no_preference", "envelope", "carry", "activation")
+DIALOGUE_SWITCHES = ("answers", "offers", "no_preference")  # switched off in the domain files; the others are the harness's
 
 
 def switch_off(ds: Dataset, mechanisms: list[str]) -> None:

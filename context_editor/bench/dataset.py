@@ -44,3 +44,7 @@ class Dataset:
     # CrossWOZ gold lists every domain each turn; a domain counts as a frame when gold or the
     # editor has something in it. SGD names the frames of each turn itself.
     frames_from_predictions: bool = False
+    # How the dataset writes two kinds of value (metrics.scored_value): amounts in its own currency
+    # bare ("1520", no "USD"), and no preference as a word of its own ("dontcare").
+    currency: str | None = None
+    no_preference: str | None = None

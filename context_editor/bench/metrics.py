@@ -7,7 +7,12 @@ Per slot a score in [0, 1]:
   for one ratio is not worth it, and for the short strings of slot values the two agree to
   within a point;
 - `set`: the same items, in any order (CrossWOZ's space-separated multi-value slots).
-A slot is scored on the editor's value as rendered ("2019-03-11", "2000 CNY"); gold brings the
+A slot is scored on the editor's value as rendered ("2019-03-11", "2000 CNY"), in the dataset's
+own representation where it has one (`scored_value`): an amount in the dataset's currency as the
+bare amount ("1520", as SGD writes dollars; the editor's "1520 USD" would lose a third of a fuzzy
+score for the unit alone), and no preference as the dataset's word for it (SGD's "dontcare"; the
+editor's "any"). Both are a change of notation, not leniency: an amount in another currency, or
+"any" where gold has a value, still scores as before. Gold brings the
 canonical forms the dialogue's own annotations give a surface value, so "the 11th" can match a
 resolved date. A frame's joint goal accuracy is the product of its slot scores over gold and
 predicted slots (a missing or extra slot scores 0), as in DSTC8; precision and recall count the
@@ -23,6 +28,9 @@ import statistics
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..inject import format_value
+from ..model import is_no_preference
 
 _NON_ALNUM = re.compile(r"[^\w]+")
 
@@ -57,6 +65,18 @@ class Predicted:
     value: str
     text: str | None = None
     items: tuple[str, ...] = ()
+
+
+def scored_value(value: Any, currency: str | None = None, no_preference: str | None = None) -> str:
+    """A field's value as compared with a dataset's gold: as rendered, except an amount in the
+    dataset's `currency` (its bare amount) and no preference (the dataset's word for it)."""
+    if no_preference is not None and is_no_preference(value):
+        return no_preference
+    if currency is not None and isinstance(value, dict) and "amount" in value and value.get("currency") == currency:
+        return format_value({"amount": value["amount"]})
+    if isinstance(value, list):
+        return ", ".join(scored_value(v, currency, no_preference) for v in value)
+    return format_value(value)
 
 
 def slot_score(gold: Gold, pred: Predicted, credit_text: bool = False) -> float:

@@ -16,11 +16,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..domain import load_domain
-from ..inject import format_value
 from ..pipeline import ContextEditor, carried_for, render_together
 from .contexts import HistoryMeter
 from .dataset import Dataset, Dialogue, Utterance
-from .metrics import DomainScore, Gold, Predicted, contained, norm
+from .metrics import DomainScore, Gold, Predicted, contained, norm, scored_value
 from .progress import Progress
 
 GENERAL_ACTION = "track"
@@ -94,7 +93,8 @@ class Harness:
             if fs is None or fs.value is None:
                 continue
             items = tuple(str(v) for v in fs.value) if isinstance(fs.value, list) else ()
-            out[name] = Predicted(format_value(fs.value), fs.provenance.text if fs.provenance else None, items)
+            value = scored_value(fs.value, self.ds.currency, self.ds.no_preference)
+            out[name] = Predicted(value, fs.provenance.text if fs.provenance else None, items)
         return out
 
     def _score(self, d: Dialogue, t: int, u: Utterance, meter: HistoryMeter) -> None:

@@ -21,6 +21,8 @@ from .metrics import Gold
 
 TODAY = datetime(2019, 3, 1, 9, 0)  # SGD's "today": its default reservation date is 2019-03-01
 _ROLES = {"USER": "user", "SYSTEM": "assistant"}
+CURRENCY = "USD"  # SGD's amounts are dollars, written without a unit ("1520"); the importer's default_currency
+DONTCARE = "dontcare"  # SGD's value for a slot the user has no preference about
 _FIX = "pass an SGD split directory, e.g. ../shared/data/sgd/dev"
 
 
@@ -52,7 +54,7 @@ def _frames(turn: dict[str, Any], categorical: dict[str, dict[str, bool]], forms
         for slot, values in frame["state"]["slot_values"].items():
             cat = kinds.get(slot, False)
             variants = tuple(dict.fromkeys([*values, *(forms[k] for v in values if (k := (service, slot, v)) in forms)]))
-            gold[slot] = Gold(variants, "exact" if cat else "fuzzy", surface=not cat and values != ["dontcare"])
+            gold[slot] = Gold(variants, "exact" if cat else "fuzzy", surface=not cat and values != [DONTCARE])
         out[snake(service)] = gold
     return out
 
@@ -90,4 +92,5 @@ def load_sgd(data_dir: str | Path, domains_out: str | Path, limit: int | None = 
     categorical = {s["service_name"]: {x["name"]: x["is_categorical"] for x in s["slots"]} for s in services}
     scored = {snake(s["service_name"]): frozenset(x["name"] for x in s["slots"]) for s in services}
     dialogues = list(itertools.islice(_dialogues(files, categorical), limit))
-    return Dataset("sgd", {p.stem: p for p in paths}, scored, dialogues, TODAY, split=root.name)
+    return Dataset("sgd", {p.stem: p for p in paths}, scored, dialogues, TODAY, split=root.name,
+                   currency=CURRENCY, no_preference=DONTCARE)

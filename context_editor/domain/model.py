@@ -145,7 +145,8 @@ class Domain:
     path: str
     source: dict[str, Any]  # the loaded document, stored with the log so replay uses this exact version
     # Dialogue mechanics, each on unless switched off: `answers` (a reply is read as the answer to
-    # the field the assistant asked for), `offers` (assistant offers, accepted, declined or picked).
+    # the field the assistant asked for), `offers` (assistant offers, accepted, declined or picked),
+    # `no_preference` ("any date is fine" sets the field to "any").
     dialogue: dict[str, Any] = field(default_factory=dict)
     # Carry-over from the other domains of a conversation: field -> the `domain.field`s it takes
     # a value from while the user has said none of their own (`transform.carry`).

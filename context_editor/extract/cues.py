@@ -79,6 +79,15 @@ class Cues:
     # A yes/no question about a thing already on the table ("Is it furnished?", "Do they have live
     # music?", "这家有wifi吗？"): it asks for information, it states no wish.
     about_thing: re.Pattern[str] | None
+    # No preference (extract/preference.py): "any" before the words naming a field, what may stand
+    # between them, what makes an "any" a search or a negation ("are there any", "don't want any"),
+    # and the indifference said before / after those words or as a whole reply ("I don't mind").
+    any_words: re.Pattern[str] | None
+    any_modifiers: frozenset[str]
+    any_blocked: re.Pattern[str] | None  # matches at the end of the text before an `any`
+    indifferent_before: re.Pattern[str] | None
+    indifferent_after: re.Pattern[str] | None
+    indifferent_alone: re.Pattern[str] | None
 
     def opens_with(self, pattern: re.Pattern[str] | None, text: str) -> tuple[int, int] | None:
         m = pattern.match(text) if pattern else None
@@ -160,4 +169,9 @@ def _compile(lex: Lexicon) -> Cues:
         roles=tuple((k, p) for k, ws in sorted(lex.table("dialogue/question_roles").items()) if (p := _anywhere(ws)) is not None),
         stopwords=frozenset(w.lower() for w in words("stopwords")),
         lead=_anywhere(fillers), about_thing=_about_thing(lex),
-        trail=re.compile(r"(?<![A-Za-z])(?:" + _alternation(fillers) + r")$", re.IGNORECASE) if fillers else None)
+        trail=re.compile(r"(?<![A-Za-z])(?:" + _alternation(fillers) + r")$", re.IGNORECASE) if fillers else None,
+        any_words=_anywhere(words("any_words")), any_modifiers=frozenset(w.lower() for w in words("any_modifiers")),
+        any_blocked=(re.compile(r"(?<![A-Za-z])(?:" + _alternation(words("any_blockers")) + r")\s+(?:[A-Za-z]+\s+)?$", re.IGNORECASE)
+                     if words("any_blockers") else None),
+        indifferent_before=_anywhere(words("indifferent_before")), indifferent_after=_anywhere(words("indifferent_after")),
+        indifferent_alone=_opening(words("indifferent_alone"), particles))

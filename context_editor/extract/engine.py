@@ -31,12 +31,13 @@ from .. import registry
 from ..domain import Domain, FieldSpec
 from ..domain.rulepacks import extractor_ref
 from ..lang import detect_language
-from ..model import Candidate, Message, Provenance
+from ..model import NO_PREFERENCE, Candidate, Message, Provenance
 from .confirm import AskMatcher, confirmation, decline, offer_spans, pick, thing_questions
 from .cues import load_cues
 from .enums import EnumMatcher
 from .negation import is_negated
 from .prefilter import Present
+from .preference import Indifference
 from ..domain.kinds import accepts, with_subject
 from .ner import CONFIDENCE as NER_CONFIDENCE, MODEL_ID, Span, ner_label, outrank, scored_spans
 from .tools import key_index, parse_json, walk
@@ -90,6 +91,14 @@ class Extractor:
     @property
     def offers_on(self) -> bool:
         return bool(self.domain.dialogue.get("offers", True))
+
+    @property
+    def no_preference_on(self) -> bool:
+        return bool(self.domain.dialogue.get("no_preference", True))
+
+    @cached_property
+    def indifference(self) -> Indifference:
+        return Indifference(self.domain.fields)
 
     def asks(self, msg: Message) -> tuple[str, ...]:
         """The fields an assistant message asks for: named by the app (`asks` metadata) or by its questions."""
@@ -170,7 +179,29 @@ class Extractor:
             out = self._named_offers(msg, text, prior, out)
         if prior is not None and (prior.asks or prior.offered):
             out = self._answers(msg, text, prior, out, now)
+        if self.no_preference_on:
+            out = self._no_preference(msg, text, prior, out)
         return out + self._reply_acts(msg, text, prior)
+
+    def _no_preference(self, msg: Message, text: str, prior: Prior | None, found: list[Candidate]) -> list[Candidate]:
+        """`found`, plus "any" for the fields the reply says any value of will do ("any date is fine",
+        "价格无所谓"; "I don't mind" / "随便" to the field's own question), where it states no value of them."""
+        said = {c.field for c in found if c.kind in ("value", "answer")}
+        asked = [a for a in prior.asks if a in self.indifference.fields] if prior is not None and self.answers_on else []
+        hits = [(h.field, h.span) for h in self.indifference.named(text, tuple(asked))]
+        alone = self.indifference.alone(text) if asked else None
+        if alone is not None:
+            hits += [(name, alone) for name in asked]
+        out = list(found)
+        for name, (s, e) in hits:
+            if name in said:
+                continue  # a value said with it is more than no preference ("any time after 5 pm")
+            said.add(name)
+            is_answer = name in asked
+            out.append(Candidate(name, dict(NO_PREFERENCE), self._prov(msg, s, e, text[s:e], "dialogue:no_preference", 0.85),
+                                 kind="answer" if is_answer else "value",
+                                 asked_round=prior.round if is_answer and prior is not None else None))
+        return out
 
     def _named_offers(self, msg: Message, text: str, prior: Prior, found: list[Candidate]) -> list[Candidate]:
         """`found`, plus the offered values the reply names word for word, for fields the reply says
@@ -284,8 +315,9 @@ class Extractor:
         if parser != "text":
             parsed = parse_value(parser, text, spec, now, self.domain.default_currency, answer=True)
             return (parsed.value, parsed.start, parsed.end, parser) if parsed else None
-        if not free or spec.synonyms or spec.is_list or "?" in text or "？" in text or confirmation(text) or decline(text):
-            return None
+        if (not free or spec.synonyms or spec.is_list or "?" in text or "？" in text or confirmation(text) or decline(text)
+                or self.indifference.alone(text)):
+            return None  # not a name: a question, a yes or no, or no preference ("Either is fine")
         clause = re.match(r"[^。！!？?；;\n]*", text)
         end = clause.end() if clause else len(text)
         s, e = load_cues().strip_fillers(text[:end])

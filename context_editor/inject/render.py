@@ -24,7 +24,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from ..domain import ActionSpec, Domain, FieldSpec
 from ..errors import Errors
 from ..lang import detect_language
-from ..model import Message, State
+from ..model import Message, State, is_no_preference
 from ..resources import templates_dir
 from . import compact, history, pii
 from .compact import STAGE_ROUNDS
@@ -38,10 +38,13 @@ CRITICAL_COMPRESSION_FAILURE = "CRITICAL_COMPRESSION_FAILURE"
 _TOKENS_SLOT = "TOKENS-SLOT-7F3A"  # placeholder for the `tokens` attribute, filled after counting
 TEMPLATES_DIR = templates_dir()
 DEFAULT_TEMPLATE = "default.xml.j2"
+NO_PREFERENCE_TEXT = "any"  # a field the user has no preference about ("any date will do")
 
 
 def format_value(value: Any) -> str:
-    """A value as the model reads it: money as "2000 CNY", lists comma-separated."""
+    """A value as the model reads it: money as "2000 CNY", lists comma-separated, no preference as "any"."""
+    if is_no_preference(value):
+        return NO_PREFERENCE_TEXT
     if isinstance(value, dict) and "amount" in value:
         amount = value["amount"]
         amount = int(amount) if isinstance(amount, float) and amount.is_integer() else amount

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, ValidationError
 
 from ..domain import Domain, FieldSpec
+from ..model import is_no_preference
 
 
 class Money(BaseModel):
@@ -79,7 +80,9 @@ class FieldValidator:
         self.adapters = {name: TypeAdapter(field_type(spec)) for name, spec in domain.fields.items()}
 
     def check(self, field: str, value: Any) -> tuple[str, str] | None:
-        """None when valid, else (error code, human message)."""
+        """None when valid, else (error code, human message). No preference is a value of every type."""
+        if is_no_preference(value):
+            return None
         try:
             self.adapters[field].validate_python(value)
         except ValidationError as err:

@@ -14,6 +14,7 @@ from typing import Any
 from ..domain import Domain
 from ..domain.model import RuleSpec
 from ..expressions import evaluate
+from ..model import is_no_preference
 
 
 def violations(domain: Domain, values: dict[str, Any], today: date | None,
@@ -24,8 +25,8 @@ def violations(domain: Domain, values: dict[str, Any], today: date | None,
     for rule in domain.rules:
         if changed is not None and changed.isdisjoint(rule.fields):
             continue
-        if any(values.get(f) is None for f in rule.fields):
-            continue
+        if any(values.get(f) is None or is_no_preference(values[f]) for f in rule.fields):
+            continue  # a field without a value, or with no preference ("any date"), leaves nothing to check
         try:
             if rule.plugin is not None:
                 verdict = rule.plugin({f: values[f] for f in rule.fields}, today)
