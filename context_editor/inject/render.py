@@ -295,6 +295,12 @@ class Renderer:
         self._turns: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._templates: dict[str, Template] = {}
 
+    def forget(self) -> None:
+        """Drop what renders remembered of states and messages (after an erasure: a turn is
+        remembered by its message's hash, which erasure keeps)."""
+        self._views.clear()
+        self._turns.clear()
+
     def action(self, name: str) -> ActionSpec:
         if name not in self.domain.actions:
             raise Errors.UNKNOWN_ACTION(action=name, domain=self.domain.name, known=", ".join(sorted(self.domain.actions)))
@@ -696,7 +702,7 @@ def _kept_zone(plan: _Plan, kept: dict[str, int], shown: set[int],
     for tier in ZONE_TIERS:
         # A line is left out when its turn is shown, or its text, or (a value line) every open value of it.
         candidates = [(tier, i, z) for i, z in enumerate(plan.zone[tier])
-                      if not set(z.sources) <= shown and z.text not in shown_text
+                      if not (z.sources[0] in shown and shown.issuperset(z.sources)) and z.text not in shown_text
                       and not (z.rank == compact.VALUE and z.open and all(v in said for v in z.open))]
         n = min(kept[tier], len(candidates))
         out.extend(candidates[len(candidates) - n:])
@@ -777,10 +783,11 @@ def render_many(parts: list[RenderPart], action: str, budget: int | str | None =
         p.renderer.action(action)
     specs = [p.renderer.action(action) for p in parts]
     views = [p.renderer._state_view(p.state, spec) for p, spec in zip(parts, specs)]
-    absorbed: compact.Absorbed = ({}, [])
+    joined: dict[int, list[tuple[int, int]]] = {}
+    absorbed: compact.Absorbed = (joined, [])
     for _, _, (by_message, texts), _ in views:
         for index, spans in by_message.items():
-            absorbed[0].setdefault(index, []).extend(spans)
+            joined.setdefault(index, []).extend(spans)
         absorbed[1].extend(texts)
     # The messages are the conversation's, the same in every part: the lead's plan holds the turns
     # and the summary lines (judged against every state), the others only their fields and asks.
