@@ -298,6 +298,13 @@ def test_a_question_about_what_is_on_the_table_asks_it_does_not_want(turns, expe
     ("That sounds great.", True), ("That works for me, thanks", True), ("Sounds perfect!", True),
     ("Great, book it", True), ("就它吧", True),
     ("Good morning, is this the booking line?", False), ("That is far away.", False),  # no praise of the offer
+    # a verdict on the thing offered: a subject pointing at it (with a noun), a verb and praise or fit
+    ("That hotel sounds perfect.", True), ("This one is really nice", True), ("Oh, that works for me", True),
+    ("That place fits my budget.", True), ("I'm interested in that hotel.", True), ("It's fine", True),
+    ("这家听起来不错", True), ("这个可以", True), ("就订这家", True), ("那家挺好的", True),
+    # traps: a verdict asked, not given; a bad verdict; praise of something else
+    ("That one is good?", False), ("这家好吗？", False), ("这家好不好", False), ("That is not good", False),
+    ("That is too expensive", False), ("这个不行", False), ("It is good to hear that, but is it near the station?", False),
 ])
 def test_praise_of_an_offer_accepts_it(reply, accepted):
     got = trip("A: How about the Grand Hotel?", reply)

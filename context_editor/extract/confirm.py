@@ -32,9 +32,9 @@ MIN_ASK_SCORE = 1.0
 
 
 def confirmation(text: str) -> tuple[int, int] | None:
-    """Span of the yes-word a reply opens with, or None when it does not open with one."""
+    """Span of the yes-word (or verdict: "That flight sounds perfect") a reply opens with, or None."""
     cues = load_cues()
-    return cues.opens_with(cues.accept, text)
+    return cues.opens_with(cues.accept, text) or cues.praised(text)
 
 
 def decline(text: str) -> tuple[int, int] | None:
