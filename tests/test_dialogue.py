@@ -441,3 +441,39 @@ def test_no_preference_can_be_switched_off(tmp_path):
     domain.write_text(DINNER.read_text("utf-8") + "dialogue: {no_preference: false}\n", "utf-8")
     _, got = talk("Dinner for two, any day is fine.", editor=ContextEditor(domain, store="memory://"))
     assert "day" not in got
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (["Dinner please", "A: Are you in Boston, Chicago or Denver?", "the second one"], "Chicago"),
+    (["Dinner please", "A: I found places in Boston, Chicago or Denver.", "Denver sounds good"], "Denver"),
+])
+def test_every_name_of_an_offered_list_is_offered(turns, expected):
+    _, got = talk(*turns)
+    assert got["city"] == expected
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (["订机票", "A: 您想去三亚、厦门还是成都？", "第三个"], "成都"),
+    (["订机票", "A: 您想去三亚、厦门还是成都？", "厦门吧"], "厦门"),
+    (["Book a flight", "A: Would you like to fly to Paris, Rome or Berlin?", "the second one"], "Rome"),
+])
+def test_every_place_of_an_offered_list_is_offered(turns, expected):
+    _, got = talk(*turns, editor=ContextEditor("travel", store="memory://"))
+    assert got["destination"] == expected
+
+
+def test_trap_a_name_with_a_comma_is_no_list():
+    # "Boston, MA" is one place: without an "or" the words after a comma are not another option
+    editor, got = talk("Dinner please", "A: We have tables in Boston, MA, and Denver, CO.", "yes")
+    assert "MA" not in [h["value"] for h in editor.why("s", "city")["history"]]
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (["Dinner please", "A: I have a table at Sino at 7pm.", "That works for me"], {"restaurant": "Sino", "time": "19:00"}),
+    (["Dinner please", "A: Here's one: Blue Bottle at 8pm.", "Perfect"], {"restaurant": "Blue Bottle", "time": "20:00"}),
+    # trap: what the assistant says it did is no offer
+    (["Dinner please", "A: Your table at Sino is booked for 7pm.", "Great, thanks"], {}),
+])
+def test_an_assistant_presenting_what_it_found_offers_it(turns, expected):
+    _, got = talk(*turns)
+    assert got == expected
