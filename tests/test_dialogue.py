@@ -264,7 +264,11 @@ def test_english_day_of_month(text, expected):
     (["A: When are you coming back?", "On the 3rd of next month."], {"back": "2024-07-03"}),  # "on" is a start cue
     (["A: 您哪天出发？", "20号"], {"depart": "2024-06-20"}),
     (["A: 您哪天返回？", "7月2号"], {"back": "2024-07-02"}),
-    (["A: When will you travel?", "The 20th"], {}),  # no end named: a tie, no field is guessed
+    # no end named: a trip is asked for from its start ("What date would you like to travel?")
+    (["A: When will you travel?", "The 20th"], {"depart": "2024-06-20"}),
+    (["A: 您哪天走？", "20号"], {"depart": "2024-06-20"}),
+    # trap: a place is not asked for from the start ("where" asks where to, or names no end): no guess
+    (["A: Which city?", "Boston"], {}),
 ])
 def test_a_question_names_which_end_of_a_span_it_asks_for(turns, expected):
     assert trip(*turns) == expected
