@@ -131,7 +131,7 @@ def _print_result(editor: ContextEditor, session: str, args: argparse.Namespace)
     if getattr(args, "action", None):  # `state` has no --action
         print(editor.render(session, args.action, budget=args.budget, as_of_round=args.as_of_round).xml)
         return
-    state = editor.state(session, as_of_round=args.as_of_round)
+    state = editor.history_state(session, as_of_round=args.as_of_round)  # every field's full history
     if args.json:
         print(json.dumps(state.to_json(), ensure_ascii=False, indent=2))
     else:

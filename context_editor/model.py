@@ -423,17 +423,66 @@ class HistoryEntry:
 
 
 @dataclass(slots=True)
+class Earlier:
+    """What the history entries a state no longer holds in memory (`State.history_cap`) leave
+    behind: what the renderer reads of every entry, in compact form (spans by message, values
+    once each). The entries themselves stay in the store's edit log (`ContextEditor.why`,
+    `ContextEditor.history_state`)."""
+
+    dropped: int = 0  # entries dropped, oldest first
+    accepted: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # message -> spans of accepted values
+    spans: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # message -> non-empty spans of every entry
+    texts: dict[str, None] = field(default_factory=dict)  # every scalar value and provenance text of 4+ characters, first seen first
+
+    def add(self, h: HistoryEntry) -> None:
+        self.dropped += 1
+        p = h.provenance
+        if p is not None:
+            if h.status == "accepted":
+                self.accepted.setdefault(p.message_index, []).append(p.span)
+            if p.span[1] > p.span[0]:
+                self.spans.setdefault(p.message_index, []).append(p.span)
+        for v in (h.value, p.text if p else None):
+            if not isinstance(v, bool) and isinstance(v, (str, int, float)) and len(str(v)) >= 4:
+                self.texts.setdefault(str(v), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dropped": self.dropped, "accepted": [[i, [list(s) for s in v]] for i, v in self.accepted.items()],
+                "spans": [[i, [list(s) for s in v]] for i, v in self.spans.items()], "texts": list(self.texts)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Earlier:
+        return cls(d["dropped"], {i: [(a, b) for a, b in v] for i, v in d["accepted"]},
+                   {i: [(a, b) for a, b in v] for i, v in d["spans"]}, dict.fromkeys(d["texts"]))
+
+
+@dataclass(slots=True)
 class FieldState:
     value: Any = None
     provenance: Provenance | None = None
     set_round: int | None = None
     set_at: str | None = None
     source: str | None = None
-    history: list[HistoryEntry] = field(default_factory=list)
+    history: list[HistoryEntry] = field(default_factory=list)  # the newest entries (all, unless the state is capped)
     # How often each value (canonical JSON) was accepted, and the last one: tells a reversion
     # from a correction in O(1), however long the history.
     accepted: dict[str, int] = field(default_factory=dict)
     last_accepted: str | None = None
+    earlier: Earlier | None = None  # what the entries dropped from `history` left behind (a capped state)
+
+    def keep(self, cap: int) -> None:
+        """Drop all but the newest `cap` history entries, leaving what renders read of them in `earlier`."""
+        if len(self.history) > cap:
+            if self.earlier is None:
+                self.earlier = Earlier()
+            for h in self.history[: len(self.history) - cap]:
+                self.earlier.add(h)
+            del self.history[: len(self.history) - cap]
+
+    @property
+    def entries(self) -> int:
+        """How many history entries the field has had, those dropped from memory included."""
+        return len(self.history) + (self.earlier.dropped if self.earlier else 0)
 
     def was_accepted_before(self, value: Any) -> bool:
         """True if `value` was accepted earlier than the latest acceptance (or the field is now empty)."""
@@ -473,6 +522,9 @@ class State:
     last_hash: str = GENESIS_HASH
     last_message_hash: str = GENESIS_HASH
     llm: dict[str, dict[str, Any]] = field(default_factory=dict)  # prompt hash -> recorded model answer
+    # The newest entries of each field's history kept in memory (None: all). Older ones leave
+    # what the renderer reads of them in `FieldState.earlier`; the full history is in the log.
+    history_cap: int | None = field(default=None, compare=False)
 
     def get(self, name: str) -> Any:
         fs = self.fields.get(name)
@@ -521,6 +573,16 @@ class State:
         else:  # reject
             status = "rejected"
         fs.history.append(HistoryEntry(e.after, e.round, status, e.source, e.reason, e.provenance))
+        if self.history_cap is not None and len(fs.history) > self.history_cap:
+            fs.keep(self.history_cap)
+
+    def capped(self, cap: int | None) -> State:
+        """This state holding at most `cap` history entries per field in memory from now on (None: all)."""
+        self.history_cap = cap
+        if cap is not None:
+            for fs in self.fields.values():
+                fs.keep(cap)
+        return self
 
     def snapshot(self) -> dict[str, Any]:
         """The whole fold as JSON (derived data: a reopened session folds only the edits after it).
@@ -543,7 +605,8 @@ class State:
                               "set_at": fs.set_at, "source": fs.source, "accepted": fs.accepted,
                               "last_accepted": fs.last_accepted,
                               "history": [[h.value, h.round, h.status, h.source, h.reason, prov(h.provenance)]
-                                          for h in fs.history]}
+                                          for h in fs.history],
+                              **({"earlier": fs.earlier.to_json()} if fs.earlier else {})}
                        for name, fs in self.fields.items()},
         }
 
@@ -565,7 +628,8 @@ class State:
             st.fields[name] = FieldState(f["value"], prov(f["provenance"]), f["set_round"], f["set_at"], f["source"],
                                          [HistoryEntry(v, r, status, source, reason, prov(p))
                                           for v, r, status, source, reason, p in f["history"]],
-                                         dict(f["accepted"]), f["last_accepted"])
+                                         dict(f["accepted"]), f["last_accepted"],
+                                         Earlier.from_json(f["earlier"]) if "earlier" in f else None)
         return st
 
     @classmethod

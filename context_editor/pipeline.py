@@ -52,10 +52,13 @@ DEFAULT_BAND = (0.0, 1.0)  # a context larger than the raw window it stands for 
 MIN_RATIO_SOURCE = 400  # below this many raw tokens the ratio measures the XML's frame, not compaction
 USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
 DEFAULT_CACHE_SESSIONS = 1024
+DEFAULT_HISTORY_CAP = 64  # history entries per field a cached state holds in memory (the log holds all)
 MAX_OPEN_ROUNDS = 2  # an offer the user only asks about stays open this many rounds after it was made
 DEFAULT_BATCH = 200  # messages per store transaction in `ingest_many`
 SNAPSHOT_KIND = "snapshot"  # the session's folded state every SNAPSHOT_EVERY messages (derived data)
 SNAPSHOT_EVERY = 256  # a reopened session folds at most this many messages' edits and reads their tail
+RENDERS_KEPT = 16  # per cached session: its latest render of each action (budget, model), repeated from memory
+TAIL_SLACK_ROUNDS = 20  # rounds a session's cached tail reaches back before the latest window (other actions' windows)
 UPGRADE = "DOMAIN_UPGRADE"  # the session moves to the new version; values already set stay as they are
 REDERIVE = "DOMAIN_REDERIVE"  # the same, and its state becomes what the new version makes of all its messages
 APPEND_ATTEMPTS = 32  # a writer losing this many races in a row on one session gives up with the conflict
@@ -152,7 +155,8 @@ class ContextEditor:
                  output_reserve: float = 0.15, budget: int | str | None = None, price_per_mtok: float | None = None,
                  scorer: Any = None, summarizer: Any = None, compaction_band: tuple[float, float] | None = DEFAULT_BAND,
                  cache_sessions: int = DEFAULT_CACHE_SESSIONS, retrieval: bool = False, embedder: Embedder | None = None,
-                 recalled: Iterable[Edit] | None = None, salts: Callable[[], str] | None = None):
+                 recalled: Iterable[Edit] | None = None, salts: Callable[[], str] | None = None,
+                 history_cap: int | None = DEFAULT_HISTORY_CAP):
         """`upgrade`: a session processed with another version of this domain moves to this version
         (recorded as an `upgrade` edit with the next message); without it, adding to it is refused.
         `upgrade=REDERIVE` (`backfill --apply`) also sets, with that message, every field to what this
@@ -171,6 +175,9 @@ class ContextEditor:
         tokens / raw window tokens); a render outside it carries a COMPACTION_RATIO_OUT_OF_BAND
         alert (`RenderedContext.alerts`), once the raw window has MIN_RATIO_SOURCE tokens; None: unchecked.
         `cache_sessions`: how many sessions' states are kept folded (least recently used out).
+        `history_cap`: how many of each field's newest history entries a folded state holds in
+        memory (None: all); what renders read of the older ones stays in compact form, and the full
+        history is read from the store (`why`, `history_state`).
         `recalled`: the `user_memory` edits of a recorded log, given to new sessions instead of what
         the store's user memory holds now, and nothing remembered (audit replay).
         `retrieval`: index every message for search (`search`), and let each render bring back the
@@ -197,7 +204,10 @@ class ContextEditor:
         self._states: OrderedDict[str, State] = OrderedDict()
         self._erased: dict[str, int] = {}  # per cached session: the store's erasure count when it was read
         self._cache_sessions = max(cache_sessions, 1)
+        self.history_cap = None if history_cap is None else max(history_cap, 1)
         self._zones: dict[str, SummaryZone] = {}
+        self._rendered: dict[str, dict[Any, tuple[tuple[Any, ...], RenderedContext]]] = {}  # session -> its latest renders
+        self._tails: dict[str, tuple[int, list[Message]]] = {}  # session -> (first round, its messages since): `_window`
         self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
         self._open_offers: dict[str, Prior] = {}  # session -> an offer the user's last message only asked about
         self._salts = salts
@@ -263,6 +273,8 @@ class ContextEditor:
         self._erased.pop(session, None)
         self._bound.pop(session, None)
         self._zones.pop(session, None)
+        self._tails.pop(session, None)
+        self._rendered.pop(session, None)
         self._priors.pop(session, None)
         self._open_offers.pop(session, None)
         self._indexed.discard(session)
@@ -310,6 +322,11 @@ class ContextEditor:
             if (msg.index + 1) % SNAPSHOT_EVERY == 0:
                 self.store.put_derived(session, SNAPSHOT_KIND, 0, state.snapshot())
             self._summarize(session, msg)
+            tail = self._tails.get(session)
+            if tail is not None and tail[1] and tail[1][-1].index == msg.index - 1:
+                tail[1].append(msg)
+            else:
+                self._tails.pop(session, None)
             if self.retrieval:
                 self._index(session, msg, edits)
             self._remember_user(msg, edits)
@@ -614,6 +631,8 @@ class ContextEditor:
         head = (info.messages, info.edits) if info else (0, 0)
         if info is not None and self._erased.get(session, 0) != info.erased:
             self._forget(session)  # parts were erased since it was cached: the cache may hold their text
+            for renderer in (self.renderer, *self._renderers.values()):
+                renderer.forget()  # and so may the renderers' turns, remembered by message hash
             self._erased[session] = info.erased
         state = self._states.get(session)
         if state is not None and (state.message_index + 1, state.last_seq + 1) == head:
@@ -629,6 +648,7 @@ class ContextEditor:
         # The cached summary zone may lack what another writer appended: reload it from the
         # derived table and the log on next use (it resumes from its last complete stage).
         self._zones.pop(session, None)
+        self._tails.pop(session, None)
         # Messages that caused no edit still move the session on: take the position of the last one.
         tail = self.store.messages(session, since_round=state.round)
         if tail:
@@ -650,11 +670,11 @@ class ContextEditor:
     def _from_snapshot(self, session: str, head: tuple[int, int]) -> tuple[State, list[Edit] | None]:
         """The session's last stored snapshot and the edits after it, if the snapshot belongs to
         this log (its last edit is the stored one at its seq); else an empty state to fold from."""
-        empty = State(self.domain.name, self.domain.version_hash, session)
+        empty = State(self.domain.name, self.domain.version_hash, session, history_cap=self.history_cap)
         body = self.store.derived(session, SNAPSHOT_KIND).get(0)
         if body is None or body["message_index"] + 1 > head[0] or body["last_seq"] + 1 > head[1]:
             return empty, None
-        snap = State.from_snapshot(body)
+        snap = State.from_snapshot(body).capped(self.history_cap)
         if snap.last_seq < 0:
             return snap, None
         edits = self.store.edits(session, since_seq=snap.last_seq - 1)
@@ -680,16 +700,51 @@ class ContextEditor:
             state.round, state.message_index, state.last_message_hash = tail[-1].round, tail[-1].index, tail[-1].hash
         return state
 
+    def history_state(self, session: str, as_of_round: int | None = None) -> State:
+        """The session's state (at `as_of_round` if given) with every field's full history, folded
+        from the store's edit log (a cached state holds only the newest `history_cap` entries)."""
+        if as_of_round is not None:
+            return self.state(session, as_of_round)
+        state = self._live(session)
+        if all(fs.earlier is None for fs in state.fields.values()):
+            return state
+        full = State.fold(self.domain.name, self.domain.version_hash, session, self.store.edits(session))
+        full.round, full.message_index, full.last_message_hash = state.round, state.message_index, state.last_message_hash
+        return full
+
     def render(self, session: str, action: str, budget: int | str | None = None, as_of_round: int | None = None,
                model: str | None = None) -> RenderedContext:
         """The XML context of `action` for this session (at `as_of_round` if given), counted with
         `model`'s tokenizer (default: the editor's model).
         `budget`: tokens, or a share of the model window ("60%") when `context_window` is set."""
-        ctx, _, _, _ = self._draft(session, action, budget, as_of_round, model)
+        key = self._render_key(session, action, budget, as_of_round, model)
+        known = self._rendered.get(session, {}).get(key[:4]) if key is not None else None
+        if known is not None and known[0] == key:
+            ctx = _copy(known[1])
+        else:
+            ctx, _, _, _ = self._draft(session, action, budget, as_of_round, model)
+            if key is not None:
+                renders = self._rendered.setdefault(session, {})
+                if len(renders) >= RENDERS_KEPT:
+                    renders.clear()
+                renders[key[:4]] = (key, _copy(ctx))
         self._record_llm(session)
         self._check_ratio(ctx)
         self._account(session, ctx)
         return ctx
+
+    def _render_key(self, session: str, action: str, budget: int | str | None, as_of_round: int | None,
+                    model: str | None) -> tuple[Any, ...] | None:
+        """What a render of the live session is a function of: the action, budget and model, the
+        state's head and the summary zone's last message (the window, its turns and any search hits
+        follow from the log up to there). None when a render may not be repeated from memory: an
+        earlier round, or a model-backed scorer or summarizer in the loop."""
+        if as_of_round is not None or self.scorer is not None or self.summarizer is not None:
+            return None
+        self.renderer.action(action)  # unknown action: the renderer's error, as without the memo
+        state = self._live(session)
+        return (action, budget, model, self.default_budget, state.last_seq, state.last_hash, state.message_index,
+                state.round, self._zone(session).last_index)
 
     def _draft(self, session: str, action: str, budget: int | str | None, as_of_round: int | None,
                model: str | None) -> tuple[RenderedContext, list[str], list[tuple[Message, float]], int]:
@@ -714,13 +769,28 @@ class ContextEditor:
         renderer.action(action)  # unknown action: fail before touching the store
         state = self.state(session, as_of_round)
         # Only messages the state has seen: another writer may have appended since it was read.
-        messages = [m for m in self.store.messages(session, since_round=self._since(state, action))
-                    if (m.index <= state.message_index if as_of_round is None else m.round <= as_of_round)]
+        since = self._since(state, action)
+        messages = self._window(session, state, since) if as_of_round is None else \
+            [m for m in self.store.messages(session, since_round=since) if m.round <= as_of_round]
         zone = self._zone(session)
         anchors = {n: a for n in ("goal", "subtask") if (a := zone.anchor(n, as_of_round))}
         # Every line up to the latest round: the recent rounds' lines stay hidden while their turns
         # are shown, and keep (or name) a fact of a recent turn the budget drops.
         return RenderPart(renderer, state, messages, zone.lines(state.round), anchors)
+
+    def _window(self, session: str, state: State, since: int) -> list[Message]:
+        """The session's messages of rounds >= `since` up to the state's last message. The tail read
+        last time is kept and extended by this editor's own appends (`add`), so a render after a
+        new message reads nothing; it is read again when it does not reach back to `since` or does
+        not end at the state's message (another writer appended), and dropped whenever the state is
+        refolded or the session forgotten (erasure)."""
+        tail = self._tails.get(session)
+        if tail is None or tail[0] > since or not tail[1] or tail[1][-1].index != state.message_index:
+            tail = self._tails[session] = (since, [m for m in self.store.messages(session, since_round=since)
+                                                   if m.index <= state.message_index])
+        elif tail[0] < since - 2 * TAIL_SLACK_ROUNDS:  # drop what no window reaches back to any more
+            tail = self._tails[session] = (since - TAIL_SLACK_ROUNDS, [m for m in tail[1] if m.round >= since - TAIL_SLACK_ROUNDS])
+        return [m for m in tail[1] if m.round >= since] if tail[0] < since else list(tail[1])
 
     def _retrieve(self, session: str, state: State, view: ActionSpec, messages: list[Message],
                   since: int) -> tuple[list[str], list[tuple[Message, float]]]:
@@ -836,7 +906,7 @@ class ContextEditor:
         if field not in self.domain.fields:
             raise Errors.UNKNOWN_FIELD(field=field, domain=self.domain.name, known=", ".join(sorted(self.domain.fields)))
         self.store.require_session(session)
-        state = self.state(session, as_of_round)
+        state = self.history_state(session, as_of_round)
         fs = state.fields.get(field)
         history = []
         for h in fs.history if fs else []:
@@ -879,6 +949,12 @@ class ContextEditor:
         if self.retrieval:
             out["retrieval"] = explain.explain_hit(query, hits, msg, window_from=since)
         return out
+
+def _copy(ctx: RenderedContext) -> RenderedContext:
+    """A render whose lists its receiver may change without changing the remembered one."""
+    return replace(ctx, fields=list(ctx.fields), missing=list(ctx.missing), dropped=list(ctx.dropped),
+                   retrieved=list(ctx.retrieved), alerts=[dict(a) for a in ctx.alerts])
+
 
 def _joined(parts: Iterable[tuple[ContextEditor, str]]) -> list[tuple[ContextEditor, str]]:
     """The (editor, session) parts of one conversation across domains: at least one, each domain once."""

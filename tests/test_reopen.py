@@ -26,7 +26,10 @@ def turns(n: int) -> list[dict]:
 
 
 def full_fold(editor: ContextEditor, session: str) -> State:
+    """The whole log folded, each field's history held in memory as the editor holds it (its
+    `history_cap`; the rest in compact form, the same whichever way it was folded)."""
     state = State.fold(editor.domain.name, editor.domain.version_hash, session, editor.store.edits(session))
+    state.capped(editor.history_cap)
     last = editor.store.messages(session)[-1]
     state.round, state.message_index, state.last_message_hash = last.round, last.index, last.hash
     return state
@@ -114,5 +117,5 @@ def test_a_process_cycling_through_100_000_sessions_stays_under_its_memory_ceili
     finally:
         tracemalloc.stop()
     assert grown < 2 * 1024 * 1024, f"{grown / 1024:.0f} KiB more after 100,000 sessions"
-    held = [editor._states, editor._bound, editor._zones, editor._priors, editor._indexed]
+    held = [editor._states, editor._bound, editor._zones, editor._tails, editor._rendered, editor._priors, editor._indexed]
     assert all(len(cache) <= 21 for cache in held), [len(c) for c in held]

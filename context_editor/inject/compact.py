@@ -17,8 +17,8 @@ touched, and the same log always compacts to the same lines.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..model import State
 from .history import ID, Hidden, shown_text, words
@@ -87,23 +87,68 @@ def stage_of(round_: int) -> int:
     return (max(round_, 1) - 1) // STAGE_ROUNDS
 
 
-Absorbed = tuple[dict[int, list[tuple[int, int]]], list[str]]  # provenance spans by message, present value texts
+Spans = Sequence[tuple[int, int]]
+Absorbed = tuple[Mapping[int, Spans], list[str]]  # provenance spans by message, present value texts
+
+
+class Provenances(dict[int, tuple[tuple[int, int], ...]]):
+    """Provenance spans of accepted values by message index, as read off one live state.
+    `journal`: the message indices in the order spans were added to that state (one list shared
+    by every read of it); `version`: how many of them this read holds. Two reads of one state
+    differ exactly at journal[v1:v2], so the summary zone re-scores only those messages' lines."""
+
+    journal: list[int] | None = None
+    version: int = 0
+
+
+@dataclass
+class _Fold:
+    """covered_spans of one live state, caught up edit by edit (a state's field histories only grow)."""
+
+    state: State
+    seen: dict[str, tuple[Any, int]]  # field -> (its FieldState, history entries read, dropped ones included)
+    by_message: dict[int, tuple[tuple[int, int], ...]]
+    journal: list[int]
+
+
+FOLDS = 64  # live states whose absorbed spans are kept up to date
+_folds: dict[int, _Fold] = {}
 
 
 def covered_spans(state: State) -> Absorbed:
     """What the state has absorbed: provenance spans of accepted values (by message index) and
-    the present values' texts (lowercased), so a line whose value-like spans are all there can give way."""
-    by_message: dict[int, list[tuple[int, int]]] = {}
+    the present values' texts (lowercased), so a line whose value-like spans are all there can give way.
+    Incremental: the spans of a state seen before are caught up with the history entries added since."""
+    fold = _folds.get(id(state))
+    if fold is None or fold.state is not state or any(
+            name not in state.fields or state.fields[name] is not fs or state.fields[name].entries < n
+            or n < state.fields[name].entries - len(state.fields[name].history)  # dropped from memory unread
+            for name, (fs, n) in fold.seen.items()):
+        if len(_folds) >= FOLDS:
+            _folds.pop(next(iter(_folds)))
+        fold = _folds[id(state)] = _Fold(state, {}, {}, [])
     texts: list[str] = []
-    for fs in state.fields.values():
+    for name, fs in state.fields.items():
+        got = fold.seen.get(name)
+        dropped = fs.entries - len(fs.history)
+        if got is None and fs.earlier is not None:  # entries a capped state holds in compact form only
+            for index, spans in fs.earlier.accepted.items():
+                fold.by_message[index] = fold.by_message.get(index, ()) + tuple(spans)
+                fold.journal.append(index)
+        read = got[1] if got is not None else dropped
         # Every accepted value counts, superseded ones too: the state took that sentence in and
         # has moved on (a change of mind is not a fact to keep repeating).
-        for h in fs.history:
+        for h in fs.history[read - dropped:]:
             if h.status == "accepted" and h.provenance is not None:
-                by_message.setdefault(h.provenance.message_index, []).append(h.provenance.span)
+                index = h.provenance.message_index
+                fold.by_message[index] = fold.by_message.get(index, ()) + (h.provenance.span,)
+                fold.journal.append(index)
+        fold.seen[name] = (fs, fs.entries)
         if fs.present:
             texts.extend(str(v).lower() for v in _leaves(fs.value))
-    return by_message, texts
+    provenance = Provenances(fold.by_message)
+    provenance.journal, provenance.version = fold.journal, len(fold.journal)
+    return provenance, texts
 
 
 def _leaves(value: Any) -> Iterable[Any]:
@@ -117,21 +162,21 @@ def _leaves(value: Any) -> Iterable[Any]:
         yield value
 
 
-def is_covered(line: SummaryLine, absorbed: tuple[dict[int, list[tuple[int, int]]], list[str]]) -> bool:
+def is_covered(line: SummaryLine, absorbed: Absorbed) -> bool:
     """True when the state holds what the line carries: every value-like span is a state value
     or lies inside the provenance span of one; a cue-only fact is covered when its sentence is
     the source of a present value."""
     if not line.spans:
-        spans, start = absorbed[0].get(line.index, []), line.start
+        spans, start = absorbed[0].get(line.index, ()), line.start
         return start >= 0 and any(p0 < start + len(line.text) and start < p1 for p0, p1 in spans)
     return not open_spans(line, absorbed)
 
 
-def open_spans(line: SummaryLine, absorbed: tuple[dict[int, list[tuple[int, int]]], list[str]]) -> tuple[str, ...]:
+def open_spans(line: SummaryLine, absorbed: Absorbed) -> tuple[str, ...]:
     """The line's value-like spans (lowercased) that are neither a state value nor inside the
     provenance span of one."""
     provenance, texts = absorbed
-    spans = provenance.get(line.index, [])
+    spans = provenance.get(line.index, ())
     start = line.start
 
     def in_provenance(a: int, b: int) -> bool:
@@ -162,10 +207,10 @@ def mask(line: SummaryLine, hidden: Hidden) -> str:
 
 ZONE_MEMO = 256  # zone_lines results kept (a session's renders between two of its messages reuse one)
 _zone_memo: dict[tuple[Any, ...], tuple[list[SummaryLine], list[ZoneLine]]] = {}
+_interned: dict[Any, Any] = {}
 
 
-def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
-               absorbed: tuple[dict[int, list[tuple[int, int]]], list[str]],
+def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str], absorbed: Absorbed,
                hidden: Hidden) -> list[ZoneLine]:
     """The lines this action's context may show, in order, each with its budget tier.
 
@@ -180,65 +225,177 @@ def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
     keeps no notes. Identical texts are merged, keeping every source.
 
     Remembered at two levels. The whole answer, per lines list (the summary zone hands the same
-    list object until a message arrives) and inputs: a repeated render reuses it. And what each
-    line is worth (its tier, its overlap with the action, its masked text, its open values), per
-    state view (vocabulary, absorbed values, hidden spans): when a message arrives and the
-    state's values did not change, only the new lines are looked at. Entries hold the lists they
-    were made from, so a reused id can never match."""
+    list object until a message arrives) and inputs: a repeated render reuses it. And, per
+    session and state view (vocabulary, present values, hidden values), what each line is worth
+    and the merged lines of the settled past (`_Scored`): a message that arrives re-scores only
+    its own lines and those of the messages it gave provenance to, so a render after it costs
+    work in proportion to the change, not to the session's length."""
     if not lines:
         return []
-    view = (frozenset(vocabulary), tuple(sorted((i, tuple(spans)) for i, spans in absorbed[0].items())),
-            tuple(absorbed[1]), hidden.fingerprint())
-    key = (id(lines), len(lines), window_from, view)
+    provenance, texts = absorbed
+    journal, version = (provenance.journal, provenance.version) if isinstance(provenance, Provenances) else (None, 0)
+    # One object per distinct vocabulary and hidden set: the memos below hold many keys (one per
+    # session and state) of few of them, and a vocabulary can be large.
+    if len(_interned) >= ZONE_MEMO:
+        _interned.clear()
+    words_key, hidden_key = (_interned.setdefault(k, k) for k in (frozenset(vocabulary), hidden.fingerprint()))
+    if journal is None:  # not read off a live state (several domains' spans joined): keyed by content
+        view: tuple[Any, ...] = (words_key, tuple(sorted((i, tuple(v)) for i, v in provenance.items())),
+                                 tuple(texts), hidden_key)
+    else:
+        view = (id(journal), words_key, tuple(texts), hidden_key)
+    key = (id(lines), len(lines), window_from, view, version)
     hit = _zone_memo.get(key)
     if hit is not None and hit[0] is lines:
         return hit[1]
     if len(_zone_memo) >= ZONE_MEMO:
         _zone_memo.clear()
-    worth = _line_worth(lines, view, vocabulary, absorbed, hidden)
-    result = _merged(lines, worth, window_from)
+    scored = _scored(lines, view, journal, version, vocabulary, absorbed, hidden)
+    result = scored.merged(lines, window_from)
     _zone_memo[key] = (lines, result)
     return result
 
 
-ZONE_VIEWS = 32  # state views whose per-line worth is kept
+ZONE_VIEWS = 32  # (session, state view) pairs whose line worth and settled past are kept
 _Worth = tuple[str, int, str, tuple[str, ...]]  # tier, overlap with the vocabulary, masked text, open values
-_worth_memo: dict[tuple[Any, ...], tuple[list[SummaryLine], list[_Worth | None]]] = {}
+_UNSCORED: _Worth = ("", 0, "", ())  # a line not scored yet (told apart by identity)
+_scores: dict[tuple[Any, ...], _Scored] = {}
 
 
-def _line_worth(lines: list[SummaryLine], view: tuple[Any, ...], vocabulary: set[str],
-                absorbed: tuple[dict[int, list[tuple[int, int]]], list[str]],
-                hidden: Hidden) -> list[_Worth | None]:
-    """Per line: (tier, overlap with the vocabulary, masked text, open values), or None for a
-    note too far from the action to show; reusing the answers for the lines seen before under this view."""
-    known = _worth_memo.get(view)
-    done: list[_Worth | None] = []
-    if known is not None:
-        before, worth = known
-        n = len(before)
-        if n <= len(lines) and (n == 0 or lines[n - 1] is before[-1]) and all(a is b for a, b in zip(lines[:n:64], before[::64])):
-            done = worth
-    out = list(done)
-    for line in lines[len(done):]:
-        rank = line.kind
-        spans = open_spans(line, absorbed) if rank != NOTE else ()
-        # A cued fact that also carries values ("allergic to nuts, budget 2000") stays a fact:
-        # the state absorbing its number says nothing about the allergy.
-        if rank != NOTE and not (line.cued and line.spans) and (not spans if line.spans else is_covered(line, absorbed)):
-            rank = NOTE
-        overlap = len(words(line.text) & vocabulary) if rank == NOTE else 0
-        text = mask(line, hidden)
-        shown = tuple(v for v in spans if v in text.lower())  # a masked value is not there to repeat
-        out.append(None if rank == NOTE and overlap < 2 else (rank, overlap, text, shown))
-    if len(_worth_memo) >= ZONE_VIEWS and view not in _worth_memo:
-        _worth_memo.clear()
-    _worth_memo[view] = (lines, out)
-    return out
+def _scored(lines: list[SummaryLine], view: tuple[Any, ...], journal: list[int] | None, version: int,
+            vocabulary: set[str], absorbed: Absorbed, hidden: Hidden) -> _Scored:
+    """The view's scored lines brought up to `lines` and `version`: the lines seen before keep
+    their worth unless their message's provenance changed since; new lines are scored when a
+    render first needs them (`_Scored.worth`)."""
+    known = _scores.get(view)
+    if known is not None and known.journal is journal and not known.follows(lines, version):
+        known = None
+    if known is None:
+        if len(_scores) >= ZONE_VIEWS:
+            _scores.clear()
+        known = _scores[view] = _Scored(journal, [], [], version, (vocabulary, absorbed, hidden))
+    changed = set(journal[known.version:version]) if journal is not None else set()
+    scores = known.scores
+    if changed:  # provenance given to messages already scored (e.g. a backfill): score their lines again
+        oldest = min(changed)
+        pos = len(known.lines)
+        while pos and known.lines[pos - 1].index >= oldest:
+            pos -= 1
+            if known.lines[pos].index in changed:
+                scores[pos] = _UNSCORED
+        if known.past is not None and pos < known.past.count:
+            known.past = None
+    scores.extend([_UNSCORED] * (len(lines) - len(scores)))
+    known.lines, known.version, known.inputs = lines, version, (vocabulary, absorbed, hidden)
+    return known
 
 
-def _merged(lines: list[SummaryLine], worth: list[_Worth | None], window_from: int) -> list[ZoneLine]:
+def _line_worth(line: SummaryLine, vocabulary: set[str], absorbed: Absorbed, hidden: Hidden) -> _Worth | None:
+    """(tier, overlap with the vocabulary, masked text, open values), or None for a note too far
+    from the action to show."""
+    rank = line.kind
+    spans = open_spans(line, absorbed) if rank != NOTE else ()
+    # A cued fact that also carries values ("allergic to nuts, budget 2000") stays a fact:
+    # the state absorbing its number says nothing about the allergy.
+    if rank != NOTE and not (line.cued and line.spans) and (not spans if line.spans else is_covered(line, absorbed)):
+        rank = NOTE
+    overlap = len(words(line.text) & vocabulary) if rank == NOTE else 0
+    text = mask(line, hidden)
+    shown = tuple(v for v in spans if v in text.lower())  # a masked value is not there to repeat
+    return None if rank == NOTE and overlap < 2 else (rank, overlap, text, shown)
+
+
+@dataclass
+class _Past:
+    """The merged lines of rounds before `before` (all rolled up into the session summary, where
+    only the user's facts and values stay), kept as lines are added: with each group's `residual`,
+    its open values no newer group of the past repeats. Such a group is left out of a render
+    exactly when the newer lines of that render show every value of its residual (`_Scored.merged`)."""
+
+    before: int
+    count: int = 0  # lines folded in (the first `count` lines: those of rounds < before)
+    groups: dict[str, list[Any]] = field(default_factory=dict)  # text -> [round, sources, rank, first position, values]
+    shown: list[tuple[tuple[Any, ...], ZoneLine, frozenset[str] | None]] | None = None  # (order, line, residual)
+
+    def fold(self, lines: list[SummaryLine], scored: _Scored) -> None:
+        pos = self.count
+        while pos < len(lines) and lines[pos].round < self.before:
+            # Only the user's facts and values stay here (a note's worth is never more than a
+            # note): the other lines are not even scored.
+            line = lines[pos]
+            w = scored.worth(pos) if line.role == "user" and line.kind != NOTE else None
+            if w is not None and w[0] != NOTE:
+                entry = self.groups.get(w[2])
+                if entry is None:
+                    self.groups[w[2]] = [line.round, [line.index], w[0], pos, w[3]]
+                else:
+                    entry[1].append(line.index)
+                    if _RANKS.index(w[0]) > _RANKS.index(entry[2]):
+                        entry[2] = w[0]
+            pos += 1
+        if pos != self.count:
+            self.count, self.shown = pos, None
+
+    def lines(self) -> list[tuple[tuple[Any, ...], ZoneLine, frozenset[str] | None]]:
+        if self.shown is None:
+            said: set[str] = set()
+            shown = []
+            for text, (rnd, src, rank, first, spans) in sorted(self.groups.items(), key=lambda kv: (-kv[1][1][-1], kv[1][3])):
+                residual = frozenset(spans) - said if rank == VALUE and spans else None
+                said.update(spans)
+                if residual is None or residual:  # an empty residual: a newer line of the past repeats it all
+                    shown.append(((rnd, tuple(src), first), ZoneLine(text, rnd, tuple(src), rank, -1, "user", spans), residual))
+            self.shown = sorted(shown, key=lambda s: s[0])
+        return self.shown
+
+
+@dataclass
+class _Scored:
+    """One session's summary lines scored under one state view, caught up as lines arrive."""
+
+    journal: list[int] | None
+    lines: list[SummaryLine]
+    scores: list[_Worth | None]  # per line: its worth, None (a note too far from the action) or _UNSCORED
+    version: int
+    inputs: tuple[set[str], Absorbed, Hidden]  # what the lines are scored with (this view, at `version`)
+    past: _Past | None = None
+
+    def worth(self, pos: int) -> _Worth | None:
+        """The worth of the line at `pos`, scored now if it was not yet."""
+        w = self.scores[pos]
+        if w is _UNSCORED:
+            w = self.scores[pos] = _line_worth(self.lines[pos], *self.inputs)
+        return w
+
+    def follows(self, lines: list[SummaryLine], version: int) -> bool:
+        """Whether `lines` extend the lines scored (the same objects first) at a version not older."""
+        n = len(self.lines)
+        return version >= self.version and n <= len(lines) and (n == 0 or lines[n - 1] is self.lines[-1]) \
+            and all(a is b for a, b in zip(lines[:n:64], self.lines[::64]))
+
+    def merged(self, lines: list[SummaryLine], window_from: int) -> list[ZoneLine]:
+        """The zone's lines for a window from `window_from`: the settled past (rounds more than
+        REPLY_ROUNDS before the window, from the last stage boundary back) merged once and kept,
+        the rest merged here; the same lines, in the same order, as merging all of them here."""
+        horizon = window_from - REPLY_ROUNDS
+        before = stage_of(horizon) * STAGE_ROUNDS + 1 if horizon >= 1 else 0
+        if self.past is not None and self.past.before > before:
+            self.past = None
+        if self.past is None:
+            self.past = _Past(before)
+        self.past.before = before
+        self.past.fold(lines, self)
+        return _merged(lines, self, window_from, self.past)
+
+
+def _merged(lines: list[SummaryLine], scored: _Scored, window_from: int, past: _Past) -> list[ZoneLine]:
     merged: dict[str, list[Any]] = {}
-    for line, w in zip(lines, worth):
+    horizon = window_from - REPLY_ROUNDS
+    for pos in range(past.count, len(lines)):
+        line = lines[pos]
+        if line.round < window_from and (line.kind == NOTE or (line.role != "user" and line.round < horizon)):
+            continue  # left out below whatever its worth: not scored
+        w = scored.worth(pos)
         if w is None:
             continue
         rank, _, text, spans = w
@@ -247,22 +404,29 @@ def _merged(lines: list[SummaryLine], worth: list[_Worth | None], window_from: i
             continue  # the session summary keeps no notes, and only the latest replies
         entry = merged.get(text)
         if entry is None:
-            merged[text] = [line.round, [line.index], rank, stage, line.role, spans]
+            old = past.groups.get(text)  # said in the past too: the group goes on from there
+            entry = merged[text] = [line.round, [line.index], rank, stage, line.role, spans, pos] if old is None \
+                else [old[0], [*old[1], line.index], old[2], -1, "user", old[4], old[3]]
+            if old is None:
+                continue
         else:
             entry[1].append(line.index)
-            if _RANKS.index(rank) > _RANKS.index(entry[2]):
-                entry[2] = rank
-            if line.role == "user":
-                entry[4] = "user"
+        if _RANKS.index(rank) > _RANKS.index(entry[2]):
+            entry[2] = rank
+        if line.role == "user":
+            entry[4] = "user"
     # Newest first: a value line whose open values a newer line (or fact) already shows is left out.
     said: set[str] = set()
-    out: list[ZoneLine] = []
-    for text, (rnd, src, rank, stage, role, spans) in sorted(merged.items(), key=lambda kv: -kv[1][1][-1]):
+    out: list[tuple[tuple[Any, ...], ZoneLine]] = []
+    for text, (rnd, src, rank, stage, role, spans, first) in sorted(merged.items(), key=lambda kv: (-kv[1][1][-1], kv[1][6])):
         if rank == VALUE and spans and said.issuperset(spans):
             continue
         said.update(spans)
-        out.append(ZoneLine(text, rnd, tuple(src), rank, stage, role, spans))
-    return sorted(out, key=lambda z: (z.round, z.sources))
+        out.append(((rnd, tuple(src), first), ZoneLine(text, rnd, tuple(src), rank, stage, role, spans)))
+    # The past's lines, newer ones now included: what a newer line repeats is left out the same way.
+    out += [(order, line) for order, line, residual in past.lines()
+            if line.text not in merged and (residual is None or not residual <= said)]
+    return [line for _, line in sorted(out, key=lambda o: o[0])]
 
 
 _RANKS = (NOTE, VALUE, FACT)

@@ -254,7 +254,8 @@ def tool_text(domain: Domain, msg: Message, hidden: Hidden | None = None) -> str
 
 
 def hidden_spans(domain: Domain, action: ActionSpec, state: State) -> Hidden:
-    """What this action may not see. Built once per render from the history of the scoped fields only."""
+    """What this action may not see. Built once per render from the history of the scoped fields
+    only: every entry, those a capped state keeps only in compact form (`FieldState.earlier`) first."""
     out = Hidden({}, {}, {})
     for name in action.fields:
         value = state.get(name)
@@ -265,6 +266,8 @@ def hidden_spans(domain: Domain, action: ActionSpec, state: State) -> Hidden:
         spec = domain.fields.get(name)
         if spec is not None and spec.pii:  # shown under its policy wherever it appears, to every action
             out.protected_keys.update({key.lower(): (spec.pii, name) for key in (*spec.tool_keys, name)})
+            for text in fs.earlier.texts if fs.earlier else ():
+                out.protected[text] = pii.protect(spec.pii, text, name)
             for h in fs.history:
                 for v in (h.value, h.provenance.text if h.provenance else None):
                     if _scalar(v) and len(str(v)) >= 4:
@@ -272,6 +275,10 @@ def hidden_spans(domain: Domain, action: ActionSpec, state: State) -> Hidden:
         if spec is None or not spec.scopes or action.scope in spec.scopes:
             continue
         out.keys.update({key.lower(): name for key in (*spec.tool_keys, name)})
+        if fs.earlier:
+            for index, spans in fs.earlier.spans.items():
+                out.spans.setdefault(index, []).extend((a, b, name) for a, b in spans)
+            out.values.update(dict.fromkeys(fs.earlier.texts, name))
         for h in fs.history:
             p = h.provenance
             if p is not None and p.span[1] > p.span[0]:

@@ -89,7 +89,17 @@ def lost_fields(xml: str, expected: dict[str, str]) -> list[str]:
     # In an envelope of several domains a field is named by its group: <state domain="hotel">.
     shown |= {(f"{group.get('domain')}.{el.get('name')}", (el.text or "").strip())
               for group in root.iter("state") if group.get("domain") for el in group.iter("field")}
-    return [n for n, text in expected.items() if (n, xml_safe(text).strip()) not in shown]
+    # An action with `state_lines` shows a field as the line "name: value (rN source)" (set in
+    # round N), its value on one line.
+    lines = [(group.get("domain"), m.group(1), m.group(2).strip()) for group in root.iter("state")
+             for m in STATE_LINE.finditer(group.text or "")]
+    on_line = {(n, text) for _, n, text in lines} | {(f"{d}.{n}", text) for d, n, text in lines if d}
+    return [n for n, text in expected.items()
+            if (n, xml_safe(text).strip()) not in shown and (n, " ".join(xml_safe(text).split())) not in on_line]
+
+
+# One field of a `state_lines` state (templates/default.xml.j2): "name: value (r3 initial)".
+STATE_LINE = re.compile(r"^[ \t]*([^\s:]+): (.*) \(r\d+ [a-z_]+\)[ \t]*$", re.M)
 
 
 def _finalize(value: Any) -> Any:
@@ -284,6 +294,12 @@ class Renderer:
         self._views: dict[tuple[Any, ...], tuple[set[str], history.Hidden, compact.Absorbed, Any]] = {}
         self._turns: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._templates: dict[str, Template] = {}
+
+    def forget(self) -> None:
+        """Drop what renders remembered of states and messages (after an erasure: a turn is
+        remembered by its message's hash, which erasure keeps)."""
+        self._views.clear()
+        self._turns.clear()
 
     def action(self, name: str) -> ActionSpec:
         if name not in self.domain.actions:
@@ -536,7 +552,7 @@ class Renderer:
                "tokens_estimated": tokenizer_for(self.model).estimated,
                "phase": state.phase, "system": self.system, "goal": plan.anchors.get("goal"),
                "subtask": plan.anchors.get("subtask"),
-               "fields": fields, "states": _grouped(fields, plan),
+               "fields": fields, "states": _grouped(fields, plan), "state_lines": plan.spec.state_lines,
                "missing": plan.missing,
                "alerts": [tagged(a, "alerts", first_alert + j) for j, a in enumerate(plan.alerts[first_alert:])]
                + plan.fixed_alerts,
@@ -686,7 +702,7 @@ def _kept_zone(plan: _Plan, kept: dict[str, int], shown: set[int],
     for tier in ZONE_TIERS:
         # A line is left out when its turn is shown, or its text, or (a value line) every open value of it.
         candidates = [(tier, i, z) for i, z in enumerate(plan.zone[tier])
-                      if not set(z.sources) <= shown and z.text not in shown_text
+                      if not (z.sources[0] in shown and shown.issuperset(z.sources)) and z.text not in shown_text
                       and not (z.rank == compact.VALUE and z.open and all(v in said for v in z.open))]
         n = min(kept[tier], len(candidates))
         out.extend(candidates[len(candidates) - n:])
@@ -767,10 +783,11 @@ def render_many(parts: list[RenderPart], action: str, budget: int | str | None =
         p.renderer.action(action)
     specs = [p.renderer.action(action) for p in parts]
     views = [p.renderer._state_view(p.state, spec) for p, spec in zip(parts, specs)]
-    absorbed: compact.Absorbed = ({}, [])
+    joined: dict[int, list[tuple[int, int]]] = {}
+    absorbed: compact.Absorbed = (joined, [])
     for _, _, (by_message, texts), _ in views:
         for index, spans in by_message.items():
-            absorbed[0].setdefault(index, []).extend(spans)
+            joined.setdefault(index, []).extend(spans)
         absorbed[1].extend(texts)
     # The messages are the conversation's, the same in every part: the lead's plan holds the turns
     # and the summary lines (judged against every state), the others only their fields and asks.

@@ -165,15 +165,20 @@ class SummaryZone:
         until a message arrives (the renderer remembers its work per list); do not modify it."""
         key = (self.last_index, up_to_round)
         if self._lines is None or self._lines[0] != key:
-            # Rounds only grow, so only the newest stage changes: the older ones are joined once.
+            # Rounds only grow, so only the newest stage changes: the older ones are joined once,
+            # and extended by the stages completed since.
             last = max(self.stages, default=-1)
-            if self._older is None or self._older[0] != last:
+            if self._older is None or self._older[0] > last:
                 self._older = (last, [line for n in sorted(self.stages) if n != last for line in self.stages[n].lines])
+            elif self._older[0] != last:
+                before = self._older[0]
+                self._older = (last, self._older[1] + [line for n in sorted(self.stages) if before <= n < last
+                                                       for line in self.stages[n].lines])
             out = self._older[1] + (self.stages[last].lines if last in self.stages else [])
             cut = len(out)
             while up_to_round is not None and cut and out[cut - 1].round > up_to_round:  # lines are in round order
                 cut -= 1
-            self._lines = (key, out[:cut])
+            self._lines = (key, out if cut == len(out) else out[:cut])
         return self._lines[1]
 
     def anchor(self, name: str, up_to_round: int | None = None) -> dict[str, Any] | None:

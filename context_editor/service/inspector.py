@@ -87,7 +87,7 @@ def session_page(editor: ContextEditor, key: str, session: str) -> str:
             {"start": p.span[0], "end": p.span[1], "field": e.field, "value": format_value(e.after),
              "extractor": p.extractor, "confidence": p.confidence, "round": e.round,
              "status": "accepted" if e.op == "set" else f"rejected {e.reason}"})
-    final = editor.state(key)
+    final = editor.history_state(key)
     histories = [{"field": n, "entries": [{"round": h.round, "status": h.status, "source": h.source,
                                            "value": format_value(h.value), "reason": h.reason,
                                            "via": f"{h.provenance.extractor} '{h.provenance.text}'" if h.provenance else ""}
