@@ -276,6 +276,8 @@ def find_percents(text: str) -> list[PercentMatch]:
         if before or after:
             start = before.start() if before else num.start
             end = after.end() if after else num.end
+            if found and start < found[-1].end:
+                continue  # "百分之0百分之0": the number "0百" ran into the next cue; spans never overlap
             found.append(PercentMatch(start, end, text[start:end], float(num.value)))
     return found
 
