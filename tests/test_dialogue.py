@@ -264,7 +264,11 @@ def test_english_day_of_month(text, expected):
     (["A: When are you coming back?", "On the 3rd of next month."], {"back": "2024-07-03"}),  # "on" is a start cue
     (["A: 您哪天出发？", "20号"], {"depart": "2024-06-20"}),
     (["A: 您哪天返回？", "7月2号"], {"back": "2024-07-02"}),
-    (["A: When will you travel?", "The 20th"], {}),  # no end named: a tie, no field is guessed
+    # no end named: a trip is asked for from its start ("What date would you like to travel?")
+    (["A: When will you travel?", "The 20th"], {"depart": "2024-06-20"}),
+    (["A: 您哪天走？", "20号"], {"depart": "2024-06-20"}),
+    # trap: a place is not asked for from the start ("where" asks where to, or names no end): no guess
+    (["A: Which city?", "Boston"], {}),
 ])
 def test_a_question_names_which_end_of_a_span_it_asks_for(turns, expected):
     assert trip(*turns) == expected
@@ -298,6 +302,13 @@ def test_a_question_about_what_is_on_the_table_asks_it_does_not_want(turns, expe
     ("That sounds great.", True), ("That works for me, thanks", True), ("Sounds perfect!", True),
     ("Great, book it", True), ("就它吧", True),
     ("Good morning, is this the booking line?", False), ("That is far away.", False),  # no praise of the offer
+    # a verdict on the thing offered: a subject pointing at it (with a noun), a verb and praise or fit
+    ("That hotel sounds perfect.", True), ("This one is really nice", True), ("Oh, that works for me", True),
+    ("That place fits my budget.", True), ("I'm interested in that hotel.", True), ("It's fine", True),
+    ("这家听起来不错", True), ("这个可以", True), ("就订这家", True), ("那家挺好的", True),
+    # traps: a verdict asked, not given; a bad verdict; praise of something else
+    ("That one is good?", False), ("这家好吗？", False), ("这家好不好", False), ("That is not good", False),
+    ("That is too expensive", False), ("这个不行", False), ("It is good to hear that, but is it near the station?", False),
 ])
 def test_praise_of_an_offer_accepts_it(reply, accepted):
     got = trip("A: How about the Grand Hotel?", reply)
@@ -434,3 +445,39 @@ def test_no_preference_can_be_switched_off(tmp_path):
     domain.write_text(DINNER.read_text("utf-8") + "dialogue: {no_preference: false}\n", "utf-8")
     _, got = talk("Dinner for two, any day is fine.", editor=ContextEditor(domain, store="memory://"))
     assert "day" not in got
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (["Dinner please", "A: Are you in Boston, Chicago or Denver?", "the second one"], "Chicago"),
+    (["Dinner please", "A: I found places in Boston, Chicago or Denver.", "Denver sounds good"], "Denver"),
+])
+def test_every_name_of_an_offered_list_is_offered(turns, expected):
+    _, got = talk(*turns)
+    assert got["city"] == expected
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (["订机票", "A: 您想去三亚、厦门还是成都？", "第三个"], "成都"),
+    (["订机票", "A: 您想去三亚、厦门还是成都？", "厦门吧"], "厦门"),
+    (["Book a flight", "A: Would you like to fly to Paris, Rome or Berlin?", "the second one"], "Rome"),
+])
+def test_every_place_of_an_offered_list_is_offered(turns, expected):
+    _, got = talk(*turns, editor=ContextEditor("travel", store="memory://"))
+    assert got["destination"] == expected
+
+
+def test_trap_a_name_with_a_comma_is_no_list():
+    # "Boston, MA" is one place: without an "or" the words after a comma are not another option
+    editor, got = talk("Dinner please", "A: We have tables in Boston, MA, and Denver, CO.", "yes")
+    assert "MA" not in [h["value"] for h in editor.why("s", "city")["history"]]
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (["Dinner please", "A: I have a table at Sino at 7pm.", "That works for me"], {"restaurant": "Sino", "time": "19:00"}),
+    (["Dinner please", "A: Here's one: Blue Bottle at 8pm.", "Perfect"], {"restaurant": "Blue Bottle", "time": "20:00"}),
+    # trap: what the assistant says it did is no offer
+    (["Dinner please", "A: Your table at Sino is booked for 7pm.", "Great, thanks"], {}),
+])
+def test_an_assistant_presenting_what_it_found_offers_it(turns, expected):
+    _, got = talk(*turns)
+    assert got == expected

@@ -98,7 +98,7 @@ def test_imported_sgd_domain_extracts_by_slot_type(restaurants):
     assert state.get("price_range") == "cheap" and state.get("has_seating_outdoors") == "True"
     assert state.get("date") == "2019-03-03"
     assert state.phase == "find_restaurants"  # the latest intent said
-    assert "<field name=\"city\"" in editor.render("s", "track").xml
+    assert "city: San Jose (r" in editor.render("s", "track").xml  # the track state as lines
     state = editor.ingest("s", [{"role": "assistant", "content": "I found 3. How about Sino in San Jose?"},
                                 {"role": "user", "content": "Sure, that works."}], now=NOW)
     assert state.get("restaurant_name") == "Sino"  # accepted: the user's value, source confirmation

@@ -74,12 +74,15 @@ def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, 
     return domain, utterances
 
 
-MECHANISMS = ("answers", "offers", "no_preference", "envelope", "carry", "activation")
+MECHANISMS = ("answers", "offers", "no_preference", "envelope", "carry", "activation", "compact")
 DIALOGUE_SWITCHES = ("answers", "offers", "no_preference")  # switched off in the domain files; the others are the harness's
 
 
 def switch_off(ds: Dataset, mechanisms: list[str]) -> None:
-    """Write `dialogue: {<mechanism>: false}` into every imported domain (an ablation run)."""
+    """Write `dialogue: {<mechanism>: false}` into every imported domain (an ablation run); without
+    `compact`, the `track` action shows its state as <field> elements again (`state_lines: false`)."""
+    for path in ds.domain_files.values() if "compact" in mechanisms else ():
+        path.write_text(path.read_text("utf-8").replace("state_lines: true", "state_lines: false"), "utf-8")
     mechanisms = [m for m in mechanisms if m in DIALOGUE_SWITCHES]
     if not mechanisms:
         return
@@ -186,10 +189,11 @@ def register_bench(subparsers: Subparsers) -> None:
         k.add_argument("--out", required=True, metavar="DIR", help="directory for results.json, report.md, the plot and domains/")
         k.add_argument("--ner", metavar="MODEL_DIR", help="a trained model: run the ablation rules only / model only / both")
         k.add_argument("--without", action="append", choices=MECHANISMS, metavar="MECHANISM",
-                       help="switch a mechanism off, to measure its share: answers, offers (in the imported domains), "
+                       help="switch a mechanism off, to measure its share: answers, offers, no_preference (in the imported domains), "
                             "envelope (render each frame domain's context alone and add up their tokens), carry (no "
                             "values carried between domains), activation (every domain reads every turn, not only "
-                            "the turns the dataset says are its own)")
+                            "the turns the dataset says are its own), compact (the track action's state as <field> "
+                            "elements, not lines)")
         k.add_argument("--scaling-rounds", type=int, default=SCALING_ROUNDS, metavar="N",
                        help=f"user rounds fed to one session in the scaling run (default {SCALING_ROUNDS})")
         k.set_defaults(func=cmd_bench)

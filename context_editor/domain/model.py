@@ -122,6 +122,7 @@ class ActionSpec:
     history_rounds: int = 20
     max_history: int = 6
     safety_margin: int = 0
+    state_lines: bool = False  # each field one text line in <state>, not a <field> element (fewer tokens)
 
 
 @dataclass(frozen=True)
@@ -296,7 +297,8 @@ def _build(d: dict[str, Any], path: Path) -> Domain:
         name: ActionSpec(name, tuple(a["fields"]), tuple(a.get("required") or ()), int(a.get("recent_rounds", 2)),
                          int(a.get("budget_tokens", 800)), a.get("template"), a.get("description", ""),
                          scope=a.get("scope", name), history_rounds=int(a.get("history_rounds", 20)),
-                         max_history=int(a.get("max_history", 6)), safety_margin=int(a.get("safety_margin", 0)))
+                         max_history=int(a.get("max_history", 6)), safety_margin=int(a.get("safety_margin", 0)),
+                         state_lines=bool(a.get("state_lines", False)))
         for name, a in d["actions"].items()}
     tools = {name: ToolSpec(tuple(t.get("keep") or ()), int(t.get("max_items", 3))) for name, t in (d.get("tools") or {}).items()}
     models = reloaded_models(d.get(STORED_KEY) or {})

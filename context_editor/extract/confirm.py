@@ -29,12 +29,13 @@ KIND_BONUS = 1.5  # the question asks for the kind of value the field holds ("wh
 WEAK_KIND_BONUS = 0.5  # a yes/no question shape says little about which bool it is
 ROLE_BONUS = 1.0  # the question names the end of a span the field is ("when do you come back" -> a return date)
 MIN_ASK_SCORE = 1.0
+_WHEN = frozenset({"date", "time"})
 
 
 def confirmation(text: str) -> tuple[int, int] | None:
-    """Span of the yes-word a reply opens with, or None when it does not open with one."""
+    """Span of the yes-word (or verdict: "That flight sounds perfect") a reply opens with, or None."""
     cues = load_cues()
-    return cues.opens_with(cues.accept, text)
+    return cues.opens_with(cues.accept, text) or cues.praised(text)
 
 
 def decline(text: str) -> tuple[int, int] | None:
@@ -122,6 +123,9 @@ class AskMatcher:
     def __init__(self, fields: dict[str, FieldSpec]):
         self.fields = {n: f for n, f in fields.items() if "user" in f.sources}
         self.words = {n: topic_words(n.replace("_", " ") + " " + " ".join(f.ask.values())) for n, f in self.fields.items()}
+        # The words of a field's name count twice: "What movie?" asks for movie_name, not for the
+        # genre whose ask text says "Genre of the movie".
+        self.names = {n: topic_words(n.replace("_", " ")) for n in self.fields}
         self.asks = {n: [_squash(a) for a in f.ask.values() if a] for n, f in self.fields.items()}
         self.kinds = {n: field_kinds(f) for n, f in self.fields.items()}
         self.roles = {n: field_role(f) for n, f in self.fields.items()}
@@ -151,7 +155,7 @@ class AskMatcher:
         role = next(iter(roles)) if len(roles) == 1 else None  # "when do you leave" -> start; both said: neither
         scores = {}
         for name in self.fields:
-            score = float(len(words & self.words[name]))
+            score = float(len(words & self.words[name]) + len(words & self.names[name]))
             for kind in self.kinds[name] & kinds:
                 score += WEAK_KIND_BONUS if kind == "bool" else KIND_BONUS
             if role and self.kinds[name] & kinds and self.roles[name] == role:
@@ -164,6 +168,11 @@ class AskMatcher:
             return None
         top = max(scores.values())
         best = [n for n, s in scores.items() if s == top]
+        if len(best) > 1 and role is None and all(self.roles[n] and self.kinds[n] & _WHEN for n in best):
+            # The dates of one span tie and the question names neither end ("What date would you like
+            # to travel?", "When do you want the car?"): a stay or a trip is asked for from its start.
+            # (Not places: "Where would you like to go?" asks where to.)
+            best = [n for n in best if self.roles[n] == "start"]
         return best[0] if len(best) == 1 else None  # a tie names no field: don't guess
 
 

@@ -88,6 +88,8 @@ class Cues:
     indifferent_before: re.Pattern[str] | None
     indifferent_after: re.Pattern[str] | None
     indifferent_alone: re.Pattern[str] | None
+    # A verdict on the thing offered, opening a reply: "That flight sounds perfect", "这家挺好".
+    praise: re.Pattern[str] | None
 
     def opens_with(self, pattern: re.Pattern[str] | None, text: str) -> tuple[int, int] | None:
         m = pattern.match(text) if pattern else None
@@ -99,6 +101,15 @@ class Cues:
         if m is None or m.lastgroup is None:
             return None  # at one position the lowest number is tried first, as its own scan would win
         return int(m.lastgroup[1:].replace("_", "-")), m.start(), m.end()
+
+    def praised(self, text: str) -> tuple[int, int] | None:
+        """Span of the verdict a reply opens with ("That flight works for me"), unless the sentence
+        asks it ("这家好吗？", "That one is good?")."""
+        m = self.praise.match(text) if self.praise else None
+        if m is None:
+            return None
+        rest = _SENTENCE_REST.match(text, m.end())
+        return None if rest and rest.group(0).endswith(("?", "？", "吗")) else m.span("cue")
 
     def question_kinds(self, text: str) -> set[str]:
         return {kind for kind, pattern in self.kinds if pattern.search(text)}
@@ -123,6 +134,7 @@ class Cues:
 
 
 _EDGE = re.compile(r"[\s,，.。!！?？;；~～、:：]+")
+_SENTENCE_REST = re.compile(r"[^.。!！?？\n]*(?:[?？]|吗|$)?")
 _EDGE_END = re.compile(r"[\s,，.。!！?？;；~～、:：]+$")
 
 
@@ -145,6 +157,40 @@ def _about_thing(lex: Lexicon) -> re.Pattern[str] | None:
     if refs:
         parts.append(r"(?:" + _alternation(refs) + r")[^?？。！!\n]*[?？]\s*$")
     return re.compile("|".join(parts), re.IGNORECASE) if parts else None
+
+
+def _praise(lex: Lexicon) -> re.Pattern[str] | None:
+    """A reply opening (after any discourse words) with a verdict on what was offered: a subject
+    pointing at it, a verb and a word of praise ("That flight sounds perfect", "It's fine", "这家听起来
+    不错"; a Chinese verb may be left out: "这个可以"); a subject and a verb of fit ("That one works
+    for me"); or a phrase of taking and a subject ("I'm interested in that flight", "就订这家")."""
+    def split(key: str) -> tuple[list[str], list[str]]:
+        ws = lex.words(f"dialogue/{key}")
+        return [w for w in ws if w.isascii()], [w for w in ws if not w.isascii()]
+
+    (subj, zh_subj), (verbs, zh_verbs), (praise, zh_praise) = split("praise_subjects"), split("praise_verbs"), split("praise_words")
+    (takes, zh_takes), (suits, _), (adverbs, _) = split("take_phrases"), split("suits_verbs"), split("praise_adverbs")
+    alt = _alternation
+    parts = []
+    if subj and verbs and praise:
+        subject = rf"(?:{alt(subj)})(?:\s+[A-Za-z]+)?"  # at most one noun: "that flight"
+        adverb = rf"(?:(?:{alt(adverbs)})\s+)?" if adverbs else ""
+        verdict = rf"{adverb}(?:{alt(praise)})(?![A-Za-z])(?!\s+to\s+(?:know|hear))"  # "good to know" is no verdict
+        parts.append(rf"(?:{subject}\s*)?(?:{alt(verbs)})\s+{verdict}")  # "Sounds alright with me" says it of the offer too
+        if suits:
+            parts.append(rf"{subject}\s+(?:{alt(suits)})(?![A-Za-z])")
+        if takes:
+            parts.append(rf"(?:{alt(takes)})\s+(?:{alt(subj)})(?![A-Za-z])")
+    if zh_subj and zh_praise:
+        verb = rf"(?:{alt(zh_verbs)})?" if zh_verbs else ""
+        parts.append(rf"(?:{alt(zh_subj)}){verb}(?:{alt(zh_praise)})(?!不)")  # "好不好" asks
+        if zh_takes:
+            parts.append(rf"(?:{alt(zh_takes)})(?:{alt(zh_subj)})")
+    if not parts:
+        return None
+    lead = lex.words("dialogue/sentence_openers") + lex.words("yes_words")
+    opener = rf"(?:(?:{alt(lead)})[\s,，!！.]+)*" if lead else ""
+    return re.compile(rf"\s*+(?P<cue>{opener}(?:{'|'.join(parts)}))", re.IGNORECASE)
 
 
 def load_cues() -> Cues:
@@ -174,4 +220,4 @@ def _compile(lex: Lexicon) -> Cues:
         any_blocked=(re.compile(r"(?<![A-Za-z])(?:" + _alternation(words("any_blockers")) + r")\s+(?:[A-Za-z]+\s+)?$", re.IGNORECASE)
                      if words("any_blockers") else None),
         indifferent_before=_anywhere(words("indifferent_before")), indifferent_after=_anywhere(words("indifferent_after")),
-        indifferent_alone=_opening(words("indifferent_alone"), particles))
+        indifferent_alone=_opening(words("indifferent_alone"), particles), praise=_praise(lex))

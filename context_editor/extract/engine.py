@@ -55,6 +55,17 @@ _WORDLIKE = re.compile(r"\w")
 MAX_FREE_ANSWER_CHARS = 60  # a free-text answer is a short reply, not a paragraph
 MAX_OPTIONS = 20  # options read from one tool result
 MIN_NAMED_CHARS = 3  # an offered value shorter than this ("2", "CA") is not picked by being said again
+MIN_NAMED_CJK = 2  # two ideographs are a whole name ("厦门")
+# The next name of a list of offered names: after a comma or "or" / "and", capitalised words (with
+# the small words titles hold: "Hotel of the Sea", "Mets Vs Dodgers"), at most six.
+_NAME_WORD = r"(?:[A-Z0-9](?:[\w'&.:!-]*[\w'&!])?(?:\.(?=\s+[A-Z]))?)"  # "Dr. Strangelove", not "Sematary."
+_LIST_ITEM = re.compile(r"(?:\s*,\s*(?:or\s+|and\s+)?|\s+(?:or|and)\s+)(?P<name>" + _NAME_WORD
+                        + r"(?:\s+(?:" + _NAME_WORD + r"|of|the|a|an|in|on|at|to|for|and|de|la|le|vs\.?)){0,5}?)"
+                        + r"(?=\s*(?:,|\bor\b|\band\b|[?.!;]|$))")
+# The same in Chinese: after 、，or 或/或者/还是/和, a run of ideographs ("北京、上海还是广州").
+_LIST_ITEM_ZH = re.compile(r"(?:[、，,]\s*(?:或者|或是|或|还是|和)?|或者|或是|或|还是|和)(?P<name>[\u4e00-\u9fff]{2,12}?)"
+                           r"(?=[、，,。？?！!；;]|或者|或是|或|还是|和|吗|呢|$)")
+_OR = re.compile(r"\bor\b|或|还是", re.IGNORECASE)
 _TYPED_ANSWERS = ("time", "date", "datetime", "int", "float", "money", "duration", "percent")
 
 
@@ -168,6 +179,8 @@ class Extractor:
             if proposing:
                 found = [replace(c, kind="proposal") for c in found
                          if any(s <= c.provenance.span[0] < e for s, e in questions)]
+                if spec.type == "text" and not spec.synonyms and not spec.is_list:
+                    found = self._listed(msg, text, found)
             out.extend(found)
         out = self._one_field_per_span(out, set(prior.asks) if prior is not None and msg.role == "user" and self.answers_on else set())
         if msg.role != "user":
@@ -203,6 +216,27 @@ class Extractor:
                                  asked_round=prior.round if is_answer and prior is not None else None))
         return out
 
+    def _listed(self, msg: Message, text: str, offered: list[Candidate]) -> list[Candidate]:
+        """`offered`, plus the names listed right after an offered name ("What about JT LeRoy, Penguin
+        Highway or Suburban Birds?": a rule's cue reads the first; the others are offered alike, in
+        order, so that "Penguin Highway is good" or "the second one" can pick them)."""
+        out = list(offered)
+        seen = {c.value for c in offered}
+        for c in offered:
+            items: list[re.Match[str]] = []
+            pos = c.provenance.span[1]
+            while len(items) < MAX_OPTIONS and (m := _LIST_ITEM.match(text, pos) or _LIST_ITEM_ZH.match(text, pos)):
+                items.append(m)
+                pos = m.end()
+            if not any(_OR.search(m.group(0)[:m.start("name") - m.start()]) for m in items):
+                continue  # alternatives are offered with an "or"; "Anjali Tate, M.D" is one name
+            for m in items:
+                if m.group("name") not in seen:
+                    seen.add(m.group("name"))
+                    out.append(replace(c, value=m.group("name"), provenance=self._prov(
+                        msg, m.start("name"), m.end("name"), m.group("name"), c.provenance.extractor, c.provenance.confidence)))
+        return out
+
     def _named_offers(self, msg: Message, text: str, prior: Prior, found: list[Candidate]) -> list[Candidate]:
         """`found`, plus the offered values the reply names word for word, for fields the reply says
         nothing else about: naming one of the options picks it ("Hellboy is good"), unless negated
@@ -212,7 +246,7 @@ class Extractor:
         out = list(found)
         for name, words, value in prior.named:
             spec = self.domain.fields.get(name)
-            if name in said or len(words) < MIN_NAMED_CHARS or spec is None or spec.type != "text" or spec.synonyms:
+            if name in said or len(words) < (MIN_NAMED_CHARS if words.isascii() else MIN_NAMED_CJK) or spec is None or spec.type != "text" or spec.synonyms:
                 continue  # typed values and enums are read from the reply by their own parsers
             left = r"(?<![A-Za-z0-9])" if words[0].isascii() and words[0].isalnum() else ""
             right = r"(?![A-Za-z0-9])" if words[-1].isascii() and words[-1].isalnum() else ""  # no word edges in Chinese
@@ -316,8 +350,8 @@ class Extractor:
             parsed = parse_value(parser, text, spec, now, self.domain.default_currency, answer=True)
             return (parsed.value, parsed.start, parsed.end, parser) if parsed else None
         if (not free or spec.synonyms or spec.is_list or "?" in text or "？" in text or confirmation(text) or decline(text)
-                or self.indifference.alone(text)):
-            return None  # not a name: a question, a yes or no, or no preference ("Either is fine")
+                or pick(text) or self.indifference.alone(text)):
+            return None  # not a name: a question, a yes or no, a pick ("第三个") or no preference ("Either is fine")
         clause = re.match(r"[^。！!？?；;\n]*", text)
         end = clause.end() if clause else len(text)
         s, e = load_cues().strip_fillers(text[:end])

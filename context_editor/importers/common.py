@@ -119,7 +119,8 @@ def track_action(fields: list[str], description: str) -> dict[str, Any]:
     """The general action every imported domain gets: all fields plus the latest round verbatim,
     no older history, so that its context is the tracked state itself.
 
-    Its budget leaves room for every field so that measuring context size never truncates.
+    Its budget leaves room for every field so that measuring context size never truncates; its
+    state is shown as lines (`state_lines`), the same values and provenance in fewer tokens.
     """
     return {"description": description, "fields": fields, "recent_rounds": 1, "history_rounds": 0,
-            "budget_tokens": 600 + 40 * len(fields)}
+            "budget_tokens": 600 + 40 * len(fields), "state_lines": True}

@@ -89,7 +89,17 @@ def lost_fields(xml: str, expected: dict[str, str]) -> list[str]:
     # In an envelope of several domains a field is named by its group: <state domain="hotel">.
     shown |= {(f"{group.get('domain')}.{el.get('name')}", (el.text or "").strip())
               for group in root.iter("state") if group.get("domain") for el in group.iter("field")}
-    return [n for n, text in expected.items() if (n, xml_safe(text).strip()) not in shown]
+    # An action with `state_lines` shows a field as the line "name: value (rN source)" (set in
+    # round N), its value on one line.
+    lines = [(group.get("domain"), m.group(1), m.group(2).strip()) for group in root.iter("state")
+             for m in STATE_LINE.finditer(group.text or "")]
+    on_line = {(n, text) for _, n, text in lines} | {(f"{d}.{n}", text) for d, n, text in lines if d}
+    return [n for n, text in expected.items()
+            if (n, xml_safe(text).strip()) not in shown and (n, " ".join(xml_safe(text).split())) not in on_line]
+
+
+# One field of a `state_lines` state (templates/default.xml.j2): "name: value (r3 initial)".
+STATE_LINE = re.compile(r"^[ \t]*([^\s:]+): (.*) \(r\d+ [a-z_]+\)[ \t]*$", re.M)
 
 
 def _finalize(value: Any) -> Any:
@@ -542,7 +552,7 @@ class Renderer:
                "tokens_estimated": tokenizer_for(self.model).estimated,
                "phase": state.phase, "system": self.system, "goal": plan.anchors.get("goal"),
                "subtask": plan.anchors.get("subtask"),
-               "fields": fields, "states": _grouped(fields, plan),
+               "fields": fields, "states": _grouped(fields, plan), "state_lines": plan.spec.state_lines,
                "missing": plan.missing,
                "alerts": [tagged(a, "alerts", first_alert + j) for j, a in enumerate(plan.alerts[first_alert:])]
                + plan.fixed_alerts,
