@@ -61,6 +61,7 @@ RENDERS_KEPT = 16  # per cached session: its latest render of each action (budge
 TAIL_SLACK_ROUNDS = 20  # rounds a session's cached tail reaches back before the latest window (other actions' windows)
 UPGRADE = "DOMAIN_UPGRADE"  # the session moves to the new version; values already set stay as they are
 REDERIVE = "DOMAIN_REDERIVE"  # the same, and its state becomes what the new version makes of all its messages
+GIVEN_SOURCES = ("user_memory", "carry")  # values a session is given from outside its own messages: inputs to a replay
 APPEND_ATTEMPTS = 32  # a writer losing this many races in a row on one session gives up with the conflict
 
 
@@ -103,10 +104,16 @@ def rebuild_user_memory(store: Store, tenant: str, user: str, allow_plugins: boo
     return events
 
 
-def rerun(domain: Domain, session: str, messages: Iterable[Message], editor: ContextEditor | None = None) -> State:
+def rerun(domain: Domain, session: str, messages: Iterable[Message], editor: ContextEditor | None = None,
+          recorded: Iterable[Edit] = ()) -> State:
     """The state `domain` makes of a session's messages, computed in memory (nothing is stored).
-    `editor`: one over a MemoryStore to reuse for many sessions (building one costs milliseconds)."""
-    editor = editor or ContextEditor(domain, MemoryStore(), cache_sessions=1)
+    `editor`: one over a MemoryStore to reuse for many sessions (building one costs milliseconds).
+    `recorded`: the session's edit log: the values it was given from outside its messages (its
+    user's memory, carries from other domains) are given again, as a replay does; without them a
+    re-derived state would drop them."""
+    given = [e for e in recorded if e.source in GIVEN_SOURCES]
+    if given or editor is None:
+        editor = ContextEditor(domain, MemoryStore(), cache_sessions=1, recalled=given)
     for m in messages:
         editor.add(session, m)
     return editor.state(session)
@@ -212,7 +219,7 @@ class ContextEditor:
         self._open_offers: dict[str, Prior] = {}  # session -> an offer the user's last message only asked about
         self._salts = salts
         # In a replay, the values the recorded log was given from outside it: a user's memory, carries.
-        self._recalled = None if recalled is None else [e for e in recalled if e.source in ("user_memory", "carry")]
+        self._recalled = None if recalled is None else [e for e in recalled if e.source in GIVEN_SOURCES]
         self._user_scoped = any(f.scope == "user" for f in self.domain.fields.values())
         self.retrieval, self.embedder = retrieval or embedder is not None, embedder
         self._indexed: set[str] = set()  # sessions whose search index has caught up with the log in this process
@@ -529,8 +536,9 @@ class ContextEditor:
             commit(edit(msg, self.domain, "upgrade", None, upgrade_from, self.domain.version_hash, "machine",
                         reason=how, stage="transform"))
             if how == REDERIVE:
-                for e in rederived(state, rerun(self.domain, msg.session, self.store.messages(msg.session)), msg,
-                                   self.domain):
+                target = rerun(self.domain, msg.session, self.store.messages(msg.session),
+                               recorded=self.store.edits(msg.session))
+                for e in rederived(state, target, msg, self.domain):
                     commit(e)
         if self.machine and state.phase is None:
             commit(self.machine.initial_edit(msg))

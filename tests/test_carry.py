@@ -19,6 +19,7 @@ from context_editor.audit import replay
 from context_editor.cli import main
 from context_editor.domain import lint_domain
 from context_editor.errors import ContextEditorError
+from context_editor.pipeline import rerun
 from context_editor.store import open_store
 
 DOMAINS = Path(__file__).parent / "domains"
@@ -229,3 +230,31 @@ def test_the_sgd_importer_declares_carries_by_kind_of_value_and_they_work(tmp_pa
     assert hotel.state("d").get("location") == "San Jose" and hotel.state("d").fields["location"].source == "carry"
     assert hotel.state("d").get("check_in_date") is None
     assert restaurant.state("d").fields["city"].source != "carry"  # a value of its own is never carried over
+
+
+def test_re_deriving_a_session_keeps_the_values_other_domains_carried_into_it(tmp_path):
+    """`backfill` re-runs a session's messages under a domain version; a carried value is not in
+    those messages, so the re-run is given the recorded carries (as replay is) or it would clear it."""
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    restaurant, hotel = pair(url)
+    say([(restaurant, "c-restaurant"), (hotel, "c-hotel")], opening("en") + [("user", "The Hilton, please.", H)])
+    store = open_store(url)
+    carried = hotel.state("c-hotel").get("city")
+    assert hotel.state("c-hotel").get("name") == "Hilton"
+    assert carried == "Boston" and rerun(hotel.domain, "c-hotel", store.messages("c-hotel")).get("city") is None
+    assert rerun(hotel.domain, "c-hotel", store.messages("c-hotel"), recorded=store.edits("c-hotel")).get("city") == carried
+    # The same domain: nothing to change (before, the carried city showed up as a value v1 would lose).
+    v2 = tmp_path / "hotel.yaml"
+    v1 = (DOMAINS / "hotel.yaml").read_text("utf-8")
+    name = v1[v1.index("  name:"):v1.index("  city:")]
+    v2.write_text(v1.replace("version: 1", "version: 2").replace(name, "").replace("[name, city", "[city"), "utf-8")
+    shutil.copy(DOMAINS / "restaurant.yaml", tmp_path)  # the carry's source domain, beside the file
+    assert main(["backfill", "--store", url, "--domain", str(DOMAINS / "hotel.yaml"), "--out", str(tmp_path / "same")]) == 0
+    assert (tmp_path / "same" / "diff.jsonl").read_text("utf-8") == ""
+    # A version without `name` re-derives the session (`--apply`): the carried city stays, and it
+    # replays identically.
+    assert main(["backfill", "--store", url, "--domain", str(v2), "--out", str(tmp_path / "v2"), "--apply"]) == 0
+    assert [e.reason for e in store.edits("c-hotel") if e.op == "upgrade"] == ["DOMAIN_REDERIVE"]
+    state = ContextEditor(v2, url).state("c-hotel")
+    assert state.get("city") == carried
+    assert replay(store, "c-hotel").identical

@@ -119,7 +119,7 @@ def run_batch(job: Job, batch: Batch) -> list[dict[str, Any]]:
 
         def compare(stored: Any = stored, info: Any = info) -> list[dict[str, Any]]:
             before = State.fold(info.domain, info.domain_version, info.session, stored.edits)
-            after = rerun(domain, info.session, stored.messages, editor)
+            after = rerun(domain, info.session, stored.messages, editor, recorded=stored.edits)
             changes = [{"type": "change", **c} for c in session_changes(before, after, domain)]
             return [*changes, {"type": "session", "session": info.session, "changed": bool(changes),
                                "messages": len(stored.messages), "on_version": info.domain_version == domain.version_hash}]
