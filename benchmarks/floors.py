@@ -263,15 +263,17 @@ def reopen_rows(size: int, tmp: Path) -> list[dict[str, Any]]:
         reads.append(time.perf_counter() - t)
         con.close()
     floor = p50(reads)
-    # The folded state in memory, each field's history capped (the editor's default) or not.
-    edits = ContextEditor("ecommerce", url).store.edits("long")
+    # The folded state in memory, each field's history capped (the editor's default) or not;
+    # folded from the log as the editor folds it (the edits are let go once applied).
+    store = ContextEditor("ecommerce", url).store
     held = {}
     for cap in (None, DEFAULT_HISTORY_CAP):
         gc.collect()
         tracemalloc.start()
         state = State("ecommerce", "", "long", history_cap=cap)
-        for e in edits:
+        for e in store.edits("long"):
             state.apply(e)
+        gc.collect()
         held[cap] = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
         del state

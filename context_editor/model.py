@@ -9,13 +9,14 @@ in any backend and replayable byte for byte.
 from __future__ import annotations
 
 import hashlib
+from array import array
 import json
 import re
 import dataclasses
 import secrets
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable, Iterator, Literal
 
 from .errors import Errors
 
@@ -425,13 +426,13 @@ class HistoryEntry:
 @dataclass(slots=True)
 class Earlier:
     """What the history entries a state no longer holds in memory (`State.history_cap`) leave
-    behind: what the renderer reads of every entry, in compact form (spans by message, values
-    once each). The entries themselves stay in the store's edit log (`ContextEditor.why`,
+    behind: what the renderer reads of every entry, in compact form (spans as flat integer arrays,
+    values once each). The entries themselves stay in the store's edit log (`ContextEditor.why`,
     `ContextEditor.history_state`)."""
 
     dropped: int = 0  # entries dropped, oldest first
-    accepted: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # message -> spans of accepted values
-    spans: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # message -> non-empty spans of every entry
+    accepted: array[int] = field(default_factory=lambda: array("q"))  # (message, start, end) of accepted values' provenance
+    spans: array[int] = field(default_factory=lambda: array("q"))  # (message, start, end) of every non-empty provenance span
     texts: dict[str, None] = field(default_factory=dict)  # every scalar value and provenance text of 4+ characters, first seen first
 
     def add(self, h: HistoryEntry) -> None:
@@ -439,21 +440,26 @@ class Earlier:
         p = h.provenance
         if p is not None:
             if h.status == "accepted":
-                self.accepted.setdefault(p.message_index, []).append(p.span)
+                self.accepted.extend((p.message_index, *p.span))
             if p.span[1] > p.span[0]:
-                self.spans.setdefault(p.message_index, []).append(p.span)
+                self.spans.extend((p.message_index, *p.span))
         for v in (h.value, p.text if p else None):
             if not isinstance(v, bool) and isinstance(v, (str, int, float)) and len(str(v)) >= 4:
                 self.texts.setdefault(str(v), None)
 
+    @staticmethod
+    def triples(flat: array[int]) -> Iterator[tuple[int, int, int]]:
+        """(message, start, end) of a flat span array, in the order the entries came."""
+        it = iter(flat)
+        return zip(it, it, it)
+
     def to_json(self) -> dict[str, Any]:
-        return {"dropped": self.dropped, "accepted": [[i, [list(s) for s in v]] for i, v in self.accepted.items()],
-                "spans": [[i, [list(s) for s in v]] for i, v in self.spans.items()], "texts": list(self.texts)}
+        return {"dropped": self.dropped, "accepted": self.accepted.tolist(), "spans": self.spans.tolist(),
+                "texts": list(self.texts)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Earlier:
-        return cls(d["dropped"], {i: [(a, b) for a, b in v] for i, v in d["accepted"]},
-                   {i: [(a, b) for a, b in v] for i, v in d["spans"]}, dict.fromkeys(d["texts"]))
+        return cls(d["dropped"], array("q", d["accepted"]), array("q", d["spans"]), dict.fromkeys(d["texts"]))
 
 
 @dataclass(slots=True)

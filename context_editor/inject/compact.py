@@ -132,8 +132,8 @@ def covered_spans(state: State) -> Absorbed:
         got = fold.seen.get(name)
         dropped = fs.entries - len(fs.history)
         if got is None and fs.earlier is not None:  # entries a capped state holds in compact form only
-            for index, spans in fs.earlier.accepted.items():
-                fold.by_message[index] = fold.by_message.get(index, ()) + tuple(spans)
+            for index, a, b in fs.earlier.triples(fs.earlier.accepted):
+                fold.by_message[index] = fold.by_message.get(index, ()) + ((a, b),)
                 fold.journal.append(index)
         read = got[1] if got is not None else dropped
         # Every accepted value counts, superseded ones too: the state took that sentence in and

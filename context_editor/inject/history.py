@@ -276,8 +276,8 @@ def hidden_spans(domain: Domain, action: ActionSpec, state: State) -> Hidden:
             continue
         out.keys.update({key.lower(): name for key in (*spec.tool_keys, name)})
         if fs.earlier:
-            for index, spans in fs.earlier.spans.items():
-                out.spans.setdefault(index, []).extend((a, b, name) for a, b in spans)
+            for index, a, b in fs.earlier.triples(fs.earlier.spans):
+                out.spans.setdefault(index, []).append((a, b, name))
             out.values.update(dict.fromkeys(fs.earlier.texts, name))
         for h in fs.history:
             p = h.provenance
