@@ -269,7 +269,7 @@ _PERCENT_BEFORE = re.compile(r"百分之\s*$")
 def find_percents(text: str) -> list[PercentMatch]:
     """``3%``, ``3％``, ``百分之三``, ``3 percent``, ``三个点``, ``2个百分点``: value in percent."""
     norm = normalize_width(text)
-    found = []
+    found: list[PercentMatch] = []
     for num in scan(text, norm):
         before = _PERCENT_BEFORE.search(norm, max(0, num.start - 8), num.start)
         after = _PERCENT_AFTER.match(norm, num.end)
