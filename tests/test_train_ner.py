@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -251,3 +253,15 @@ def test_bench_with_a_model_runs_the_ablation_in_one_run(tiny_model, tmp_path):
     assert "ner." not in (tmp_path / "domains-rules" / "restaurants_2.yaml").read_text("utf-8")
     assert "slot.name" not in (tmp_path / "domains-ner" / "restaurants_2.yaml").read_text("utf-8")
     assert "Ablation" in (tmp_path / "report.md").read_text("utf-8")
+
+
+def test_a_domain_loading_its_model_does_not_import_torch(tiny_model):
+    """thinc imports PyTorch whenever it is installed (the suite has it, through sentence-transformers):
+    1.2 s of a first model load, for a CNN pipeline that never uses it. A fresh process that loads a
+    model and reads a message has not imported torch, and can still import it afterwards."""
+    pytest.importorskip("torch")
+    code = ("import sys; from context_editor.domain.nermodel import model_info; "
+            "from context_editor.extract.ner import scored_spans; scored_spans(model_info(sys.argv[1]), 'fly to Boston'); "
+            "print('torch' in sys.modules); import torch; print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code, str(tiny_model)], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]

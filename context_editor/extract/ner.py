@@ -21,6 +21,7 @@ message in their language; domains without NER never import spaCy.
 
 from __future__ import annotations
 
+import sys
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -83,12 +84,31 @@ def outrank(rule_hits: list[Candidate], model_spans: list[Candidate], margin: fl
     return [c for c in rule_hits if not overlapped(c)] + kept
 
 
-def _load_trained(model: NerModel) -> Language:
+def _import_spacy() -> Any:
+    """spaCy, imported without PyTorch. thinc imports torch at its own import whenever torch is
+    installed (it is with the `memory` extra's sentence-transformers): 1.2 s of the 1.9 s a first
+    model load took on this machine, for a CNN pipeline that never uses it (`train ner` builds only
+    those). torch is hidden only while spaCy is first imported, and only when this process has not
+    imported it yet: a later `import torch` works as usual, but thinc's PyTorch layers stay off in
+    this process (a transformer pipeline would need them; ours are not)."""
+    if "spacy" in sys.modules or "torch" in sys.modules:
+        import spacy
+        return spacy
+    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError meanwhile
+    try:
+        import spacy
+    finally:
+        del sys.modules["torch"]
+    return spacy
+
+
+def load_trained(model: NerModel) -> Language:
+    """The model's spaCy pipeline, loaded once per process (the first call pays spaCy's import)."""
     with _lock:
         nlp = _trained.get(model.path)
         if nlp is None:
             try:
-                import spacy
+                spacy = _import_spacy()
             except ImportError as exc:  # spaCy is the optional [ner] extra
                 raise MissingExtraError("spaCy", "ner", f"the NER model {model.path}") from exc
             try:
@@ -112,7 +132,7 @@ def scored_spans(model: NerModel, text: str) -> list[tuple[int, int, str, str, f
 @lru_cache(maxsize=64)
 def _scored(model: NerModel, text: str) -> tuple[tuple[int, int, str, str, float], ...]:
     out = []
-    for start, end, label, p in beam_spans(_load_trained(model), text):
+    for start, end, label, p in beam_spans(load_trained(model), text):
         confidence = model.confidence(label, p)
         if confidence is not None:
             out.append((start, end, text[start:end], label, round(confidence, 4)))
