@@ -357,8 +357,7 @@ class ContextEditor:
         """The remembered values (and weights) a session's first message starts from: its user's
         memory at the message's time, or in a replay the values the recorded log was given."""
         if self._recalled is not None:
-            return [recalled(e) for e in self._recalled
-                    if e.source == "user_memory" and e.session == msg.session and e.message_index == msg.index]
+            return [recalled(e) for e in self._given(msg, "user_memory")]
         owner = session_owner(msg.session)
         now = msg.time()
         if owner is None or now is None or not self._user_scoped or msg.index != 0:
@@ -369,8 +368,12 @@ class ContextEditor:
         """What other domains offer this message: as given, or in a replay what the recorded log took."""
         if self._recalled is None:
             return given
-        return [carried_from(e) for e in self._recalled
-                if e.source == "carry" and e.session == msg.session and e.message_index == msg.index]
+        return [carried_from(e) for e in self._given(msg, "carry")]
+
+    def _given(self, msg: Message, source: str) -> list[Edit]:
+        """In a replay, the recorded edits of `source` that `msg` was given."""
+        assert self._recalled is not None
+        return [e for e in self._recalled if e.source == source and e.session == msg.session and e.message_index == msg.index]
 
     def _remember_user(self, msg: Message, edits: list[Edit]) -> None:
         """Add what a committed message said (or was given) to its user's memory. Written after the
