@@ -98,11 +98,18 @@ def test_imported_sgd_domain_extracts_by_slot_type(restaurants):
     assert state.get("price_range") == "cheap" and state.get("has_seating_outdoors") == "True"
     assert state.get("date") == "2019-03-03"
     assert state.phase == "find_restaurants"  # the latest intent said
-    assert "city: San Jose (r" in editor.render("s", "track").xml  # the track state as lines
+    # The track action is minimal: three short turns are a smaller context than the state they made.
+    xml = editor.render("s", "track").xml
+    assert "<state" not in xml and "m2 user: Please find restaurants in San Jose." in xml
     state = editor.ingest("s", [{"role": "assistant", "content": "I found 3. How about Sino in San Jose?"},
                                 {"role": "user", "content": "Sure, that works."}], now=NOW)
     assert state.get("restaurant_name") == "Sino"  # accepted: the user's value, source confirmation
     assert editor.why("s", "restaurant_name")["history"][-1]["source"] == "confirmation"
+    # Still short: the user's turns verbatim, and of the state only what no shown turn said (the
+    # name came from the assistant's offer); each value once.
+    xml = editor.render("s", "track").xml
+    assert "restaurant_name: Sino r3" in xml and "m4 user: Sure, that works." in xml and "m2 user: Please find" in xml
+    assert "city:" not in xml and "m3 assistant" not in xml
 
 
 @pytest.mark.skipif(not SGD_SCHEMA.exists(), reason=f"SGD data not found at {SGD_SCHEMA}")

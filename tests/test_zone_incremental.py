@@ -26,13 +26,13 @@ GOLDEN = Path(__file__).parent / "golden"
 _RANKS = (NOTE, VALUE, compact.FACT)
 
 
-def reference(lines, window_from, vocabulary, absorbed, hidden) -> list[ZoneLine]:
+def reference(lines, window_from, vocabulary, absorbed, hidden, minimal=False) -> list[ZoneLine]:
     """The zone as scoring and merging every line afresh gives it (the algorithm before it was incremental)."""
     merged: dict[str, list[Any]] = {}
     for line in lines:
         rank = line.kind
         spans = compact.open_spans(line, absorbed) if rank != NOTE else ()
-        if rank != NOTE and not (line.cued and line.spans) and (
+        if rank != NOTE and not (line.cued and line.spans and not minimal) and (
                 not spans if line.spans else compact.is_covered(line, absorbed)):
             rank = NOTE
         overlap = len(words(line.text) & vocabulary) if rank == NOTE else 0
@@ -70,20 +70,28 @@ def golden_messages(domain: str) -> list[dict[str, Any]]:
     return out
 
 
-@pytest.mark.parametrize("domain", ["ecommerce", "finance", "travel"])
-def test_incremental_zone_equals_the_zone_scored_afresh(domain, monkeypatch):
-    calls = {"n": 0, "past": 0}
+@pytest.mark.parametrize("domain", ["ecommerce", "finance", "travel", "travel-minimal"])
+def test_incremental_zone_equals_the_zone_scored_afresh(domain, monkeypatch, tmp_path):
+    calls = {"n": 0, "past": 0, "minimal": 0}
     incremental = compact.zone_lines
 
-    def checked(lines, window_from, vocabulary, absorbed, hidden):
-        got = incremental(lines, window_from, vocabulary, absorbed, hidden)
-        assert got == reference(lines, window_from, vocabulary, absorbed, hidden)
+    def checked(lines, window_from, vocabulary, absorbed, hidden, minimal=False):
+        got = incremental(lines, window_from, vocabulary, absorbed, hidden, minimal=minimal)
+        assert got == reference(lines, window_from, vocabulary, absorbed, hidden, minimal)
         calls["n"] += 1
+        calls["minimal"] += minimal
         calls["past"] += any(s.past is not None and s.past.count for s in compact._scores.values())
         return got
 
     monkeypatch.setattr(compact, "zone_lines", checked)
-    editor = ContextEditor(domain, "memory://")
+    if domain.endswith("-minimal"):  # the same domain, every action minimal (inject/minimal.py)
+        domain = domain.removesuffix("-minimal")
+        text = (Path(__file__).parents[1] / "domains" / f"{domain}.yaml").read_text("utf-8")
+        (tmp_path / f"{domain}.yaml").write_text(text.replace("    recent_rounds:", "    minimal: true\n    recent_rounds:"), "utf-8")
+        editor = ContextEditor(tmp_path / f"{domain}.yaml", "memory://")
+        assert all(a.minimal for a in editor.domain.actions.values())
+    else:
+        editor = ContextEditor(domain, "memory://")
     pool = golden_messages(domain)
     messages = [pool[i % len(pool)] for i in range(min(3 * len(pool), 300))]
     actions = list(editor.domain.actions)
@@ -97,6 +105,7 @@ def test_incremental_zone_equals_the_zone_scored_afresh(domain, monkeypatch):
     editor.render("s", actions[0])
     assert editor.state("s").round > 60  # the past rolled over several stages
     assert calls["past"] > 0  # and was reused
+    assert calls["minimal"] == (calls["n"] if editor.domain.actions[actions[0]].minimal else 0)
 
 
 def test_provenance_given_later_to_an_older_message_rescores_its_lines():

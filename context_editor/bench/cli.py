@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from ..importers import import_crosswoz, import_sgd
+from ..importers.common import MINIMAL_ROUNDS
 from .crosswoz import load_crosswoz
 from .dataset import Dataset
 from .report import ablation_summary, ner_model_summary, summarise, write_outputs
@@ -74,13 +75,17 @@ def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, 
     return domain, utterances
 
 
-MECHANISMS = ("answers", "offers", "no_preference", "envelope", "carry", "activation", "compact")
+MECHANISMS = ("answers", "offers", "no_preference", "envelope", "carry", "activation", "compact", "minimal")
 DIALOGUE_SWITCHES = ("answers", "offers", "no_preference")  # switched off in the domain files; the others are the harness's
 
 
 def switch_off(ds: Dataset, mechanisms: list[str]) -> None:
     """Write `dialogue: {<mechanism>: false}` into every imported domain (an ablation run); without
-    `compact`, the `track` action shows its state as <field> elements again (`state_lines: false`)."""
+    `minimal`, the `track` action is the one before it (`minimal: false`, the latest round loaded
+    only); without `compact` as well, it shows its state as <field> elements (`state_lines: false`)."""
+    for path in ds.domain_files.values() if "minimal" in mechanisms else ():
+        text = path.read_text("utf-8").replace("    minimal: true\n", "    minimal: false\n")
+        path.write_text(text.replace(f"    history_rounds: {MINIMAL_ROUNDS}\n", "    history_rounds: 0\n"), "utf-8")
     for path in ds.domain_files.values() if "compact" in mechanisms else ():
         path.write_text(path.read_text("utf-8").replace("state_lines: true", "state_lines: false"), "utf-8")
     mechanisms = [m for m in mechanisms if m in DIALOGUE_SWITCHES]
@@ -195,7 +200,8 @@ def register_bench(subparsers: Subparsers) -> None:
                             "envelope (render each frame domain's context alone and add up their tokens), carry (no "
                             "values carried between domains), activation (every domain reads every turn, not only "
                             "the turns the dataset says are its own), compact (the track action's state as <field> "
-                            "elements, not lines)")
+                            "elements, not lines), minimal (the track action shows the latest round and the summary "
+                            "zone, not each value once)")
         k.add_argument("--scaling-rounds", type=int, default=SCALING_ROUNDS, metavar="N",
                        help=f"user rounds fed to one session in the scaling run (default {SCALING_ROUNDS})")
         k.set_defaults(func=cmd_bench)

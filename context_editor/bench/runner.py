@@ -14,6 +14,7 @@ import gc
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from html import unescape
 
 from ..domain import load_domain
 from ..pipeline import ContextEditor, carried_for, render_together
@@ -110,19 +111,21 @@ class Harness:
         self.turn_joint.append(joint)
 
         # One envelope for the turn's frame domains: each turn and summary line once, one budget.
+        # Its coverage is read off the text the model reads: XML entities unescaped ("Chili's Grill
+        # &amp; Bar" holds "Chili's Grill & Bar"), as the windows' plain text is.
         tokens, texts = meter.sizes(), meter.texts()
         tokens["editor"], texts["editor"] = 0, ""
         if frames and self.envelope:
             start = time.perf_counter()
             ctx = render_together([(self.editors[name], d.id) for name in frames], GENERAL_ACTION)
             self.render_ms.append((time.perf_counter() - start) * 1000)
-            tokens["editor"], texts["editor"] = ctx.tokens, norm(ctx.xml)
+            tokens["editor"], texts["editor"] = ctx.tokens, norm(unescape(ctx.xml))
         for name in frames if not self.envelope else ():
             start = time.perf_counter()
             alone = self.editors[name].render(d.id, GENERAL_ACTION)
             self.render_ms.append((time.perf_counter() - start) * 1000)
             tokens["editor"] += alone.tokens
-            texts["editor"] += norm(alone.xml)
+            texts["editor"] += norm(unescape(alone.xml))
         tokens["window_equal_tokens"], texts["window_equal_tokens"] = meter.equal_window(tokens["editor"])
         values = [g for gold in frames.values() for g in gold.values() if g.surface]
         covered = {k: sum(contained(text, g) for g in values) for k, text in texts.items()}

@@ -126,6 +126,7 @@ class ActionSpec:
     max_history: int = 6
     safety_margin: int = 0
     state_lines: bool = False  # each field one text line in <state>, not a <field> element (fewer tokens)
+    minimal: bool = False  # each value once: turns the state absorbed left out, the cheaper of state and dialogue (inject/minimal.py)
 
 
 @dataclass(frozen=True)
@@ -301,7 +302,7 @@ def _build(d: dict[str, Any], path: Path) -> Domain:
                          int(a.get("budget_tokens", 800)), a.get("template"), a.get("description", ""),
                          scope=a.get("scope", name), history_rounds=int(a.get("history_rounds", 20)),
                          max_history=int(a.get("max_history", 6)), safety_margin=int(a.get("safety_margin", 0)),
-                         state_lines=bool(a.get("state_lines", False)))
+                         state_lines=bool(a.get("state_lines", False)), minimal=bool(a.get("minimal", False)))
         for name, a in d["actions"].items()}
     tools = {name: ToolSpec(tuple(t.get("keep") or ()), int(t.get("max_items", 3))) for name, t in (d.get("tools") or {}).items()}
     models = reloaded_models(d.get(STORED_KEY) or {})

@@ -115,12 +115,15 @@ def write_domains(docs: dict[str, tuple[dict[str, Any], str]], out_dir: str | Pa
     return written
 
 
-def track_action(fields: list[str], description: str) -> dict[str, Any]:
-    """The general action every imported domain gets: all fields plus the latest round verbatim,
-    no older history, so that its context is the tracked state itself.
+MINIMAL_ROUNDS = 4  # rounds before the latest the track action loads: a conversation this short may be shown whole
 
-    Its budget leaves room for every field so that measuring context size never truncates; its
-    state is shown as lines (`state_lines`), the same values and provenance in fewer tokens.
+
+def track_action(fields: list[str], description: str) -> dict[str, Any]:
+    """The general action every imported domain gets: all fields and the latest user message,
+    each value once (`minimal`): the tracked state, the turns it did not absorb, the message the
+    latest one replies to while pending, or the conversation itself while it is shorter.
+
+    Its budget leaves room for every field so that measuring context size never truncates.
     """
-    return {"description": description, "fields": fields, "recent_rounds": 1, "history_rounds": 0,
-            "budget_tokens": 600 + 40 * len(fields), "state_lines": True}
+    return {"description": description, "fields": fields, "recent_rounds": 1, "history_rounds": MINIMAL_ROUNDS,
+            "budget_tokens": 600 + 40 * len(fields), "state_lines": True, "minimal": True}

@@ -48,14 +48,17 @@ class SummaryLine:
     start: int = -1
     spans: tuple[tuple[int, int], ...] = ()
     cued: bool = False  # a fact cue word (allergy, prefer, must …), not only a number
+    domains: tuple[str, ...] = ()  # the domains its message speaks for, as the app said (empty: all)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"t": self.text, "r": self.round, "i": self.index, "o": self.role, "k": self.kind,
-                "s": self.start, "v": [list(s) for s in self.spans], "c": self.cued}
+        out = {"t": self.text, "r": self.round, "i": self.index, "o": self.role, "k": self.kind,
+               "s": self.start, "v": [list(s) for s in self.spans], "c": self.cued}
+        return {**out, "d": list(self.domains)} if self.domains else out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SummaryLine:
-        return cls(d["t"], d["r"], d["i"], d["o"], d["k"], d["s"], tuple((a, b) for a, b in d["v"]), d["c"])
+        return cls(d["t"], d["r"], d["i"], d["o"], d["k"], d["s"], tuple((a, b) for a, b in d["v"]), d["c"],
+                   tuple(d.get("d", ())))
 
 
 @dataclass(frozen=True)
@@ -145,19 +148,19 @@ def covered_spans(state: State) -> Absorbed:
                 fold.journal.append(index)
         fold.seen[name] = (fs, fs.entries)
         if fs.present:
-            texts.extend(str(v).lower() for v in _leaves(fs.value))
+            texts.extend(str(v).lower() for v in leaves(fs.value))
     provenance = Provenances(fold.by_message)
     provenance.journal, provenance.version = fold.journal, len(fold.journal)
     return provenance, texts
 
 
-def _leaves(value: Any) -> Iterable[Any]:
+def leaves(value: Any) -> Iterable[Any]:
     if isinstance(value, dict):
         for v in value.values():
-            yield from _leaves(v)
+            yield from leaves(v)
     elif isinstance(value, list):
         for v in value:
-            yield from _leaves(v)
+            yield from leaves(v)
     elif value is not None:
         yield value
 
@@ -211,7 +214,7 @@ _interned: dict[Any, Any] = {}
 
 
 def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str], absorbed: Absorbed,
-               hidden: Hidden) -> list[ZoneLine]:
+               hidden: Hidden, minimal: bool = False) -> list[ZoneLine]:
     """The lines this action's context may show, in order, each with its budget tier.
 
     Every line must carry something the state does not hold. Lines older than `window_from`
@@ -222,7 +225,9 @@ def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
     values a newer line repeats says nothing more and is left out. Lines inside the loaded window
     are shown per stage, notes included when they touch the action's vocabulary. A fact or a
     value the state absorbed becomes a note (it is in <state> already), and the session summary
-    keeps no notes. Identical texts are merged, keeping every source.
+    keeps no notes. Identical texts are merged, keeping every source. `minimal` (an action that
+    shows each value once, inject/minimal.py): a cued fact whose values the state all holds is a
+    note too ("I need a table for 2 at 7pm" once the party size and time are in the state).
 
     Remembered at two levels. The whole answer, per lines list (the summary zone hands the same
     list object until a message arrives) and inputs: a repeated render reuses it. And, per
@@ -238,7 +243,7 @@ def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
     # session and state) of few of them, and a vocabulary can be large.
     if len(_interned) >= ZONE_MEMO:
         _interned.clear()
-    words_key, hidden_key = (_interned.setdefault(k, k) for k in (frozenset(vocabulary), hidden.fingerprint()))
+    words_key, hidden_key = (_interned.setdefault(k, k) for k in (frozenset(vocabulary), (hidden.fingerprint(), minimal)))
     if journal is None:  # not read off a live state (several domains' spans joined): keyed by content
         view: tuple[Any, ...] = (words_key, tuple(sorted((i, tuple(v)) for i, v in provenance.items())),
                                  tuple(texts), hidden_key)
@@ -250,7 +255,7 @@ def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
         return hit[1]
     if len(_zone_memo) >= ZONE_MEMO:
         _zone_memo.clear()
-    scored = _scored(lines, view, journal, version, vocabulary, absorbed, hidden)
+    scored = _scored(lines, view, journal, version, vocabulary, absorbed, hidden, minimal)
     result = scored.merged(lines, window_from)
     _zone_memo[key] = (lines, result)
     return result
@@ -263,7 +268,7 @@ _scores: dict[tuple[Any, ...], _Scored] = {}
 
 
 def _scored(lines: list[SummaryLine], view: tuple[Any, ...], journal: list[int] | None, version: int,
-            vocabulary: set[str], absorbed: Absorbed, hidden: Hidden) -> _Scored:
+            vocabulary: set[str], absorbed: Absorbed, hidden: Hidden, minimal: bool = False) -> _Scored:
     """The view's scored lines brought up to `lines` and `version`: the lines seen before keep
     their worth unless their message's provenance changed since; new lines are scored when a
     render first needs them (`_Scored.worth`)."""
@@ -273,7 +278,7 @@ def _scored(lines: list[SummaryLine], view: tuple[Any, ...], journal: list[int] 
     if known is None:
         if len(_scores) >= ZONE_VIEWS:
             _scores.clear()
-        known = _scores[view] = _Scored(journal, [], [], version, (vocabulary, absorbed, hidden))
+        known = _scores[view] = _Scored(journal, [], [], version, (vocabulary, absorbed, hidden, minimal))
     changed = set(journal[known.version:version]) if journal is not None else set()
     scores = known.scores
     if changed:  # provenance given to messages already scored (e.g. a backfill): score their lines again
@@ -286,18 +291,20 @@ def _scored(lines: list[SummaryLine], view: tuple[Any, ...], journal: list[int] 
         if known.past is not None and pos < known.past.count:
             known.past = None
     scores.extend([_UNSCORED] * (len(lines) - len(scores)))
-    known.lines, known.version, known.inputs = lines, version, (vocabulary, absorbed, hidden)
+    known.lines, known.version, known.inputs = lines, version, (vocabulary, absorbed, hidden, minimal)
     return known
 
 
-def _line_worth(line: SummaryLine, vocabulary: set[str], absorbed: Absorbed, hidden: Hidden) -> _Worth | None:
+def _line_worth(line: SummaryLine, vocabulary: set[str], absorbed: Absorbed, hidden: Hidden,
+                minimal: bool = False) -> _Worth | None:
     """(tier, overlap with the vocabulary, masked text, open values), or None for a note too far
     from the action to show."""
     rank = line.kind
     spans = open_spans(line, absorbed) if rank != NOTE else ()
     # A cued fact that also carries values ("allergic to nuts, budget 2000") stays a fact:
-    # the state absorbing its number says nothing about the allergy.
-    if rank != NOTE and not (line.cued and line.spans) and (not spans if line.spans else is_covered(line, absorbed)):
+    # the state absorbing its number says nothing about the allergy (unless the action shows
+    # each value once: then the values say what it is about).
+    if rank != NOTE and not (line.cued and line.spans and not minimal) and (not spans if line.spans else is_covered(line, absorbed)):
         rank = NOTE
     overlap = len(words(line.text) & vocabulary) if rank == NOTE else 0
     text = mask(line, hidden)
@@ -357,7 +364,7 @@ class _Scored:
     lines: list[SummaryLine]
     scores: list[_Worth | None]  # per line: its worth, None (a note too far from the action) or _UNSCORED
     version: int
-    inputs: tuple[set[str], Absorbed, Hidden]  # what the lines are scored with (this view, at `version`)
+    inputs: tuple[set[str], Absorbed, Hidden, bool]  # what the lines are scored with (this view, at `version`)
     past: _Past | None = None
 
     def worth(self, pos: int) -> _Worth | None:
@@ -466,18 +473,22 @@ def entity_graph(texts: list[str], known_values: list[str], relations: Iterable[
     return sorted(nodes, key=lambda e: (-e.weight, e.name))[:TOP_ENTITIES]
 
 
-_SHOWN_LINE = re.compile(r"^\s*(?P<src>m\d+(?: m\d+)?)(?: ×(?P<times>\d+))? (?P<role>\w+)(?: \((?P<reason>\w+)\))?: (?P<text>.*)$")
+_SHOWN_LINE = re.compile(r"^\s*(?P<src>m\d+(?: m\d+)?)(?: ×(?P<times>\d+))? (?P<role>\w+(?::[\w.-]+)?)(?: \((?P<reason>\w+)\))?: (?P<text>.*)$")
 
 
 def shown_lines(summary: Any) -> list[dict[str, str]]:
     """The lines a rendered `<summary>` element shows (an ElementTree element of the context's
-    XML): {"src": "m7" or "m3 m9", "role", "text", and "times", "reason" when given}, in order.
-    The inverse of the template's one-text-line-per-line form, for tools and tests."""
+    XML), or a minimal context's turns (its `<context>` root element, where they are text between
+    the elements): {"src": "m7" or "m3 m9", "role", "text", and "times", "reason" when given}, in
+    order. The inverse of the templates' one-text-line-per-line form, for tools and tests (a
+    turn of several lines is its first line here)."""
     out = []
-    for level in summary.iter() if summary is not None else ():
-        if level.tag not in ("session", "stage"):
-            continue
-        for raw in (level.text or "").splitlines():
+    if summary is not None and summary.tag == "context":
+        texts = [summary.text or "", *(child.tail or "" for child in summary)]
+    else:
+        texts = [level.text or "" for level in (summary.iter() if summary is not None else ()) if level.tag in ("session", "stage")]
+    for text in texts:
+        for raw in text.splitlines():
             m = _SHOWN_LINE.match(raw)
             if m:
                 out.append({k: v for k, v in m.groupdict().items() if v is not None})

@@ -26,7 +26,7 @@ from ..errors import Errors
 from ..lang import detect_language
 from ..model import Message, State, is_no_preference
 from ..resources import templates_dir
-from . import compact, history, pii
+from . import compact, history, minimal, pii
 from .compact import STAGE_ROUNDS
 from .budget import Window, resolve_budget
 from .diskcache import template_bytecode
@@ -38,6 +38,7 @@ CRITICAL_COMPRESSION_FAILURE = "CRITICAL_COMPRESSION_FAILURE"
 _TOKENS_SLOT = "TOKENS-SLOT-7F3A"  # placeholder for the `tokens` attribute, filled after counting
 TEMPLATES_DIR = templates_dir()
 DEFAULT_TEMPLATE = "default.xml.j2"
+MINIMAL_TEMPLATE = "minimal.xml.j2"  # an action with `minimal: true` (one domain or several)
 NO_PREFERENCE_TEXT = "any"  # a field the user has no preference about ("any date will do")
 
 
@@ -98,8 +99,9 @@ def lost_fields(xml: str, expected: dict[str, str]) -> list[str]:
             if (n, xml_safe(text).strip()) not in shown and (n, " ".join(xml_safe(text).split())) not in on_line]
 
 
-# One field of a `state_lines` state (templates/default.xml.j2): "name: value (r3 initial)".
-STATE_LINE = re.compile(r"^[ \t]*([^\s:]+): (.*) \(r\d+ [a-z_]+\)[ \t]*$", re.M)
+# One field of a `state_lines` state (templates/default.xml.j2): "name: value (r3 initial)"; of a
+# `minimal` one (templates/minimal.xml.j2): "name: value r3".
+STATE_LINE = re.compile(r"^[ \t]*([^\s:]+): (.*) (?:\(r\d+ [a-z_]+\)|r\d+)[ \t]*$", re.M)
 
 
 def _finalize(value: Any) -> Any:
@@ -267,6 +269,9 @@ class _Plan:
     # Several domains in one envelope: domain -> (its renderer, its state); field names are then "domain.field".
     sections: dict[str, tuple[Renderer, State]] = field(default_factory=dict)
     label: str = ""  # the envelope's domain attribute when it is not the renderer's domain
+    # A minimal action whose loaded window is the whole conversation: its units, for the other
+    # candidate of `_cheaper` (the conversation as the user said it).
+    dialogue: list[list[Message]] = field(default_factory=list)
 
     def sizes(self) -> dict[str, int]:
         return {"entities": len(self.entities), "notes": len(self.zone["notes"]), "replies": len(self.zone["replies"]),
@@ -326,6 +331,8 @@ class Renderer:
         """Fit the plan to its budget and check the outcome: `again` renders anew (once the piece
         counts proved unreliable), `fallback` takes the fields a template lost."""
         kept, probe = self._fit(plan, state)
+        if plan.dialogue:
+            plan, kept, probe = self._cheaper(plan, state, kept, probe)
         xml, tokens, dropped = probe.xml, probe.tokens, probe.dropped
         counter = segment_counter(self.model)
         if counter.additive and counter.tokenizer.count(xml) != tokens:
@@ -348,6 +355,30 @@ class Renderer:
         return RenderedContext(plan.action, xml, tokens, plan.budget, fields, [m["name"] for m in plan.missing], dropped, source,
                                tokenizer_for(self.model).estimated, sorted(shown))
 
+    def _cheaper(self, plan: _Plan, state: State, kept: dict[str, int], probe: _Probe) -> tuple[_Plan, dict[str, int], _Probe]:
+        """A minimal plan whose whole conversation is loaded, or the conversation as the user said
+        it (every user turn verbatim, what the assistant said as the plan shows it, and only the
+        state values no shown turn was the source of): whichever counts fewer tokens. The other
+        form is taken only whole (nothing dropped) and strictly smaller."""
+        latest = {m.index for unit in plan.latest for m in unit}
+        said = [u for u in plan.dialogue if any(m.role == "user" for m in u) and not latest.intersection(m.index for m in u)]
+        recent = sorted(said + plan.recent, key=lambda u: u[0].index)
+        shown = {m.index for unit in recent + plan.latest for m in unit}
+        talk = replace(plan, recent=recent, dialogue=[],
+                       optional=[n for n in plan.optional if self._source_of(plan, state, n) not in shown])
+        talk_kept, talk_probe = self._fit(talk, state)
+        if talk_probe.dropped or talk_probe.tokens >= probe.tokens:
+            return plan, kept, probe
+        return talk, talk_kept, talk_probe
+
+    def _source_of(self, plan: _Plan, state: State, name: str) -> int | None:
+        """The message a field's value was read from (None: no message of this conversation)."""
+        if plan.sections:
+            domain, name = name.split(".", 1)
+            state = plan.sections[domain][1]
+        p = state.fields[name].provenance
+        return p.message_index if p is not None and p.message_index >= 0 else None
+
     def _fallback(self, plan: _Plan, state: State, messages: list[Message], lost: list[str],
                   summary: list[compact.SummaryLine] | None, anchors: dict[str, dict[str, Any]] | None,
                   retrieved: list[Message] | None) -> RenderedContext:
@@ -362,9 +393,13 @@ class Renderer:
     def _plan(self, state: State, action: str, messages: list[Message], budget: int | str | None,
               language: str | None, summary: list[compact.SummaryLine], anchors: dict[str, dict[str, Any]],
               template_name: str | None, extra_alerts: list[Any] | None,
-              retrieved: list[Message] | None = None, absorbed_by: compact.Absorbed | None = None) -> _Plan:
+              retrieved: list[Message] | None = None, absorbed_by: compact.Absorbed | None = None,
+              offers_by: minimal.Offers | None = None, held_by: compact.Absorbed | None = None,
+              domains_by: list[str] | None = None) -> _Plan:
         """`absorbed_by`: what the states of the other domains of the conversation hold (their
-        values count as absorbed in the summary zone too: one envelope states each fact once)."""
+        values count as absorbed in the summary zone too: one envelope states each fact once);
+        for a minimal action, `held_by` (what all the states hold as rendered), `offers_by` (the
+        offers still open in all of them) and `domains_by` (the envelope's domains)."""
         spec = self.action(action)
         resolved = resolve_budget(budget, spec.budget_tokens, self.window)
         limit = resolved - spec.safety_margin
@@ -387,6 +422,8 @@ class Renderer:
         older = [m for m in visible if window_from <= m.round <= recent_from]
         vocabulary, hidden, absorbed, hidden_key = self._state_view(state, spec)
         absorbed = absorbed_by or absorbed
+        if spec.minimal:  # absorbed by the state as rendered: its present values
+            absorbed = held_by if held_by is not None else minimal.held([state])
         # What the model may see of each message: trimmed tool JSON, out-of-scope spans masked.
         # The summary zone and the entity graph are built from these texts too, so nothing hidden leaks.
         # A hit that repeats a loaded message (or an earlier hit) word for word adds nothing: the
@@ -399,24 +436,39 @@ class Renderer:
                 found.append(m)
         seen = {m.index: self._turn(m, hidden, hidden_key) for m in visible + found}
         wanted_back = frozenset(m.index for m in found)
-        ranked = history.select_history(spec, state, older, vocabulary, self.scorer, anchors, found)[: spec.max_history]
+        # A minimal context shows older turns only through their open lines (the zone, below).
+        ranked = history.select_history(spec, state, older, vocabulary, self.scorer, anchors, found)[: spec.max_history] \
+            if not spec.minimal else []
         scorer_alerts: list[dict[str, Any]] = getattr(self.scorer, "drain_alerts", list)()
         # The zone includes the recent rounds' lines: hidden while their turns are shown
         # (`_kept_zone`), they keep a fact of a recent turn the budget drops, or name it.
-        lines = compact.zone_lines(summary, window_from, vocabulary, absorbed, hidden)
+        lines = compact.zone_lines(summary, window_from, vocabulary, absorbed, hidden, minimal=spec.minimal)
+        zone = {tier: _retrieved_last([line for line in lines if _zone_tier(line) == tier], wanted_back) for tier in ZONE_TIERS}
+        recent = [u for u in units if u is not latest]
+        entities = compact.entity_graph([seen[m.index]["content"] for m in visible],
+                                        [v for n in names if isinstance(v := state.get(n), str)
+                                         and self.domain.fields[n].cls != "trace"],
+                                        self._relations(state, present)) if not spec.minimal else []
+        if spec.minimal:
+            # Each value once (inject/minimal.py): older turns only through their open lines, the
+            # message the latest user turn replies to while it is pending.
+            replying = minimal.pending(history.chains(visible), [latest] if latest else [])
+            offers = offers_by if offers_by is not None else minimal.open_offers(state)
+            envelope = set(domains_by) if domains_by else {self.domain.name}
+            zone = minimal.zone(zone, offers, state.round - minimal.REPLY_ROUNDS, minimal.foreign(summary, envelope))
+            # Shown whole while pending: the user's reply holds a value the state did not read (the
+            # question gives it its meaning), or it left open an offer no summary line holds.
+            asked = latest is not None and any(minimal.unread(summary, m.index, absorbed) for m in latest if m.role == "user")
+            lined = {i for z in zone["replies"] for i in z.sources}
+            recent = replying if asked or any(m.index in offers and m.index not in lined for u in replying for m in u) else []
         return _Plan(
             action=action, spec=spec, budget=resolved, limit=limit,
             template=self.env.get_template(template_name) if template_name else self._template(spec),
             names=names, protected=protected, optional=[n for n in present if n not in protected], missing=missing,
             alerts=self._alerts(state, spec, names), fixed_alerts=scorer_alerts + (extra_alerts or []), anchors=anchors, seen=seen,
-            recent=[u for u in units if u is not latest], latest=[latest] if latest else [],
-            ranked=ranked,
-            entities=compact.entity_graph([seen[m.index]["content"] for m in visible],
-                                          [v for n in names if isinstance(v := state.get(n), str)
-                                           and self.domain.fields[n].cls != "trace"],
-                                          self._relations(state, present)),
-            zone={tier: _retrieved_last([line for line in lines if _zone_tier(line) == tier], wanted_back)
-                  for tier in ZONE_TIERS},
+            recent=recent, latest=[latest] if latest else [], ranked=ranked, entities=entities, zone=zone,
+            dialogue=history.chains(visible) if spec.minimal and not found and minimal.whole(messages) and len(visible) == sum(
+                1 for m in messages if m.role != "system") else [],
             wanted_back=wanted_back,
             window_from=window_from, oversized=sum(1 for m in messages if m.role != "system" and len(m.content) > too_big))
 
@@ -564,6 +616,9 @@ class Renderer:
                                   if plan.ranked[i].reason
                                   else plan.seen[m.index], "history", i) for i in hist for m in plan.ranked[i].messages],
                "turns": [tagged(plan.seen[m.index], tier, j) for tier, j, m in turns]}
+        if plan.spec.minimal:
+            ctx["lines"] = _flat_lines(plan, zone, [("history", i, m) for i in hist for m in plan.ranked[i].messages] + turns, tag)
+            ctx["domain_shown"] = not plan.sections
         draft: str = plan.template.render(**ctx, tokens=_TOKENS_SLOT)
         if not marked:
             return _Probe(*self._fixed_point(draft, counter), dropped, {}, 0)
@@ -615,7 +670,8 @@ class Renderer:
 
     def _find_template(self, spec: ActionSpec) -> Template:
         own = f"{spec.name}.xml.j2"
-        name = spec.template or (own if own in self.domain.templates or (TEMPLATES_DIR / own).exists() else DEFAULT_TEMPLATE)
+        fallback = MINIMAL_TEMPLATE if spec.minimal else DEFAULT_TEMPLATE
+        name = spec.template or (own if own in self.domain.templates or (TEMPLATES_DIR / own).exists() else fallback)
         try:
             return self.env.get_template(name)
         except TemplateNotFound:
@@ -733,6 +789,26 @@ def _zone_groups(lines: list[tuple[str, int, compact.ZoneLine]], window_from: in
     return out
 
 
+def _flat_lines(plan: _Plan, zone: list[tuple[str, int, compact.ZoneLine]], turns: list[tuple[str, int, Message]],
+                tag: Callable[[Any, str, int], Any]) -> list[dict[str, Any]]:
+    """A minimal context's turns and summary lines as one list in the conversation's order, each
+    one text line "m7 user: …" (a tool's turn names its tool: "m8 tool:search: …")."""
+    out: list[tuple[int, dict[str, Any]]] = []
+    for tier, position, z in zone:
+        src = z.sources if len(z.sources) <= 2 else (z.sources[0], z.sources[-1])
+        out.append((z.sources[0], {"src": tag(" ".join(f"m{i}" for i in src), tier, position),
+                                   "times": len(z.sources) if len(z.sources) > 2 else None, "role": tag(z.role, tier, position),
+                                   "reason": "retrieved" if plan.wanted_back.intersection(z.sources) else None,
+                                   "text": tag(z.text, tier, position)}))
+    for tier, position, m in turns:
+        seen = plan.seen[m.index]
+        role = f"{seen['role']}:{seen['name']}" if seen.get("name") else seen["role"]
+        out.append((m.index, {"src": tag(f"m{m.index}", tier, position), "times": None, "role": tag(role, tier, position),
+                              "reason": "retrieved" if m.index in plan.wanted_back else None,
+                              "text": tag(seen["content"], tier, position)}))
+    return [d for _, d in sorted(out, key=lambda x: x[0])]
+
+
 def _dropped_summary(plan: _Plan, kept: dict[str, int], zone_lines: int) -> list[str]:
     sizes = plan.sizes()
     parts = [(sizes["recent"] + sizes["latest"] - kept["recent"] - kept["latest"], "recent turn"),
@@ -792,10 +868,16 @@ def render_many(parts: list[RenderPart], action: str, budget: int | str | None =
     # The messages are the conversation's, the same in every part: the lead's plan holds the turns
     # and the summary lines (judged against every state), the others only their fields and asks.
     language = language or lead._language(parts[0].messages)
+    # A minimal envelope: what every state holds and the offers every state left open.
+    offers: minimal.Offers = {}
+    for p in parts if specs[0].minimal else ():
+        minimal.open_offers(p.state, offers)
+    held = minimal.held([p.state for p in parts]) if specs[0].minimal else None
     plans = [p.renderer._plan(p.state, action, p.messages if i == 0 else [], budget, language, p.summary if i == 0 else [],
-                              p.anchors if i == 0 else {}, None, None, None, absorbed_by=absorbed)
+                              p.anchors if i == 0 else {}, None, None, None, absorbed_by=absorbed, offers_by=offers,
+                              held_by=held, domains_by=names)
              for i, p in enumerate(parts)]
-    plan = _joined(parts, plans, lead.env.get_template(MULTI_TEMPLATE))
+    plan = _joined(parts, plans, lead.env.get_template(MINIMAL_TEMPLATE if specs[0].minimal else MULTI_TEMPLATE))
     state = parts[0].state
 
     def fallback(lost: list[str]) -> RenderedContext:
@@ -829,6 +911,6 @@ def _joined(parts: list[RenderPart], plans: list[_Plan], template: Template) -> 
     texts = [lead.seen[i]["content"] for i in sorted(lead.seen)]
     return replace(lead, template=template, names=names, protected=protected, optional=optional, missing=missing,
                    alerts=alerts, fixed_alerts=fixed_alerts,
-                   entities=compact.entity_graph(texts, known, relations),
+                   entities=compact.entity_graph(texts, known, relations) if not lead.spec.minimal else [],
                    sections={p.renderer.domain.name: (p.renderer, p.state) for p in parts},
                    label=" ".join(p.renderer.domain.name for p in parts))

@@ -49,6 +49,9 @@ def where_shown(xml: str, msg: Message, retrieved: list[int]) -> dict[str, Any]:
         for turn in root.findall(f"{section}/turn"):
             if turn.get("round") == str(msg.round) and turn.get("role") == msg.role:
                 return {"as": section, "reason": turn.get("reason")}
+    for line in shown_lines(root):  # a minimal context: turns and summary lines, one list, between its elements
+        if ref in line["src"].split():
+            return {"as": "turns", "reason": line.get("reason"), "line": line["text"]}
     for group in root.findall("summary/*"):
         for line in shown_lines(group):
             if ref in line["src"].split():

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..domain import Domain
+from ..extract.enums import EnumMatcher
 from ..lang import detect_language
 from ..inject.compact import FACT, NOTE, STAGE_ROUNDS, VALUE, SummaryLine, stage_of
 from ..inject.history import tool_text, words
@@ -50,8 +51,26 @@ _VALUE_SPANS = re.compile(
 ANCHOR_NAMES = ("goal", "subtask")
 
 
-def _value_spans(text: str) -> tuple[tuple[int, int], ...]:
-    return tuple(m.span() for m in _VALUE_SPANS.finditer(text))
+def _value_spans(text: str, domain: Domain | None = None) -> tuple[tuple[int, int], ...]:
+    """Value-like spans: numbers, dates, identifiers, quoted strings, capitalised names, and the
+    domain's own entities (a phrase of an enum or gazetteer field: "北京方恒假日酒店" is a name
+    though nothing in its script says so)."""
+    spans = [m.span() for m in _VALUE_SPANS.finditer(text)]
+    for matcher in _entity_matchers(domain) if domain is not None else ():
+        spans.extend((a, b) for a, b, _, _ in matcher.finditer(text))
+    return tuple(sorted(set(spans)))
+
+
+_MATCHERS: dict[int, tuple[Domain, list[EnumMatcher]]] = {}  # by domain object: compiled once per loaded domain
+
+
+def _entity_matchers(domain: Domain) -> list[EnumMatcher]:
+    known = _MATCHERS.get(id(domain))
+    if known is None or known[0] is not domain:
+        if len(_MATCHERS) >= 32:
+            _MATCHERS.clear()
+        known = _MATCHERS[id(domain)] = (domain, [EnumMatcher(spec) for spec in domain.fields.values() if spec.synonyms])
+    return known[1]
 
 
 def _pieces(text: str) -> list[tuple[int, str]]:
@@ -91,7 +110,7 @@ def lines_of(domain: Domain, msg: Message) -> list[SummaryLine]:
         if not sentence:
             continue
         start = -1 if trimmed else offset + raw.index(sentence)
-        spans = _value_spans(sentence)
+        spans = _value_spans(sentence, domain)
         cued = msg.role == "user" and _is_fact(sentence, language)
         question = load_cues(language).question.search(sentence) is not None
         if cued or (msg.role == "user" and spans and not question and len(words(sentence)) >= MIN_NOTE_WORDS):
@@ -102,7 +121,7 @@ def lines_of(domain: Domain, msg: Message) -> list[SummaryLine]:
             kind = NOTE
         else:
             continue
-        out.append(SummaryLine(sentence, msg.round, msg.index, msg.role, kind, start, spans, cued))
+        out.append(SummaryLine(sentence, msg.round, msg.index, msg.role, kind, start, spans, cued, msg.domains))
     return out
 
 

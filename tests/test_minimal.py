@@ -1,0 +1,150 @@
+"""`minimal: true` on an action (issue 10, context size: inject/minimal.py): each value once. A
+turn the state absorbed is left out, a turn with a value the state did not take stays (until the
+budget forces it out, then it is named), the latest user message stays verbatim, an offer stays
+while it is open, and while the conversation is short the conversation itself is sent when it
+counts fewer tokens. Every value stays explainable: fields by `why FIELD`, lines by `why mN`."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from context_editor import ContextEditor, add_together, render_together
+from context_editor.echo import mask_echoes
+from context_editor.inject import minimal
+from context_editor.inject.compact import shown_lines
+from context_editor.inject.render import lost_fields
+from context_editor.inject.tokens import count_tokens
+
+DOMAINS = Path(__file__).parent / "domains"
+STAMP = "2024-05-01T19:00:00"
+# (role, text): the first turn is absorbed whole; the third holds a date the state has no field
+# for; the assistant's last turn offers another restaurant, which the user has not taken yet.
+TALK = {
+    "en": [("user", "A table for 4 at Sino in Boston at 7pm, please."),
+           ("assistant", "Sure. Anything else I should know?"),
+           ("user", "My sister flies in on June 12 and might join us."),
+           ("assistant", "Noted. How about Rosie's instead? It is quieter."),
+           ("user", "Let me think about it.")],
+    "zh": [("user", "晚上7点在上海找家餐厅，订鼎泰丰。"),
+           ("assistant", "好的。还有别的要求吗？"),
+           ("user", "我妹妹6月12日到，可能一起来。"),
+           ("assistant", "明白。换成海底捞怎么样？那里安静些。"),
+           ("user", "我再想想。")]}
+MORE = {"en": [("assistant", "Shall I book Sino in Boston for 4 at 7pm, then?"), ("user", "Yes, Sino for 4 at 7pm in Boston is right."),
+               ("assistant", "Booked. Your table at Sino is confirmed for 4 people at 7pm."),
+               ("user", "Great, thank you so much. We are all really looking forward to it, and we will be on time."),
+               ("assistant", "You're welcome. Enjoy your dinner!"),
+               ("user", "Thanks again, that is everything I needed from you today, have a lovely evening.")],
+        "zh": [("assistant", "那就订上海的鼎泰丰，晚上7点，可以吗？"), ("user", "可以，就订上海的鼎泰丰，晚上7点。"),
+               ("assistant", "订好了，上海鼎泰丰，晚上7点，已经确认。"),
+               ("user", "太好了，谢谢你。我们都很期待，会准时到的，麻烦你了。"),
+               ("assistant", "不客气，祝您用餐愉快！"),
+               ("user", "再次感谢，今天需要的都办好了，祝你晚上愉快，辛苦你了，再见。")]}
+OPEN = {"en": "My sister flies in on June 12 and might join us.", "zh": "我妹妹6月12日到，可能一起来。"}
+OFFER = {"en": "How about Rosie's instead?", "zh": "换成海底捞怎么样？"}
+
+
+def domain_file(tmp_path: Path, name: str, history_rounds: int = 4) -> Path:
+    """tests/domains/<name>.yaml with a minimal `track` that loads `history_rounds` rounds before the latest."""
+    text = (DOMAINS / f"{name}.yaml").read_text("utf-8")
+    text = text.replace("    required: []\n", f"    required: []\n    minimal: true\n    recent_rounds: 1\n    history_rounds: {history_rounds}\n")
+    path = tmp_path / str(history_rounds) / f"{name}.yaml"  # beside its sibling, for `carry:`
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text, "utf-8")
+    return path
+
+
+def turns(xml: str) -> dict[str, str]:
+    return {line["src"]: line["text"] for line in shown_lines(ET.fromstring(xml))}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_each_value_once_and_what_the_state_did_not_take_stays(tmp_path, language):
+    editor = ContextEditor(domain_file(tmp_path, "restaurant", history_rounds=1), "memory://")  # no longer loads it all
+    for role, text in TALK[language]:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    ctx = editor.render("c", "track")
+    assert ctx.tokens == count_tokens(ctx.xml)
+    root = ET.fromstring(ctx.xml)
+    state = (root.find("state").text or "").strip().splitlines()
+    name = "Sino" if language == "en" else "鼎泰丰"
+    assert f"name: {name} r1" in state and "time: 19:00 r1" in state
+    shown = turns(ctx.xml)
+    assert "m0" not in shown  # every value of it is in the state
+    assert shown["m2"] == OPEN[language]  # a date the state has no field for stays
+    assert OFFER[language] in shown["m3"]  # the offer is still open
+    assert shown["m4"] == TALK[language][4][1]  # the latest user message, verbatim
+    assert "m1" not in shown  # the assistant's question holds no value and was answered long ago
+    assert root.find("summary") is None and root.find("recent_turns") is None and "budget=" not in ctx.xml
+    # Explainable: the field by `why FIELD`, a line by `why mN --action track`.
+    assert editor.why("c", "name")["provenance"]["message_index"] == 0
+    assert editor.why_message("c", "m2", action="track")["shown"]["as"] == "turns"
+    assert editor.why_message("c", "m0", action="track")["shown"]["as"] is None
+    assert lost_fields(ctx.xml, {"name": name}) == []  # the protected-field guard reads the lines
+    _, nested = mask_echoes(f"pasted: {ctx.xml}")
+    assert nested  # the echo guard knows the form
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_short_conversation_is_sent_as_the_user_said_it_when_that_counts_fewer_tokens(tmp_path, language, monkeypatch):
+    editor = ContextEditor(domain_file(tmp_path, "restaurant"), "memory://")  # loads the whole (short) conversation
+    forms = []
+    for role, text in TALK[language] + MORE[language]:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+        if role != "user":
+            continue
+        small = editor.render("c", "track")
+        with monkeypatch.context() as m:  # the other candidate: the state form alone
+            m.setattr(minimal, "whole", lambda messages: False)
+            editor._rendered.clear()
+            structured = editor.render("c", "track")
+        editor._rendered.clear()
+        assert small.tokens == count_tokens(small.xml) and small.tokens <= structured.tokens
+        if small.xml == structured.xml:
+            forms.append("state")
+        else:  # every user turn verbatim, and only the values no shown turn said
+            assert small.tokens < structured.tokens
+            said = {f"m{m.index}": m.content for m in editor.store.messages("c") if m.role == "user"}
+            assert said.items() <= turns(small.xml).items()
+            fields = editor.state("c").fields
+            shown = {int(src[1:]) for src in turns(small.xml)}
+            for name in ("name", "city", "time"):
+                line = f"{name}: "
+                assert (line in small.xml) == (fields[name].provenance.message_index not in shown)
+            forms.append("conversation")
+    assert forms[0] == "conversation"  # one turn: the turn alone is smaller than its state and the turn
+    assert "state" in forms  # a longer one is smaller as state
+
+
+def test_the_budget_drops_an_open_line_whole_and_names_it(tmp_path):
+    editor = ContextEditor(domain_file(tmp_path, "restaurant", history_rounds=0), "memory://")
+    for role, text in TALK["en"]:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    full = editor.render("c", "track")
+    tight = editor.render("c", "track", budget=full.tokens - 5)
+    assert tight.tokens <= full.tokens - 5 and tight.tokens == count_tokens(tight.xml)
+    cut = ET.fromstring(tight.xml).find("truncated_context")
+    assert cut is not None and cut.get("budget") == str(full.tokens - 5)
+    gone = set(cut.get("lines", "").split())
+    assert gone and not gone & set(turns(tight.xml))  # named, and not shown
+    assert "m4" in turns(tight.xml)  # the latest user message outlives them
+
+
+def test_one_envelope_of_several_minimal_domains(tmp_path):
+    trip = [(ContextEditor(domain_file(tmp_path, name, history_rounds=0), "memory://"), "t") for name in ("restaurant", "hotel")]
+    add_together(trip, {"role": "user", "content": "A table for 4 at Sino in Boston at 7pm, please.", "domains": ["restaurant"],
+                        "timestamp": STAMP})
+    add_together(trip, {"role": "assistant", "content": "Done. Anything else?", "timestamp": STAMP})
+    add_together(trip, {"role": "user", "content": "And a room at the Hilton, under $200 a night.", "domains": ["hotel"],
+                        "timestamp": STAMP})
+    ctx = render_together(trip, "track")
+    root = ET.fromstring(ctx.xml)
+    groups = {g.get("domain"): (g.text or "").strip().splitlines() for g in root.iter("state")}
+    assert "name: Sino r1" in groups["restaurant"] and "name: Hilton r2" in groups["hotel"]
+    assert "city: Boston r1" in groups["hotel"]  # carried, and said once per domain
+    assert root.get("domain") is None  # each group names its domain
+    assert list(turns(ctx.xml)) == ["m2"]  # the rest is in the states
+    assert ctx.tokens == count_tokens(ctx.xml)
