@@ -31,7 +31,7 @@ def reference(lines, window_from, vocabulary, absorbed, hidden, minimal=False) -
     merged: dict[str, list[Any]] = {}
     for line in lines:
         rank = line.kind
-        spans = compact.open_spans(line, absorbed) if rank != NOTE else ()
+        spans = compact.open_spans(line, absorbed, minimal) if rank != NOTE else ()
         if rank != NOTE and not (line.cued and line.spans and not minimal) and (
                 not spans if line.spans else compact.is_covered(line, absorbed)):
             rank = NOTE

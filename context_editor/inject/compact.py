@@ -175,9 +175,10 @@ def is_covered(line: SummaryLine, absorbed: Absorbed) -> bool:
     return not open_spans(line, absorbed)
 
 
-def open_spans(line: SummaryLine, absorbed: Absorbed) -> tuple[str, ...]:
+def open_spans(line: SummaryLine, absorbed: Absorbed, exact: bool = False) -> tuple[str, ...]:
     """The line's value-like spans (lowercased) that are neither a state value nor inside the
-    provenance span of one."""
+    provenance span of one. `exact`: a short one counts as a state value when it is one whole
+    ("4" said again of a party of 4; a minimal context, inject/minimal.py)."""
     provenance, texts = absorbed
     spans = provenance.get(line.index, ())
     start = line.start
@@ -190,7 +191,8 @@ def open_spans(line: SummaryLine, absorbed: Absorbed) -> tuple[str, ...]:
         piece = line.text[a:b].lower()
         # Short numbers ("6") match too much by text ("6 travellers" is not "6 years old"):
         # they count as absorbed only through provenance.
-        if not in_provenance(a, b) and not (len(piece) >= 3 and any(piece in t for t in texts)):
+        if not in_provenance(a, b) and not (len(piece) >= 3 and any(piece in t for t in texts)) \
+                and not (exact and piece in texts):
             out.append(piece)
     return tuple(dict.fromkeys(out))
 
@@ -300,7 +302,7 @@ def _line_worth(line: SummaryLine, vocabulary: set[str], absorbed: Absorbed, hid
     """(tier, overlap with the vocabulary, masked text, open values), or None for a note too far
     from the action to show."""
     rank = line.kind
-    spans = open_spans(line, absorbed) if rank != NOTE else ()
+    spans = open_spans(line, absorbed, minimal) if rank != NOTE else ()
     # A cued fact that also carries values ("allergic to nuts, budget 2000") stays a fact:
     # the state absorbing its number says nothing about the allergy (unless the action shows
     # each value once: then the values say what it is about).

@@ -59,7 +59,7 @@ def unread(summary: Sequence[compact.SummaryLine], index: int, absorbed: compact
     for line in reversed(summary):
         if line.index < index:
             return False
-        if line.index == index and compact.open_spans(line, absorbed):
+        if line.index == index and compact.open_spans(line, absorbed, exact=True):
             return True
     return False
 

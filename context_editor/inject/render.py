@@ -92,16 +92,31 @@ def lost_fields(xml: str, expected: dict[str, str]) -> list[str]:
               for group in root.iter("state") if group.get("domain") for el in group.iter("field")}
     # An action with `state_lines` shows a field as the line "name: value (rN source)" (set in
     # round N), its value on one line.
-    lines = [(group.get("domain"), m.group(1), m.group(2).strip()) for group in root.iter("state")
-             for m in STATE_LINE.finditer(group.text or "")]
+    lines = state_lines(root)
     on_line = {(n, text) for _, n, text in lines} | {(f"{d}.{n}", text) for d, n, text in lines if d}
     return [n for n, text in expected.items()
             if (n, xml_safe(text).strip()) not in shown and (n, " ".join(xml_safe(text).split())) not in on_line]
 
 
 # One field of a `state_lines` state (templates/default.xml.j2): "name: value (r3 initial)"; of a
-# `minimal` one (templates/minimal.xml.j2): "name: value r3".
+# `minimal` one (templates/minimal.xml.j2): "name: value r3", after the line "# domain" of its
+# domain in an envelope of several.
 STATE_LINE = re.compile(r"^[ \t]*([^\s:]+): (.*) (?:\(r\d+ [a-z_]+\)|r\d+)[ \t]*$", re.M)
+GROUP_LINE = re.compile(r"^[ \t]*# (\S+)[ \t]*$")
+
+
+def state_lines(root: ElementTree.Element) -> list[tuple[str | None, str, str]]:
+    """(domain or None, field, value) of every state line of a rendered context (the root element)."""
+    out = []
+    for group in root.iter("state"):
+        domain = group.get("domain")
+        for raw in (group.text or "").splitlines():
+            head = GROUP_LINE.match(raw)
+            if head:
+                domain = head.group(1)
+            elif m := STATE_LINE.match(raw):
+                out.append((domain, m.group(1), m.group(2).strip()))
+    return out
 
 
 def _finalize(value: Any) -> Any:
