@@ -271,6 +271,7 @@ ZONE_VIEWS = 32  # (session, state view) pairs whose line worth and settled past
 _Worth = tuple[str, int, str, tuple[str, ...]]  # tier, overlap with the vocabulary, masked text, open values
 _UNSCORED: _Worth = ("", 0, "", ())  # a line not scored yet (told apart by identity)
 _scores: dict[tuple[Any, ...], _Scored] = {}
+_latest: _Scored | None = None  # the view scored last (`past_of` right after a render finds it without a key)
 
 
 def _scored(lines: list[SummaryLine], view: tuple[Any, ...], journal: list[int] | None, version: int,
@@ -298,6 +299,8 @@ def _scored(lines: list[SummaryLine], view: tuple[Any, ...], journal: list[int] 
             known.past = None
     scores.extend([_UNSCORED] * (len(lines) - len(scores)))
     known.lines, known.version, known.inputs = lines, version, (vocabulary, absorbed, hidden)
+    global _latest
+    _latest = known
     return known
 
 
@@ -475,7 +478,10 @@ UNLOADED: Any = _Unloaded()
 
 def past_of(lines: list[SummaryLine], vocabulary: set[str], absorbed: Absorbed, hidden: Hidden) -> _Past | None:
     """The settled past the last `zone_lines` call on these lines and this live state's view kept."""
-    known = _scores.get(_view(vocabulary, absorbed, hidden))
+    known = _latest
+    if known is None or known.lines is not lines or known.inputs[1] is not absorbed or known.inputs[2] is not hidden \
+            or known.inputs[0] is not vocabulary:
+        known = _scores.get(_view(vocabulary, absorbed, hidden))
     journal = _journal(absorbed)[0]
     if journal is None or known is None or known.journal is not journal or known.lines is not lines:
         return None
@@ -501,15 +507,16 @@ def past_fingerprint(absorbed: Absorbed, hidden: Hidden, reads: Iterable[int], s
     `salt` names the rest (domain version, action, bounds)."""
     provenance, texts = absorbed
 
-    def of(spans: Mapping[int, Any], i: int) -> Any:
-        v = spans.get(i, ())
-        return v if len(v) < 2 else sorted(map(tuple, v))  # a state folded otherwise may list them otherwise
+    def of(spans: Mapping[int, Any]) -> list[Any]:
+        got = [spans.get(i, ()) for i in order]
+        # A state folded another way (from a snapshot) may list one message's spans in another order.
+        return [v if len(v) < 2 else sorted(map(tuple, v)) for v in got]
 
     order = sorted(reads)
-    parts: list[Any] = [PAST_FORMAT, salt, sorted(texts), order, [of(provenance, i) for i in order]]
+    parts: list[Any] = [PAST_FORMAT, salt, sorted(texts), order, of(provenance)]
     for f in fields(hidden):  # every field, so one added later is never left out
         value = getattr(hidden, f.name)
-        parts.append([of(value, i) for i in order] if f.name == "spans" else
+        parts.append(of(value) if f.name == "spans" else
                      sorted(map(repr, value.items())) if isinstance(value, dict) else sorted(map(repr, value)))
     return hashlib.blake2b(repr(parts).encode("utf-8"), digest_size=16).hexdigest()
 
