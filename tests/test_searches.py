@@ -125,3 +125,16 @@ def test_a_rating_said_after_its_place_belongs_to_that_place_only():
         editor.add(f"s{i}", {"role": "user", "content": text, "timestamp": TS})
     assert editor.state("s0").get("rating") == "4.5分以上"
     assert editor.state("s1").get("rating") is None  # the hotel's rating, said after the restaurant
+
+
+@pytest.mark.parametrize("turns", [
+    ["A: 推荐您去全聚德。", "这家店有烤鸭吗？"], ["A: 推荐您去全聚德。", "好的，那里有包子吗？"],
+    ["A: I recommend Quanjude.", "Do they have roast duck?"], ["A: I recommend Quanjude.", "Does it serve dumplings?"],
+])
+def test_a_question_about_the_thing_offered_is_no_wish_even_without_offers(turns, tmp_path):
+    """A domain that reads no offers (`offers: false`: a recommendation is a result, not a value the
+    user takes) still hears a question about the recommended thing as a question, not a wish."""
+    off = tmp_path / "eatery.yaml"
+    off.write_text(EATERY.read_text("utf-8").replace("new_search: search}", "new_search: search, offers: false}"), "utf-8")
+    assert talk(*turns, domain=off)[1] == {}
+    assert talk("想吃烤鸭", domain=off)[1] == {"dishes": ["烤鸭"]}

@@ -195,8 +195,10 @@ class Extractor:
         out = self._one_field_per_span(out, set(prior.asks) if prior is not None and msg.role == "user" and self.answers_on else set())
         if msg.role != "user":
             return out
-        asking = thing_questions(text) if self.offers_on else []
-        if asking:  # "Is it furnished?": a value asked about is not a wish
+        # "Is it furnished?", "这家酒店有会议室吗？": a value asked about a thing on the table is not a
+        # wish, whether or not the domain reads offers (a recommendation is still on the table).
+        asking = thing_questions(text)
+        if asking:
             out = [c for c in out if c.kind != "value" or not any(s <= c.provenance.span[0] < e for s, e in asking)]
         if prior is not None and prior.named and self.offers_on:
             out = self._named_offers(msg, text, prior, out)
