@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from context_editor import ContextEditor
 from context_editor import audit
@@ -103,6 +104,8 @@ def test_lint_names_a_new_search_of_no_action(tmp_path):
     bad.write_text(EATERY.read_text("utf-8").replace("new_search: search", "new_search: serch"), "utf-8")
     problems = lint_domain(bad)[1]
     assert any("new_search: serch" in p.message and p.severity == "error" for p in problems)
+    bad.write_text(EATERY.read_text("utf-8").replace("new_search: search", "new_search: search, relax: serch"), "utf-8")
+    assert any("relax: serch" in p.message and p.severity == "error" for p in lint_domain(bad)[1])
     assert not [p for p in lint_domain(EATERY)[1] if p.severity == "error"]
 
 
@@ -138,3 +141,60 @@ def test_a_question_about_the_thing_offered_is_no_wish_even_without_offers(turns
     off.write_text(EATERY.read_text("utf-8").replace("new_search: search}", "new_search: search, offers: false}"), "utf-8")
     assert talk(*turns, domain=off)[1] == {}
     assert talk("想吃烤鸭", domain=off)[1] == {"dishes": ["烤鸭"]}
+
+
+def _relaxing(tmp_path: Path, relax: bool = True) -> Path:
+    """A search with a price per person (the zh rule pack's, and an inline English one) and a cuisine."""
+    price = {"type": "text", "extract": ["slot.price.per_person",
+                                         {"pattern": r"(?P<value>(?:under|at least|over)\s+\$\d+|\$\d+\s*(?:-|to)\s*\$?\d+|\$\d+)",
+                                          "parse": "text"}]}
+    doc = {"domain": "r", "version": 1, "languages": ["zh", "en"],
+           "fields": {"price": price, "cuisine": EATERY_FIELDS["cuisine"]},
+           "actions": {"search": {"fields": ["price", "cuisine"]}}}
+    path = tmp_path / f"relax-{relax}.yaml"
+    path.write_text(yaml.safe_dump({**doc, "dialogue": {"relax": "search"}} if relax else doc, allow_unicode=True), "utf-8")
+    return path
+
+
+EATERY_FIELDS = {"cuisine": {"type": "enum", "values": {"川菜": ["Sichuan"], "粤菜": ["Cantonese"]}}}
+
+
+@pytest.mark.parametrize("turns, expected", [
+    # the offer is outside the constraint: the search relaxed it
+    (["帮我找一家人均消费50-100元的川菜馆", "A: 抱歉，没有完全符合的，推荐您去黄门老灶，人均消费是119元。"], {"cuisine": "川菜"}),
+    (["Find me a Sichuan place under $50", "A: Sorry, nothing matches. Shu Xiang is $65."], {"cuisine": "川菜"}),
+    # the offer meets it: nothing relaxed
+    (["帮我找一家人均消费50-100元的川菜馆", "A: 推荐您去聚宝源，人均消费89元。"], {"cuisine": "川菜", "price": "50-100元"}),
+    (["Find me a Sichuan place under $50", "A: Shu Xiang is $45."], {"cuisine": "川菜", "price": "under $50"}),
+    # no value of the constraint stated: nothing relaxed
+    (["帮我找一家人均消费50-100元的川菜馆", "A: 推荐您去聚宝源。"], {"cuisine": "川菜", "price": "50-100元"}),
+    # an enum is relaxed by another of its values
+    (["Find me a Sichuan place under $50", "A: No Sichuan place is that cheap; the closest is a Cantonese one at $45."],
+     {"price": "under $50"}),
+])
+def test_an_offer_outside_a_constraint_relaxes_it(turns, expected, tmp_path):
+    assert talk(*turns, domain=_relaxing(tmp_path))[1] == expected
+
+
+def test_a_relaxed_constraint_is_in_the_log_replays_identically_and_is_off_unless_declared(tmp_path):
+    turns = ["帮我找一家人均消费50-100元的川菜馆", "A: 抱歉，推荐您去黄门老灶，人均消费是119元。", "它几点开门？"]
+    for relax, store in ((True, f"sqlite:///{tmp_path / 's.db'}"), (False, "memory://")):
+        editor, _ = talk(*turns, domain=_relaxing(tmp_path, relax), store=store)
+        relaxed = [e for e in editor.store.edits("s") if e.reason == "RELAXED_BY_ASSISTANT"]
+        if relax:
+            assert [(e.op, e.field, e.before) for e in relaxed] == [("clear", "price", "50-100元")]
+            assert relaxed[0].provenance is not None and relaxed[0].provenance.text == "119元"
+            assert audit.replay(SQLiteStore(tmp_path / "s.db"), "s").identical
+        else:
+            assert relaxed == [] and editor.state("s").get("price") == "50-100元"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("50-100元", (50, 100)), ("4.5分以上", (4.5, float("inf"))), ("100元以下", (float("-inf"), 100)), ("5分", (5, 5)),
+    ("3小时 - 4小时", (3, 4)), ("under $50", (float("-inf"), 50)), ("at least 4 stars", (4, float("inf"))),
+    ("between 3 and 5", (3, 5)), ("免费", None), ("free", None),
+])
+def test_the_interval_a_constraint_covers(text, expected):
+    from context_editor.extract.numbers.bounds import interval  # noqa: PLC0415
+
+    assert interval(text) == expected

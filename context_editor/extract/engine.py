@@ -36,6 +36,7 @@ from .confirm import AskMatcher, confirmation, decline, offer_spans, pick, thing
 from .cues import load_cues
 from .enums import EnumMatcher
 from .negation import is_negated
+from .numbers.bounds import meets
 from .prefilter import Present
 from .preference import Indifference
 from ..domain.kinds import accepts, things_named, with_subject
@@ -159,9 +160,11 @@ class Extractor:
                           extractor=extractor, confidence=confidence, domain_version=self.domain.version_hash,
                           message_id=msg.id)
 
-    def extract(self, msg: Message, now: datetime, prior: Prior | None = None) -> list[Candidate]:
+    def extract(self, msg: Message, now: datetime, prior: Prior | None = None,
+                held: dict[str, Any] | None = None) -> list[Candidate]:
         """All candidates in `msg`, in field order then text order (deterministic); a user
-        message is read as the reply to `prior`, the assistant message before it."""
+        message is read as the reply to `prior`, the assistant message before it; an assistant
+        message against `held`, the search constraints the session holds (`dialogue: relax`)."""
         if msg.role == "tool":
             data = parse_json(msg.content)
             if data is not None:
@@ -194,7 +197,7 @@ class Extractor:
             out.extend(found)
         out = self._one_field_per_span(out, set(prior.asks) if prior is not None and msg.role == "user" and self.answers_on else set())
         if msg.role != "user":
-            return out
+            return out + (self._relaxed(msg, text, present, now, held) if msg.role == "assistant" and held else [])
         # "Is it furnished?", "这家酒店有会议室吗？": a value asked about a thing on the table is not a
         # wish, whether or not the domain reads offers (a recommendation is still on the table).
         asking = thing_questions(text)
@@ -220,6 +223,37 @@ class Extractor:
             return []
         return [Candidate("", action.name, self._prov(msg, m.start(), m.end(), m.group(0), "dialogue:new_search", 1.0),
                           kind="new_search")]
+
+    @property
+    def relax_action(self) -> str | None:
+        """`dialogue: {relax: <action>}`: the action whose fields an assistant's offer may relax."""
+        name = str(self.domain.dialogue.get("relax") or "")
+        return name if name in self.domain.actions else None
+
+    def _relaxed(self, msg: Message, text: str, present: Present, now: datetime, held: dict[str, Any]) -> list[Candidate]:
+        """With `dialogue: {relax: <action>}`: an assistant message that states, for a constraint the
+        user holds, a value outside it ("人均消费是119元" against "50-100元", "评分4.3分" against
+        "4.5分以上", "a 3-star hotel" against "4 stars") offers something the search did not find:
+        that constraint was relaxed. A `relax` candidate per such field (value: the value stated);
+        Transform clears the constraint. A value that meets it ("人均89元") relaxes nothing, nor does
+        one that says no number (an enum is met only by the same value)."""
+        action = self.domain.actions.get(self.relax_action or "")
+        out: list[Candidate] = []
+        for name in action.fields if action is not None else ():
+            spec = self.domain.fields.get(name)
+            held_value = held.get(name)
+            if spec is None or spec.is_list or held_value is None or held_value == NO_PREFERENCE:
+                continue
+            stated = self._from_rules(msg, text, present, spec, now)
+            if spec.synonyms and spec.enum_match == "text":
+                stated.extend(self._from_enum(msg, text, present, spec))
+            first = next((c for c in stated if c.kind == "value" and not c.negated), None)
+            if first is None:
+                continue
+            met = meets(str(held_value), str(first.value))
+            if met is False or met is None and spec.synonyms and first.value != held_value:
+                out.append(replace(first, kind="relax"))
+        return out
 
     def _no_preference(self, msg: Message, text: str, prior: Prior | None, found: list[Candidate]) -> list[Candidate]:
         """`found`, plus "any" for the fields the reply says any value of will do ("any date is fine",
