@@ -198,3 +198,29 @@ def test_the_interval_a_constraint_covers(text, expected):
     from context_editor.extract.numbers.bounds import interval  # noqa: PLC0415
 
     assert interval(text) == expected
+
+
+NAMES = Path(__file__).resolve().parent / "domains" / "diner.yaml"
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (["我要去全聚德吃饭"], {"name": "全聚德"}),                                   # brought up by the user
+    (["I'd like to eat at Quanjude"], {"name": "全聚德"}),
+    (["帮我找家川菜馆", "A: 推荐您去全聚德或者东来顺。", "就去全聚德吧"], {"cuisine": "川菜"}),  # a pick from the list
+    (["Find me a Sichuan place", "A: I found Quanjude and Donglaishun.", "Quanjude, please"], {"cuisine": "川菜"}),
+    (["我要去全聚德吃饭", "A: 好的。", "全聚德几点开门？"], {"name": "全聚德"}),           # said again: still that one
+    (["我要去全聚德吃饭", "A: 全聚德周边有东来顺。", "那去东来顺吧"], {"name": "全聚德"}),   # the assistant named it
+    (["在故宫附近帮我找个好吃的餐馆"], {"landmark": "故宫"}),                           # a landmark, not a name
+    (["Find me a Sichuan restaurant near the Forbidden City"], {"cuisine": "川菜", "landmark": "故宫"}),
+])
+def test_a_name_counts_only_when_the_user_brings_it_up(turns, expected):
+    assert talk(*turns, domain=NAMES)[1] == expected
+
+
+def test_a_name_named_before_is_in_the_log_and_replays_identically(tmp_path):
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    editor, got = talk("帮我找家川菜馆", "A: 推荐您去全聚德或者东来顺。", "就去全聚德吧", domain=NAMES, store=db)
+    edits = [(e.op, e.field, e.after, e.reason) for e in editor.store.edits("s") if e.field == "name"]
+    assert edits == [("reject", "name", "全聚德", "MENTIONED_IN_CONVERSATION"), ("reject", "name", "东来顺", "MENTIONED_IN_CONVERSATION"),
+                     ("reject", "name", "全聚德", "NAMED_BEFORE")]
+    assert audit.replay(SQLiteStore(tmp_path / "s.db"), "s").identical

@@ -197,7 +197,9 @@ class Extractor:
             out.extend(found)
         out = self._one_field_per_span(out, set(prior.asks) if prior is not None and msg.role == "user" and self.answers_on else set())
         if msg.role != "user":
-            return out + (self._relaxed(msg, text, present, now, held) if msg.role == "assistant" and held else [])
+            return (out + (self._relaxed(msg, text, present, now, held) if msg.role == "assistant" and held else [])
+                    + (self._mentioned(msg, text, present) if msg.role == "assistant" else []))
+        out = self._landmarks_are_no_mentions(out)
         # "Is it furnished?", "这家酒店有会议室吗？": a value asked about a thing on the table is not a
         # wish, whether or not the domain reads offers (a recommendation is still on the table).
         asking = thing_questions(text)
@@ -223,6 +225,25 @@ class Extractor:
             return []
         return [Candidate("", action.name, self._prov(msg, m.start(), m.end(), m.group(0), "dialogue:new_search", 1.0),
                           kind="new_search")]
+
+    @cached_property
+    def new_only(self) -> tuple[str, ...]:
+        """The enum fields that take only values the conversation has not named before (`mentions: new`)."""
+        return tuple(n for n, f in self.domain.fields.items() if f.mentions == "new" and n in self.enum_matchers)
+
+    def _mentioned(self, msg: Message, text: str, present: Present) -> list[Candidate]:
+        """The values of `mentions: new` fields an assistant message names ("推荐您去故宫"): Transform
+        notes them, so that the user naming one of them later refers to it rather than asks for it."""
+        return [replace(c, kind="mention") for name in self.new_only for c in self._from_enum(msg, text, present, self.domain.fields[name])]
+
+    def _landmarks_are_no_mentions(self, found: list[Candidate]) -> list[Candidate]:
+        """A name another field's rule reads with its cue ("故宫周边的餐馆": a landmark) is that field's;
+        it is no mention of a `mentions: new` field."""
+        if not self.new_only:
+            return found
+        ruled = [c.provenance.span for c in found if c.kind == "value" and c.provenance.extractor.startswith("rule:")]
+        return [c for c in found if c.field not in self.new_only or not c.provenance.extractor.startswith("enum:")
+                or not any(s < c.provenance.span[1] and c.provenance.span[0] < e for s, e in ruled)]
 
     @property
     def relax_action(self) -> str | None:

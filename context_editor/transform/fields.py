@@ -41,6 +41,8 @@ CONFIRMED = "CONFIRMED_BY_USER"
 DECLINED = "DECLINED_BY_USER"
 NEW_SEARCH = "NEW_SEARCH"  # a request for a new search cleared a constraint it did not restate
 RELAXED = "RELAXED_BY_ASSISTANT"  # the assistant offered a value outside a constraint: the search relaxed it
+MENTIONED = "MENTIONED_IN_CONVERSATION"  # a `mentions: new` field's value the assistant named (not set)
+NAMED_BEFORE = "NAMED_BEFORE"  # the user repeated a value the conversation named before: a reference, not a new value
 PICKED = "PICKED_OPTION_"  # + the number picked
 ANSWERED = "ANSWER_TO_ROUND_"  # + the round of the question
 
@@ -145,6 +147,11 @@ def _new_search_clears(state: State, domain: Domain, msg: Message, search: Candi
             for name in action.fields if name not in values and name not in removals and state.get(name) is not None]
 
 
+def _named_before(fs: FieldState | None, value: Any) -> bool:
+    """Whether the field's history already holds `value` (named by the assistant, said or set before)."""
+    return fs is not None and (fs.value == value or any(h.value == value for h in fs.history))
+
+
 def _value_edit(msg: Message, domain: Domain, spec: FieldSpec, fs: FieldState | None, cands: list[Candidate]) -> Edit | None:
     """The edit one scalar field gets from this message, by its policy (None: nothing changes)."""
     chosen = _chosen(cands)
@@ -229,6 +236,12 @@ def field_edits(state: State, domain: Domain, msg: Message, candidates: Iterable
         if c.kind in ("confirmation", "decline", "pick", "new_search"):
             acts.append(c)
             continue
+        if c.kind == "mention":
+            fs = state.fields.get(c.field)
+            if not _named_before(fs, c.value) and all(e.after != c.value or e.field != c.field for e in refused):
+                refused.append(edit(msg, domain, "reject", c.field, fs.value if fs else None, c.value, "proposal",
+                                    reason=MENTIONED, provenance=c.provenance))
+            continue
         if c.kind == "relax":
             if c.field not in relaxed and state.get(c.field) is not None:
                 relaxed[c.field] = c
@@ -247,6 +260,12 @@ def field_edits(state: State, domain: Domain, msg: Message, candidates: Iterable
         elif msg.role in spec.sources and _removes(spec, c):
             removals.setdefault(c.field, []).append(c)
         elif msg.role in spec.sources and _wanted(spec, c):
+            if spec.mentions == "new" and c.kind == "value" and _named_before(state.fields.get(c.field), c.value):
+                if all(e.after != c.value or e.field != c.field for e in refused):
+                    fs = state.fields.get(c.field)
+                    refused.append(edit(msg, domain, "reject", c.field, fs.value if fs else None, c.value, "initial",
+                                        reason=NAMED_BEFORE, provenance=c.provenance))
+                continue
             values.setdefault(c.field, []).append(c)
     out = _proposal_edits(state, domain, msg, proposals)
     # The assistant offered something outside a constraint (`dialogue: relax`): the search let it go.
