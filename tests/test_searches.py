@@ -224,3 +224,16 @@ def test_a_name_named_before_is_in_the_log_and_replays_identically(tmp_path):
     assert edits == [("reject", "name", "全聚德", "MENTIONED_IN_CONVERSATION"), ("reject", "name", "东来顺", "MENTIONED_IN_CONVERSATION"),
                      ("reject", "name", "全聚德", "NAMED_BEFORE")]
     assert audit.replay(SQLiteStore(tmp_path / "s.db"), "s").identical
+
+
+@pytest.mark.parametrize("turns, expected", [
+    (["我要去全聚德烤鸭店吃饭"], {"name": "全聚德烤鸭店"}),            # no roast duck asked for
+    (["I'd like to eat at Pizza Hut"], {"name": "Pizza Hut"}),
+    (["想吃烤鸭"], {"dishes": ["烤鸭"]}), (["I'd like pizza"], {"dishes": ["pizza"]}),
+])
+def test_a_word_inside_a_longer_name_is_part_of_the_name(turns, expected, tmp_path):
+    doc = tmp_path / "diner.yaml"
+    text = NAMES.read_text("utf-8").replace("    values: {全聚德: [Quanjude],", "    values: {全聚德烤鸭店: [], Pizza Hut: [], 全聚德: [Quanjude],")
+    dishes = "  dishes: {type: list, items: {type: enum, values: {烤鸭: [roast duck], pizza: []}}}\n"
+    doc.write_text(text.replace("  cuisine:\n", dishes + "  cuisine:\n"), "utf-8")
+    assert talk(*turns, domain=doc)[1] == expected

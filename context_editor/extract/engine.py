@@ -195,7 +195,8 @@ class Extractor:
                 if spec.type == "text" and not spec.synonyms and not spec.is_list:
                     found = self._listed(msg, text, found)
             out.extend(found)
-        out = self._one_field_per_span(out, set(prior.asks) if prior is not None and msg.role == "user" and self.answers_on else set())
+        out = self._one_field_per_span(self._inside_longer_names(out),
+                                       set(prior.asks) if prior is not None and msg.role == "user" and self.answers_on else set())
         if msg.role != "user":
             return (out + (self._relaxed(msg, text, present, now, held) if msg.role == "assistant" and held else [])
                     + (self._mentioned(msg, text, present) if msg.role == "assistant" else []))
@@ -336,6 +337,15 @@ class Extractor:
             out.append(Candidate(name, value, self._prov(msg, m.start(), m.end(), m.group(0), "offer:named", 0.9)))
             said.add(name)
         return out
+
+    @staticmethod
+    def _inside_longer_names(found: list[Candidate]) -> list[Candidate]:
+        """A value of one enum found inside a longer value of another ("烤鸭" in "全聚德烤鸭店", "pizza"
+        in "Pizza Hut") is part of that name, not a mention of its own."""
+        spans = [(c.provenance.span, c.field) for c in found if c.provenance.extractor.startswith("enum:")]
+        return [c for c in found if not c.provenance.extractor.startswith("enum:") or not any(
+            f != c.field and s <= c.provenance.span[0] and c.provenance.span[1] <= e and e - s > c.provenance.span[1] - c.provenance.span[0]
+            for (s, e), f in spans)]
 
     def _one_field_per_span(self, found: list[Candidate], asked: set[str]) -> list[Candidate]:
         """One span says one value: where fields of the same type read the same words ("leaving on
