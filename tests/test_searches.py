@@ -237,3 +237,20 @@ def test_a_word_inside_a_longer_name_is_part_of_the_name(turns, expected, tmp_pa
     dishes = "  dishes: {type: list, items: {type: enum, values: {烤鸭: [roast duck], pizza: []}}}\n"
     doc.write_text(text.replace("  cuisine:\n", dishes + "  cuisine:\n"), "utf-8")
     assert talk(*turns, domain=doc)[1] == expected
+
+
+@pytest.mark.parametrize("turns, expected", [
+    # a yes/no question with no search word asks about the place on the table
+    (["A: 推荐您去全聚德。", "餐馆有烤鸭吗？"], {}), (["A: 推荐您去全聚德。", "餐馆是否提供包子？"], {}),
+    (["A: I recommend Quanjude.", "Do they have roast duck?"], {}),
+    (["A: 推荐您去全聚德。", "我想吃包子，餐馆有烤鸭吗？"], {"dishes": ["包子"]}),  # only the clause that asks
+    (["A: 推荐您去全聚德。", "有烤鸭吗？"], {"dishes": ["烤鸭"]}),  # names no place: a wish ("have you got it?")
+    # searches phrased as questions stay searches
+    (["有卖烤鸭的餐馆吗？"], {"dishes": ["烤鸭"]}), (["A: 附近有三家。", "有做烤鸭的吗？"], {"dishes": ["烤鸭"]}),
+    (["A: 附近有三家。", "哪家有烤鸭？"], {"dishes": ["烤鸭"]}), (["帮我找家有烤鸭的餐馆好吗？"], {"dishes": ["烤鸭"]}),
+    (["Are there any places with roast duck?"], {"dishes": ["烤鸭"]}),
+])
+def test_a_yes_no_question_asks_about_the_thing_on_the_table(turns, expected, tmp_path):
+    off = tmp_path / "eatery.yaml"
+    off.write_text(EATERY.read_text("utf-8").replace("new_search: search}", "new_search: search, offers: false}"), "utf-8")
+    assert talk(*turns, domain=off)[1] == expected

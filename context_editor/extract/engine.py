@@ -32,7 +32,7 @@ from ..domain import Domain, FieldSpec
 from ..domain.rulepacks import extractor_ref
 from ..lang import detect_language
 from ..model import NO_PREFERENCE, Candidate, Message, Provenance
-from .confirm import AskMatcher, confirmation, decline, offer_spans, pick, thing_questions
+from .confirm import AskMatcher, confirmation, decline, offer_spans, pick, thing_questions, yes_no_questions
 from .cues import load_cues
 from .enums import EnumMatcher
 from .negation import is_negated
@@ -203,9 +203,10 @@ class Extractor:
         out = self._landmarks_are_no_mentions(out)
         # "Is it furnished?", "这家酒店有会议室吗？": a value asked about a thing on the table is not a
         # wish, whether or not the domain reads offers (a recommendation is still on the table).
-        asking = thing_questions(text)
-        if asking:
-            out = [c for c in out if c.kind != "value" or not any(s <= c.provenance.span[0] < e for s, e in asking)]
+        asking = thing_questions(text) + yes_no_questions(text)
+        if asking:  # (the thing a question is about may be named in it: a `mentions: new` name stays)
+            out = [c for c in out if c.kind != "value" or self.domain.fields[c.field].mentions == "new"
+                   or not any(s <= c.provenance.span[0] < e for s, e in asking)]
         if prior is not None and prior.named and self.offers_on:
             out = self._named_offers(msg, text, prior, out)
         if prior is not None and (prior.asks or prior.offered):
@@ -323,7 +324,7 @@ class Extractor:
         nothing else about: naming one of the options picks it ("Hellboy is good"), unless negated
         ("not Hellboy") or inside a question about it ("Is Hellboy scary?" asks)."""
         said = {c.field for c in found if c.kind in ("value", "answer")}
-        asking = thing_questions(text)
+        asking = thing_questions(text) + yes_no_questions(text)
         out = list(found)
         for name, words, value in prior.named:
             spec = self.domain.fields.get(name)
