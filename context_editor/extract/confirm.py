@@ -95,7 +95,7 @@ def yes_no_questions(text: str) -> list[tuple[int, int]]:
     cues = load_cues()
     if cues.yes_no is None:
         return []
-    out = []
+    out: list[tuple[int, int]] = []
     for m in _USER_SENTENCE.finditer(text):
         s, e = m.span()
         sentence = text[s:e]
