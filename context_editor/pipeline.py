@@ -32,13 +32,14 @@ from .lang.lexicon import using
 from .inject import RenderedContext, Renderer
 from .inject.render import RenderPart, render_many
 from .inject.budget import Window
+from .inject import compact
 from .inject.tokens import count_tokens
 from .llm import Answers, distil
 from .llm.distil import MAX_CHARS
 from .memory import SummaryZone
-from .memory import explain, retrieval
+from .memory import explain, past, retrieval
 from .memory.retrieval import Embedder, VectorIndex
-from .memory.summary import KIND as SUMMARY_KIND
+from .memory.summary import ANCHORS_KEY, KIND as SUMMARY_KIND
 from .memory.user import Remembered, UserMemory, memory_events, recall_edit, recalled
 from .model import ERASED, Candidate, Edit, Message, SearchFilter, State, session_owner
 from .store import MemoryStore, SessionInfo, Store, open_store
@@ -213,6 +214,7 @@ class ContextEditor:
         self._cache_sessions = max(cache_sessions, 1)
         self.history_cap = None if history_cap is None else max(history_cap, 1)
         self._zones: dict[str, SummaryZone] = {}
+        self._pasts: dict[str, dict[str, tuple[int, int, int]]] = {}  # session -> action -> the settled past stored last
         self._rendered: dict[str, dict[Any, tuple[tuple[Any, ...], RenderedContext]]] = {}  # session -> its latest renders
         self._tails: dict[str, tuple[int, list[Message]]] = {}  # session -> (first round, its messages since): `_window`
         self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
@@ -280,6 +282,7 @@ class ContextEditor:
         self._erased.pop(session, None)
         self._bound.pop(session, None)
         self._zones.pop(session, None)
+        self._pasts.pop(session, None)
         self._tails.pop(session, None)
         self._rendered.pop(session, None)
         self._priors.pop(session, None)
@@ -392,15 +395,21 @@ class ContextEditor:
     # ------------------------------------------------------------------ memory (derived data)
     def _summarize(self, session: str, msg: Message) -> None:
         """Fold a committed message into the session's summary zone and store what changed."""
-        zone = self._zone(session)
+        zone = self._zone(session, latest=True)
         zone.add(msg)
         for key, body in zone.bodies(zone.settled()).items():
             self.store.put_derived(session, SUMMARY_KIND, key, body)
 
-    def _zone(self, session: str) -> SummaryZone:
+    def _zone(self, session: str, latest: bool = False) -> SummaryZone:
+        """The session's summary zone, read from the store the first time and folded on. `latest`:
+        its latest stages are enough (a render that goes on from a stored past, or an append)."""
         zone = self._zones.get(session)
+        if zone is not None and zone.partial and not latest:
+            zone = None
         if zone is None:
-            zone = SummaryZone.from_bodies(self.domain, self.store.derived(session, SUMMARY_KIND))
+            zone = self._latest_zone(session) if latest else None
+            if zone is None:
+                zone = SummaryZone.from_bodies(self.domain, self.store.derived(session, SUMMARY_KIND))
             for m in self.store.messages(session, since_round=zone.resume_round()):
                 zone.add(m)
             for key, body in zone.bodies(zone.settled()).items():
@@ -408,10 +417,65 @@ class ContextEditor:
             self._zones[session] = zone
         return zone
 
+    def _latest_zone(self, session: str) -> SummaryZone | None:
+        """The zone's anchors and latest stages only, from the first stage any action's stored past
+        needs on (`memory.past`); None when the whole zone is needed or the stored stages do not
+        tell what comes before them (stored by an older version)."""
+        first = past.first_stage(self.domain, (self._cached(session) or self._live(session)).round)
+        if first is None:
+            return None
+        bodies = self.store.derived(session, SUMMARY_KIND, keys=(first, 2**62))
+        if first not in bodies or "before" not in bodies[first]:
+            return None
+        anchors = self.store.derived(session, SUMMARY_KIND, keys=(ANCHORS_KEY, ANCHORS_KEY))
+        return SummaryZone.from_bodies(self.domain, {**anchors, **bodies}, latest=True)
+
+    def _from_past(self, session: str, action: str, part: RenderPart) -> bool:
+        """Whether a render of `action` on this part's latest-stages zone can go on from a settled
+        past: the one this process kept in memory, or the one stored, if it belongs to this view."""
+        spec = self.domain.actions[action]
+        vocabulary, hidden, absorbed, _ = part.renderer.state_view(part.state, spec)
+        since = self._since(part.state, action)
+        if compact.past_ready(part.summary, since, vocabulary, absorbed, hidden):
+            return True
+        key = past.key_of(self.domain, action)
+        body = self.store.derived(session, past.KIND, keys=(key, key)).get(key)
+        reads = body.get("reads") if body is not None else None
+        if body is None or not isinstance(reads, list) or not all(isinstance(i, int) for i in reads) or \
+                body.get("fingerprint") != past.fingerprint(self.domain, action, self._zone(session, latest=True),
+                                                            compact.past_before(since), reads, absorbed, hidden):
+            return False  # none stored, or not this view's (stale), or not one this code wrote
+        if not compact.seed_past(part.summary, since, vocabulary, absorbed, hidden, body):
+            return False
+        kept = compact.past_of(part.summary, vocabulary, absorbed, hidden)
+        if kept is not None:
+            self._pasts.setdefault(session, {})[action] = (id(kept), kept.before, kept.count)
+        return True
+
+    def _keep_past(self, session: str, action: str, part: RenderPart) -> None:
+        """Store the settled past this render of `action` used, if it is new and long (`memory.past`)."""
+        spec = self.domain.actions[action]
+        vocabulary, hidden, absorbed, _ = part.renderer.state_view(part.state, spec)
+        kept = compact.past_of(part.summary, vocabulary, absorbed, hidden)
+        if kept is None or kept.count < past.MIN_LINES:
+            return
+        mark = (id(kept), kept.before, kept.count)
+        stored = self._pasts.setdefault(session, {})
+        if stored.get(action) == mark:
+            return
+        fingerprint = past.fingerprint(self.domain, action, self._zone(session, latest=True), kept.before, kept.reads,
+                                       absorbed, hidden)
+        if fingerprint is not None:
+            self.store.put_derived(session, past.KIND, past.key_of(self.domain, action),
+                                   {"fingerprint": fingerprint, **compact.past_body(kept)})
+        stored[action] = mark
+
     def rebuild_memory(self, session: str) -> SummaryZone:
         """Drop the session's derived memory (summary zone, search index) and recompute it from the raw log."""
         self.store.drop_derived(session, SUMMARY_KIND)
+        self.store.drop_derived(session, past.KIND)
         self._zones.pop(session, None)
+        self._pasts.pop(session, None)
         self.store.drop_search(session)
         self._indexed.discard(session)
         self.store.drop_derived(session, VectorIndex.KIND)
@@ -764,27 +828,36 @@ class ContextEditor:
         self.renderer.action(action)  # unknown action: the renderer's error, as without the memo
         state = self._live(session)
         return (action, budget, model, self.default_budget, state.last_seq, state.last_hash, state.message_index,
-                state.round, self._zone(session).last_index)
+                state.round, self._zone(session, latest=True).last_index)
 
     def _draft(self, session: str, action: str, budget: int | str | None, as_of_round: int | None,
                model: str | None) -> tuple[RenderedContext, list[str], list[tuple[Message, float]], int]:
         """A render and what it was made from: the search query, its hits (with scores) and the
         first round of the loaded window. Nothing is recorded or accounted here."""
-        part = self._render_part(session, action, as_of_round, model)
+        part = self._render_part(session, action, as_of_round, model, latest=as_of_round is None)
         view, since = self.domain.actions[action], self._since(part.state, action)
         self._recall_llm(session)
         query, hits = self._retrieve(session, part.state, view, part.messages, since)
-        ctx = part.renderer.render(part.state, action, part.messages, budget=budget if budget is not None else self.default_budget,
-                                   summary=part.summary, anchors=part.anchors, retrieved=[m for m, _ in hits])
+        try:
+            ctx = part.renderer.render(part.state, action, part.messages, budget=budget if budget is not None else self.default_budget,
+                                       summary=part.summary, anchors=part.anchors, retrieved=[m for m, _ in hits])
+        except compact.Unloaded:
+            # The render needed older lines than the latest stages after all: read the whole zone.
+            part = replace(part, summary=self._zone(session).lines(part.state.round))
+            ctx = part.renderer.render(part.state, action, part.messages, budget=budget if budget is not None else self.default_budget,
+                                       summary=part.summary, anchors=part.anchors, retrieved=[m for m, _ in hits])
+        if as_of_round is None:
+            self._keep_past(session, action, part)
         return ctx, query, hits, since
 
     def _since(self, state: State, action: str) -> int:
-        view = self.domain.actions[action]
-        return max(state.round - view.recent_rounds - view.history_rounds + 1, 0)
+        return past.window_from(self.domain.actions[action], state.round)
 
-    def _render_part(self, session: str, action: str, as_of_round: int | None = None, model: str | None = None) -> RenderPart:
+    def _render_part(self, session: str, action: str, as_of_round: int | None = None, model: str | None = None,
+                     latest: bool = False) -> RenderPart:
         """What a render of `action` reads from this session: its state, the messages of the
-        action's window, its summary lines and anchors."""
+        action's window, its summary lines and anchors. `latest`: a live render that may go on
+        from a stored settled past, with only the zone's latest stages read."""
         renderer = self._renderer(model)
         renderer.action(action)  # unknown action: fail before touching the store
         state = self.state(session, as_of_round)
@@ -792,11 +865,14 @@ class ContextEditor:
         since = self._since(state, action)
         messages = self._window(session, state, since) if as_of_round is None else \
             [m for m in self.store.messages(session, since_round=since) if m.round <= as_of_round]
-        zone = self._zone(session)
+        zone = self._zone(session, latest=latest)
         anchors = {n: a for n in ("goal", "subtask") if (a := zone.anchor(n, as_of_round))}
         # Every line up to the latest round: the recent rounds' lines stay hidden while their turns
         # are shown, and keep (or name) a fact of a recent turn the budget drops.
-        return RenderPart(renderer, state, messages, zone.lines(state.round), anchors)
+        part = RenderPart(renderer, state, messages, zone.lines(state.round), anchors)
+        if zone.partial and not self._from_past(session, action, part):
+            part = replace(part, summary=self._zone(session).lines(state.round))
+        return part
 
     def _window(self, session: str, state: State, since: int) -> list[Message]:
         """The session's messages of rounds >= `since` up to the state's last message. The tail read

@@ -107,7 +107,7 @@ def test_provenance_given_later_to_an_older_message_rescores_its_lines():
     editor.ingest("s", pool[:160])
     state, action = editor.state("s"), "place_order"
     renderer = editor.renderer
-    vocabulary, hidden, absorbed, _ = renderer._state_view(state, renderer.action(action))
+    vocabulary, hidden, absorbed, _ = renderer.state_view(state, renderer.action(action))
     lines = editor._zone("s").lines(state.round)
     window_from = state.round - 12
     before = compact.zone_lines(lines, window_from, vocabulary, absorbed, hidden)

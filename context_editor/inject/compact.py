@@ -16,8 +16,9 @@ touched, and the same log always compacts to the same lines.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..model import State
@@ -232,18 +233,8 @@ def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
     work in proportion to the change, not to the session's length."""
     if not lines:
         return []
-    provenance, texts = absorbed
-    journal, version = (provenance.journal, provenance.version) if isinstance(provenance, Provenances) else (None, 0)
-    # One object per distinct vocabulary and hidden set: the memos below hold many keys (one per
-    # session and state) of few of them, and a vocabulary can be large.
-    if len(_interned) >= ZONE_MEMO:
-        _interned.clear()
-    words_key, hidden_key = (_interned.setdefault(k, k) for k in (frozenset(vocabulary), hidden.fingerprint()))
-    if journal is None:  # not read off a live state (several domains' spans joined): keyed by content
-        view: tuple[Any, ...] = (words_key, tuple(sorted((i, tuple(v)) for i, v in provenance.items())),
-                                 tuple(texts), hidden_key)
-    else:
-        view = (id(journal), words_key, tuple(texts), hidden_key)
+    journal, version = _journal(absorbed)
+    view = _view(vocabulary, absorbed, hidden)
     key = (id(lines), len(lines), window_from, view, version)
     hit = _zone_memo.get(key)
     if hit is not None and hit[0] is lines:
@@ -256,10 +247,31 @@ def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
     return result
 
 
+def _journal(absorbed: Absorbed) -> tuple[list[int] | None, int]:
+    provenance = absorbed[0]
+    return (provenance.journal, provenance.version) if isinstance(provenance, Provenances) else (None, 0)
+
+
+def _view(vocabulary: set[str], absorbed: Absorbed, hidden: Hidden) -> tuple[Any, ...]:
+    """The memo key of a state view: the state's journal (a live state's spans) or the spans
+    themselves, the vocabulary, the present values and everything hidden."""
+    provenance, texts = absorbed
+    journal = _journal(absorbed)[0]
+    # One object per distinct vocabulary and hidden set: the memos below hold many keys (one per
+    # session and state) of few of them, and a vocabulary can be large.
+    if len(_interned) >= ZONE_MEMO:
+        _interned.clear()
+    words_key, hidden_key = (_interned.setdefault(k, k) for k in (frozenset(vocabulary), hidden.fingerprint()))
+    if journal is None:  # not read off a live state (several domains' spans joined): keyed by content
+        return (words_key, tuple(sorted((i, tuple(v)) for i, v in provenance.items())), tuple(texts), hidden_key)
+    return (id(journal), words_key, tuple(texts), hidden_key)
+
+
 ZONE_VIEWS = 32  # (session, state view) pairs whose line worth and settled past are kept
 _Worth = tuple[str, int, str, tuple[str, ...]]  # tier, overlap with the vocabulary, masked text, open values
 _UNSCORED: _Worth = ("", 0, "", ())  # a line not scored yet (told apart by identity)
 _scores: dict[tuple[Any, ...], _Scored] = {}
+_latest: _Scored | None = None  # the view scored last (`past_of` right after a render finds it without a key)
 
 
 def _scored(lines: list[SummaryLine], view: tuple[Any, ...], journal: list[int] | None, version: int,
@@ -287,6 +299,8 @@ def _scored(lines: list[SummaryLine], view: tuple[Any, ...], journal: list[int] 
             known.past = None
     scores.extend([_UNSCORED] * (len(lines) - len(scores)))
     known.lines, known.version, known.inputs = lines, version, (vocabulary, absorbed, hidden)
+    global _latest
+    _latest = known
     return known
 
 
@@ -316,6 +330,7 @@ class _Past:
     count: int = 0  # lines folded in (the first `count` lines: those of rounds < before)
     groups: dict[str, list[Any]] = field(default_factory=dict)  # text -> [round, sources, rank, first position, values]
     shown: list[tuple[tuple[Any, ...], ZoneLine, frozenset[str] | None]] | None = None  # (order, line, residual)
+    reads: set[int] = field(default_factory=set)  # the messages whose lines were scored (`past_fingerprint`)
 
     def fold(self, lines: list[SummaryLine], scored: _Scored) -> None:
         pos = self.count
@@ -324,6 +339,8 @@ class _Past:
             # note): the other lines are not even scored.
             line = lines[pos]
             w = scored.worth(pos) if line.role == "user" and line.kind != NOTE else None
+            if line.role == "user" and line.kind != NOTE:
+                self.reads.add(line.index)
             if w is not None and w[0] != NOTE:
                 entry = self.groups.get(w[2])
                 if entry is None:
@@ -377,8 +394,7 @@ class _Scored:
         """The zone's lines for a window from `window_from`: the settled past (rounds more than
         REPLY_ROUNDS before the window, from the last stage boundary back) merged once and kept,
         the rest merged here; the same lines, in the same order, as merging all of them here."""
-        horizon = window_from - REPLY_ROUNDS
-        before = stage_of(horizon) * STAGE_ROUNDS + 1 if horizon >= 1 else 0
+        before = past_before(window_from)
         if self.past is not None and self.past.before > before:
             self.past = None
         if self.past is None:
@@ -430,6 +446,107 @@ def _merged(lines: list[SummaryLine], scored: _Scored, window_from: int, past: _
 
 
 _RANKS = (NOTE, VALUE, FACT)
+
+
+def past_before(window_from: int) -> int:
+    """The first round after the settled past of a window from `window_from` (0: no past)."""
+    horizon = window_from - REPLY_ROUNDS
+    return stage_of(horizon) * STAGE_ROUNDS + 1 if horizon >= 1 else 0
+
+
+# ---------------------------------------------------------------- the settled past, stored
+# A long session's settled past is most of its lines; a process that reopens it need not read
+# and score them again when the past it stored for the same view still holds (memory.past).
+
+
+class Unloaded(LookupError):
+    """A render read a summary line its zone did not load (the zone of a reopened session holds
+    only its latest stages, the stored settled past standing for the older ones)."""
+
+
+class _Unloaded:
+    """Stands for a line that was not loaded: reading anything of it raises Unloaded."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        raise Unloaded(name)
+
+
+UNLOADED: Any = _Unloaded()
+
+
+def past_of(lines: list[SummaryLine], vocabulary: set[str], absorbed: Absorbed, hidden: Hidden) -> _Past | None:
+    """The settled past the last `zone_lines` call on these lines and this live state's view kept."""
+    known = _latest
+    if known is None or known.lines is not lines or known.inputs[1] is not absorbed or known.inputs[2] is not hidden \
+            or known.inputs[0] is not vocabulary:
+        known = _scores.get(_view(vocabulary, absorbed, hidden))
+    journal = _journal(absorbed)[0]
+    if journal is None or known is None or known.journal is not journal or known.lines is not lines:
+        return None
+    return known.past
+
+
+def past_ready(lines: list[SummaryLine], window_from: int, vocabulary: set[str], absorbed: Absorbed,
+               hidden: Hidden) -> bool:
+    """Whether a `zone_lines` call would go on from a kept settled past (it reads no line before it)."""
+    known = _scores.get(_view(vocabulary, absorbed, hidden))
+    journal, version = _journal(absorbed)
+    return journal is not None and known is not None and known.journal is journal and known.past is not None \
+        and known.follows(lines, version) and known.past.before == past_before(window_from) \
+        and not set(journal[known.version:version])
+
+
+PAST_FORMAT = 1  # bump when what a past holds, or how lines are scored, changes: stored ones go stale
+
+
+def past_fingerprint(absorbed: Absorbed, hidden: Hidden, reads: Iterable[int], salt: str) -> str:
+    """A digest of everything the scoring of a settled past read: the present values, everything
+    hidden, and the provenance and hidden spans of the messages whose lines it scored (`reads`);
+    `salt` names the rest (domain version, action, bounds)."""
+    provenance, texts = absorbed
+
+    def of(spans: Mapping[int, Any]) -> list[Any]:
+        got = [spans.get(i, ()) for i in order]
+        # A state folded another way (from a snapshot) may list one message's spans in another order.
+        return [v if len(v) < 2 else sorted(map(tuple, v)) for v in got]
+
+    order = sorted(reads)
+    parts: list[Any] = [PAST_FORMAT, salt, sorted(texts), order, of(provenance)]
+    for f in fields(hidden):  # every field, so one added later is never left out
+        value = getattr(hidden, f.name)
+        parts.append(of(value) if f.name == "spans" else
+                     sorted(map(repr, value.items())) if isinstance(value, dict) else sorted(map(repr, value)))
+    return hashlib.blake2b(repr(parts).encode("utf-8"), digest_size=16).hexdigest()
+
+
+def past_body(past: _Past) -> dict[str, Any]:
+    """The stored form of a settled past (`seed_past` reads it back)."""
+    return {"before": past.before, "count": past.count, "reads": sorted(past.reads),
+            "groups": [[text, *entry[:4], list(entry[4])] for text, entry in past.groups.items()]}
+
+
+def seed_past(lines: list[SummaryLine], window_from: int, vocabulary: set[str], absorbed: Absorbed, hidden: Hidden,
+              body: Mapping[str, Any]) -> bool:
+    """Let the next `zone_lines` call on these lines and this live state's view go on from a
+    stored settled past (the caller checked its fingerprint). False when it does not fit."""
+    journal, version = _journal(absorbed)
+    before, count = body.get("before"), body.get("count")
+    if journal is None or before != past_before(window_from) or not isinstance(count, int) or not 0 <= count <= len(lines):
+        return False
+    try:
+        groups = {str(text): [int(rnd), [int(i) for i in src], str(rank), int(first), tuple(str(v) for v in values)]
+                  for text, rnd, src, rank, first, values in body["groups"]}
+        reads = {int(i) for i in body["reads"]}
+    except (KeyError, TypeError, ValueError):
+        return False  # not a past this code wrote: score the lines again
+    view = _view(vocabulary, absorbed, hidden)
+    if len(_scores) >= ZONE_VIEWS:
+        _scores.clear()
+    _scores[view] = _Scored(journal, lines, [_UNSCORED] * len(lines), version, (vocabulary, absorbed, hidden),
+                            _Past(before, count, groups, reads=reads))
+    return True
 
 
 RELATION_SEED = 2.0  # the weight a relation field's value brings into the graph

@@ -385,7 +385,7 @@ class Renderer:
         units = history.chains([m for m in visible if m.round > recent_from])
         latest = _latest_user_unit(units)
         older = [m for m in visible if window_from <= m.round <= recent_from]
-        vocabulary, hidden, absorbed, hidden_key = self._state_view(state, spec)
+        vocabulary, hidden, absorbed, hidden_key = self.state_view(state, spec)
         absorbed = absorbed_by or absorbed
         # What the model may see of each message: trimmed tool JSON, out-of-scope spans masked.
         # The summary zone and the entity graph are built from these texts too, so nothing hidden leaks.
@@ -420,7 +420,7 @@ class Renderer:
             wanted_back=wanted_back,
             window_from=window_from, oversized=sum(1 for m in messages if m.role != "system" and len(m.content) > too_big))
 
-    def _state_view(self, state: State, spec: ActionSpec) -> tuple[set[str], history.Hidden, compact.Absorbed, Any]:
+    def state_view(self, state: State, spec: ActionSpec) -> tuple[set[str], history.Hidden, compact.Absorbed, Any]:
         """What the action's render reads off the state (its vocabulary, what it may not see, what
         the state absorbed), worked out once per state: the edit chain's head names the state."""
         key = (state.session, state.last_seq, state.last_hash, state.round, state.message_index, spec.name)
@@ -782,7 +782,7 @@ def render_many(parts: list[RenderPart], action: str, budget: int | str | None =
     for p in parts:
         p.renderer.action(action)
     specs = [p.renderer.action(action) for p in parts]
-    views = [p.renderer._state_view(p.state, spec) for p, spec in zip(parts, specs)]
+    views = [p.renderer.state_view(p.state, spec) for p, spec in zip(parts, specs)]
     joined: dict[int, list[tuple[int, int]]] = {}
     absorbed: compact.Absorbed = (joined, [])
     for _, _, (by_message, texts), _ in views:

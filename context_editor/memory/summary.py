@@ -23,7 +23,7 @@ from typing import Any
 
 from ..domain import Domain
 from ..lang import detect_language
-from ..inject.compact import FACT, NOTE, STAGE_ROUNDS, VALUE, SummaryLine, stage_of
+from ..inject.compact import FACT, NOTE, STAGE_ROUNDS, UNLOADED, VALUE, SummaryLine, stage_of
 from ..inject.history import tool_text, words
 from ..model import Message
 from .cues import load_cues
@@ -111,6 +111,7 @@ class Stage:
     number: int
     lines: list[SummaryLine] = field(default_factory=list)
     last_index: int = -1
+    before: tuple[int, int] = (0, -1)  # the earlier stages' line count and last message index
 
     def add(self, new: list[SummaryLine]) -> None:
         self.lines.extend(new)
@@ -120,7 +121,7 @@ class Stage:
             self.lines = [line for line in self.lines if id(line) not in extra]
 
     def body(self) -> dict[str, Any]:
-        return {"last_index": self.last_index, "lines": [line.to_dict() for line in self.lines]}
+        return {"last_index": self.last_index, "lines": [line.to_dict() for line in self.lines], "before": list(self.before)}
 
 
 @dataclass
@@ -134,6 +135,10 @@ class SummaryZone:
     _lines: tuple[tuple[int, int | None], list[SummaryLine]] | None = field(default=None, repr=False, compare=False)
     _unsaved: set[int] = field(default_factory=set, repr=False, compare=False)  # keys changed since `settled`
     _older: tuple[int, list[SummaryLine]] | None = field(default=None, repr=False, compare=False)
+    # A zone loaded from its latest stages only (`latest`): the line count and last message index
+    # of the stages not loaded. Their lines read as compact.UNLOADED (a stored past stands for them).
+    base: tuple[int, int] = (0, -1)
+    partial: bool = False
 
     def add(self, msg: Message) -> list[int]:
         """Fold one message in; returns the keys of what changed (for the store)."""
@@ -145,11 +150,20 @@ class SummaryZone:
             self._unsaved.add(ANCHORS_KEY)
             return [ANCHORS_KEY]
         number = stage_of(msg.round)
-        stage = self.stages.setdefault(number, Stage(number))
+        stage = self.stages.get(number)
+        if stage is None:  # the stages before it are complete: rounds only grow
+            stage = self.stages[number] = Stage(number, before=self._count())
         stage.add(lines_of(self.domain, msg))
         stage.last_index = msg.index
         self._unsaved.add(number)
         return [number]
+
+    def _count(self) -> tuple[int, int]:
+        """The line count and last message index of every stage so far (`Stage.before` of the next)."""
+        if not self.stages:
+            return self.base
+        last = self.stages[max(self.stages)]
+        return last.before[0] + len(last.lines), max(last.before[1], last.last_index)
 
     def settled(self) -> list[int]:
         """The changed keys worth storing now: the anchors, and stages that are complete (a later
@@ -169,7 +183,8 @@ class SummaryZone:
             # and extended by the stages completed since.
             last = max(self.stages, default=-1)
             if self._older is None or self._older[0] > last:
-                self._older = (last, [line for n in sorted(self.stages) if n != last for line in self.stages[n].lines])
+                self._older = (last, [UNLOADED] * self.base[0] +
+                               [line for n in sorted(self.stages) if n != last for line in self.stages[n].lines])
             elif self._older[0] != last:
                 before = self._older[0]
                 self._older = (last, self._older[1] + [line for n in sorted(self.stages) if before <= n < last
@@ -192,15 +207,21 @@ class SummaryZone:
                 else self.stages[key].body() for key in keys}
 
     @classmethod
-    def from_bodies(cls, domain: Domain, bodies: dict[int, dict[str, Any]]) -> SummaryZone:
+    def from_bodies(cls, domain: Domain, bodies: dict[int, dict[str, Any]], latest: bool = False) -> SummaryZone:
+        """The zone from its stored stages (and anchors). `latest`: the bodies are the latest stages
+        only, the first of them telling what comes before it (`Stage.before`)."""
         zone = cls(domain)
-        for key, body in bodies.items():
+        for key in sorted(bodies):
+            body = bodies[key]
             if key == ANCHORS_KEY:
                 # Its last_index is not the zone's: the open stage before it may not be stored.
                 zone.anchors = body["anchors"]
-            else:
-                zone.stages[key] = Stage(key, [SummaryLine.from_dict(d) for d in body["lines"]], body["last_index"])
-                zone.last_index = max(zone.last_index, body["last_index"])
+                continue
+            if latest and not zone.stages:
+                zone.base, zone.partial = (int(body["before"][0]), int(body["before"][1])), True
+            zone.stages[key] = Stage(key, [SummaryLine.from_dict(d) for d in body["lines"]], body["last_index"],
+                                     zone._count())
+            zone.last_index = max(zone.last_index, body["last_index"])
         return zone
 
     def resume_round(self) -> int:

@@ -472,8 +472,9 @@ class Store(ABC):
         """Store (or replace) one item of derived data, e.g. a summary-zone stage."""
 
     @abstractmethod
-    def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
-        """Every item of one kind of derived data of a session, by key."""
+    def derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, dict[str, Any]]:
+        """Every item of one kind of derived data of a session, by key (in key order); with `keys`
+        (lo, hi), only those with lo <= key <= hi (a long session's latest summary stages)."""
 
     @abstractmethod
     def drop_derived(self, session: str, kind: str) -> None:

@@ -172,9 +172,10 @@ class MemoryStore(Store):
     def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
         self._derived.setdefault((session, kind), {})[key] = copy.deepcopy(body)
 
-    def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
+    def derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, dict[str, Any]]:
         items = self._derived.get((session, kind), {})
-        return {k: copy.deepcopy(items[k]) for k in sorted(items)}
+        lo, hi = keys if keys is not None else (-2**63, 2**63 - 1)
+        return {k: copy.deepcopy(items[k]) for k in sorted(items) if lo <= k <= hi}
 
     def append_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
         with self._lock:

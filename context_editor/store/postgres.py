@@ -379,10 +379,11 @@ class PostgresStore(Store):
                                  "DO UPDATE SET body = excluded.body",
                                  (session, kind, key, json.dumps(body, ensure_ascii=False)))
 
-    def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
+    def derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, dict[str, Any]]:
+        lo, hi = keys if keys is not None else (-2**63, 2**63 - 1)
         with _database_errors(f"reading derived {kind} of session {session!r}"):
-            rows = self._conn().execute("SELECT key, body FROM derived WHERE session = %s AND kind = %s ORDER BY key",
-                                        (session, kind)).fetchall()
+            rows = self._conn().execute("SELECT key, body FROM derived WHERE session = %s AND kind = %s "
+                                        "AND key BETWEEN %s AND %s ORDER BY key", (session, kind, lo, hi)).fetchall()
         return {k: json.loads(b) for k, b in rows}
 
     def append_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:

@@ -306,9 +306,10 @@ class SQLiteStore(Store):
         self._conn().execute("INSERT OR REPLACE INTO derived VALUES (?, ?, ?, ?)",
                              (session, kind, key, json.dumps(body, ensure_ascii=False)))
 
-    def derived(self, session: str, kind: str) -> dict[int, dict[str, Any]]:
-        rows = self._conn().execute("SELECT key, body FROM derived WHERE session = ? AND kind = ? ORDER BY key",
-                                    (session, kind)).fetchall()
+    def derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, dict[str, Any]]:
+        lo, hi = keys if keys is not None else (-2**63, 2**63 - 1)
+        rows = self._conn().execute("SELECT key, body FROM derived WHERE session = ? AND kind = ? AND key BETWEEN ? AND ? "
+                                    "ORDER BY key", (session, kind, lo, hi)).fetchall()
         return {k: json.loads(b) for k, b in rows}
 
     def append_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
