@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any, Callable, TypeAlias
 from . import registry
 from .adapters import FORMATS
 from .errors import ContextEditorError, Errors
-from .model import Message, session_key
 
 if TYPE_CHECKING:
-    from .model import State
+    from .model import Message, State
     from .pipeline import ContextEditor
     from .signing import Signer
 
-# The pipeline, stores and their dependencies (jsonschema, cn2an, Jinja, cryptography) are
-# imported inside the commands that use them, so `--help` and argument errors answer at once.
+# The pipeline, stores and their dependencies (jsonschema, cn2an, Jinja, cryptography), the data
+# model and importlib.metadata (the registries' entry points) are imported inside the commands
+# that use them, so `--help` and argument errors answer at once (tests/test_cli.py checks it).
 
 EPILOG = """\
 examples:
@@ -44,7 +44,8 @@ examples:
 Conversations are JSONL (one {"role", "content", "timestamp"?, "id"?, "name"?, "tool_call_id"?}
 per line), a JSON array in the OpenAI chat format, or the output of `audit export`; `-` reads stdin.
 The store is $CONTEXT_EDITOR_STORE or ./context_editor.db unless --store URL is given
-(memory://, sqlite:///path.db, a path, postgresql://user@host/db).
+(memory://, sqlite:///path.db, a path, postgresql://user@host/db). Installed packages may add
+commands (entry-point group context_editor.commands): name one to run it.
 """
 
 
@@ -708,6 +709,8 @@ def cmd_memory_rebuild(args: argparse.Namespace) -> int:
     user, tenant = getattr(args, "user", None), getattr(args, "tenant", None)
     if not user:
         raise Errors.BAD_SESSION_KEY(part="(no --user)")
+    from .model import session_key
+
     session_key("-", tenant, user)  # the same checks as a session key's parts
     events = rebuild_user_memory(open_store(args.store, create=False), tenant or "", user, _plugins(args))
     if args.json:
@@ -777,14 +780,22 @@ def _add_retention_command(sub: Subcommands) -> None:
 
 
 def _add_registered_commands(sub: Any, argv: list[str]) -> None:
-    """Commands from the `context_editor.commands` entry-point group (the built-in `import` and
-    `bench`, or a third party's). One is loaded only when the command line names it, so the other
-    commands never import the benchmark package; the others are listed by name for `--help`."""
-    for name in registry.commands.names():
+    """Commands from the `context_editor.commands` entry-point group (this package's `import`,
+    `bench`, `serve`, `keys`, `train`, or a third party's). One is loaded only when the command
+    line names it, so the other commands never import the benchmark package or the service; this
+    package's others are listed with their help (`registry.OWN_COMMANDS`). The installed
+    distributions are scanned for the group only when the command line names a command that
+    is neither built in nor this package's (a third party's, or a typo: its error lists them all),
+    so `--help` and every built-in command start without reading any package metadata."""
+    known = set(sub.choices) | set(registry.OWN_COMMANDS)
+    words = [a for a in argv if not a.startswith("-")]
+    names = registry.commands.names() if words and not known.intersection(words) else list(registry.OWN_COMMANDS)
+    for name in names:
         if name in argv:
             registry.commands.get(name)(sub)
         else:
-            sub.add_parser(name, help=f"(see `context-editor {name} --help`)", add_help=False)
+            sub.add_parser(name, help=registry.OWN_COMMANDS.get(name, f"(see `context-editor {name} --help`)"),
+                           add_help=False)
 
 
 def _add_domain_commands(sub: Subcommands) -> None:
@@ -825,6 +836,8 @@ def main(argv: list[str] | None = None) -> int:
         args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if getattr(args, "session", None):
+            from .model import session_key
+
             args.session = session_key(args.session, getattr(args, "tenant", None), getattr(args, "user", None))
         return int(args.func(args))
     except ContextEditorError as exc:

@@ -15,7 +15,6 @@ is current, and that no code is written anywhere else.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 
@@ -193,14 +192,18 @@ class TrainingDataError(ContextEditorError):
 E = TypeVar("E", bound=ContextEditorError)
 
 
-@dataclass(frozen=True)
 class Entry(Generic[E]):
-    """One catalog entry: a code, what went wrong and how to fix it, as `str.format` templates."""
+    """One catalog entry: a code, what went wrong and how to fix it, as `str.format` templates.
+    (A plain class: the CLI imports this module at start-up, where `dataclasses` and what it
+    imports would cost more than the whole catalog.)"""
 
-    code: str
-    message: str
-    fix: str
-    kind: type[E]
+    __slots__ = ("code", "message", "fix", "kind")
+
+    def __init__(self, code: str, message: str, fix: str, kind: type[E]):
+        self.code, self.message, self.fix, self.kind = code, message, fix, kind
+
+    def __repr__(self) -> str:
+        return f"Entry({self.code!r}, {self.message!r}, {self.fix!r}, {self.kind.__name__})"
 
     def text(self, **values: Any) -> tuple[str, str]:
         """(message, fix) with `values` filled in."""

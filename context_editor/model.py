@@ -13,7 +13,7 @@ from array import array
 import json
 import re
 import dataclasses
-import secrets
+import os
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Iterable, Iterator, Literal
@@ -64,11 +64,16 @@ def commitment(salt: str, payload: dict[str, Any]) -> str:
     """The salted hash a row's hash covers instead of its erasable payload (text, values). The
     salt is random and stored beside the payload; erasing both leaves a hash that cannot be
     reversed by trying likely values (a phone number, "yes")."""
-    return hashlib.sha256((salt + canonical_json(payload)).encode("utf-8", "surrogatepass")).hexdigest()
+    return committed(salt, canonical_json(payload))
+
+
+def committed(salt: str, payload_text: str) -> str:
+    """`commitment` of a payload already serialised (canonical JSON, as stored)."""
+    return hashlib.sha256((salt + payload_text).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def new_salt() -> str:
-    return secrets.token_hex(16)
+    return os.urandom(16).hex()  # what secrets.token_hex(16) returns, without its three calls per salt
 
 
 _KEY_PART = re.compile(r"[^/\x00-\x1f\ud800-\udfff]{1,200}")
@@ -134,8 +139,10 @@ class Message:
     salt: str | None = None
     commitment: str | None = None
     # The canonical JSON of body() as sealed: hashed once and stored as is (one serialisation per
-    # body). Not a field of the record: `replace` drops it, so a changed copy is serialised anew.
+    # body), and likewise of payload(). Not fields of the record: `replace` drops them, so a
+    # changed copy is serialised anew.
     _text: str = field(default="", init=False, repr=False, compare=False)
+    _payload: str = field(default="", init=False, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The message as read (its text in place, ERASED once erased) with its hash."""
@@ -157,8 +164,12 @@ class Message:
         d = self.plain()
         if self.salt is not None or self.commitment is not None:
             d.update(content="", tool_calls=[],
-                     commitment=commitment(self.salt, self.payload()) if self.salt is not None else self.commitment)
+                     commitment=committed(self.salt, self.payload_text()) if self.salt is not None else self.commitment)
         return d
+
+    def payload_text(self) -> str:
+        """The canonical JSON of payload(): what the commitment covers and the store keeps."""
+        return self._payload or canonical_json(self.payload())
 
     def plain(self) -> dict[str, Any]:
         """The message's fields without its hash, text in place. Built field by field: no deep
@@ -185,6 +196,7 @@ class Message:
         """Placed after `prev_hash` with `salt` (default: fresh random bits): its text is committed,
         hence erasable."""
         m = replace(self, prev_hash=prev_hash, hash="", salt=salt or new_salt(), commitment=None)
+        object.__setattr__(m, "_payload", canonical_json(m.payload()))  # not yet shared
         text = canonical_json(m.body())
         object.__setattr__(m, "hash", hashlib.sha256(text.encode("utf-8")).hexdigest())  # not yet shared
         object.__setattr__(m, "_text", text)
@@ -310,8 +322,11 @@ class Edit:
     commitment: str | None = None
     before_salt: str | None = None
     before_commitment: str | None = None
-    # As in Message: body() as sealed. (`field` is a column of this class, hence the long name.)
+    # As in Message: body(), payload() and before_payload() as sealed. (`field` is a column of
+    # this class, hence the long name.)
     _text: str = dataclasses.field(default="", init=False, repr=False, compare=False)
+    _payload: str = dataclasses.field(default="", init=False, repr=False, compare=False)
+    _before: str = dataclasses.field(default="", init=False, repr=False, compare=False)
 
     def payload(self) -> dict[str, Any]:
         """What erasing the edit removes: its value and the text it was read from."""
@@ -320,6 +335,14 @@ class Edit:
     def before_payload(self) -> dict[str, Any]:
         """What erasing the value it replaced removes."""
         return {"before": self.before}
+
+    def payload_text(self) -> str:
+        """The canonical JSON of payload(): what its commitment covers and the store keeps."""
+        return self._payload or canonical_json(self.payload())
+
+    def before_text(self) -> str:
+        """The canonical JSON of before_payload()."""
+        return self._before or canonical_json(self.before_payload())
 
     @property
     def erased(self) -> bool:
@@ -336,8 +359,8 @@ class Edit:
         if self.salt is not None or self.commitment is not None:
             prov = d["provenance"]
             d.update(before=None, after=None, provenance={**prov, "text": ""} if prov else None,
-                     commitment=commitment(self.salt, self.payload()) if self.salt is not None else self.commitment,
-                     before_commitment=(commitment(self.before_salt, self.before_payload())
+                     commitment=committed(self.salt, self.payload_text()) if self.salt is not None else self.commitment,
+                     before_commitment=(committed(self.before_salt, self.before_text())
                                         if self.before_salt is not None else self.before_commitment))
         return d
 
@@ -375,6 +398,8 @@ class Edit:
         salt, before_salt = salts or (new_salt(), new_salt())
         e = replace(self, seq=seq, prev_hash=prev_hash, hash="", salt=salt, commitment=None, before_salt=before_salt,
                     before_commitment=None)
+        object.__setattr__(e, "_payload", canonical_json(e.payload()))  # not yet shared
+        object.__setattr__(e, "_before", canonical_json(e.before_payload()))
         text = canonical_json(e.body())
         object.__setattr__(e, "hash", hashlib.sha256(text.encode("utf-8")).hexdigest())  # not yet shared
         object.__setattr__(e, "_text", text)

@@ -15,19 +15,40 @@ from __future__ import annotations
 
 import sys
 from functools import lru_cache
-from importlib.metadata import EntryPoint, entry_points
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .errors import Errors
 
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
 T = TypeVar("T")
+
+# The commands this package itself registers in the `context_editor.commands` group (see
+# pyproject.toml), each with its one-line help, which its register function also uses: the CLI
+# lists them in `--help` without scanning every installed distribution's metadata
+# (importlib.metadata and the scan are a third of a bare start-up). A test checks this table
+# against the entry points.
+OWN_COMMANDS = {
+    "import": "Write editable domain files from a published dialogue schema.",
+    "bench": "Measure accuracy, context size and speed on a real dialogue dataset.",
+    "serve": "Run the HTTP service (API under /v1, OpenAPI at /openapi.json, inspector at /ui/sessions).",
+    "keys": "API keys of the service: one tenant and role per key; only a hash is stored.",
+    "train": "Train a model (NER) for domains to use.",
+    "backfill": "Re-run stored sessions under a new version of their domain, in memory, and report what would "
+                "change (diff.jsonl, report.md); --apply moves the changed sessions to it.",
+}
 
 
 @lru_cache(maxsize=32)
 def _scan(group: str, path: tuple[str, ...]) -> dict[str, EntryPoint]:
     """The group's entry points as installed on `path` (sys.path). Scanning every distribution's
     metadata costs ~10 ms, so it is done once per group and sys.path: a package put on sys.path
-    at run time (a test, a notebook) is seen, and hot paths (open_store, lint) pay nothing."""
+    at run time (a test, a notebook) is seen, and hot paths (open_store, lint) pay nothing.
+    importlib.metadata (with the email package it reads metadata with) is imported here, on the
+    first use of a registry, not when the CLI starts."""
+    from importlib.metadata import entry_points
+
     return {ep.name: ep for ep in entry_points(group=group)}
 
 

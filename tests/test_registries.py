@@ -140,3 +140,43 @@ def test_without_the_extractor_its_refs_are_unknown(tmp_path: Path):
     domain.write_text(CAPS_DOMAIN, "utf-8")
     problems = lint_domain(domain)[1]
     assert [p.code for p in problems] == ["CE106"] and "caps.WORD" in problems[0].message
+
+
+COMMAND_PACKAGE = '''
+"""A third-party CLI command: `context-editor hello NAME`."""
+
+
+def register(sub):
+    p = sub.add_parser("hello", help="Greet someone.")
+    p.add_argument("name")
+    p.set_defaults(func=lambda args: print(f"hello {args.name}") or 0)
+'''
+
+
+def test_third_party_command_from_the_cli(tmp_path: Path):
+    # Built-in commands and `--help` never scan the installed packages' entry points (start-up);
+    # a command line naming another command does, and runs it.
+    site = tmp_path / "site"
+    site.mkdir()
+    install_package(site, "ce_hello", COMMAND_PACKAGE, "[context_editor.commands]\nhello = ce_hello:register\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, "-m", "context_editor", "hello", "world"], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert run.returncode == 0 and run.stdout == "hello world\n", run.stderr
+    typo = subprocess.run([sys.executable, "-m", "context_editor", "helo"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert typo.returncode == 2 and "'hello'" in typo.stderr  # argparse lists every command, the third party's too
+
+
+def test_own_commands_table_matches_the_entry_points():
+    # `registry.OWN_COMMANDS` lists this package's commands for `--help` without reading metadata:
+    # it must say what pyproject.toml registers, with the help each command's parser carries.
+    import argparse
+    from importlib.metadata import entry_points
+
+    ours = {ep.name for ep in entry_points(group="context_editor.commands") if ep.value.startswith("context_editor.")}
+    assert ours == set(registry.OWN_COMMANDS)
+    for name, help_ in registry.OWN_COMMANDS.items():
+        sub = argparse.ArgumentParser().add_subparsers()
+        registry.commands.get(name)(sub)
+        assert {a.dest: a.help for a in sub._choices_actions}[name] == help_

@@ -385,6 +385,27 @@ def test_reopened_store_sees_the_data(store, shared_url):
         again.close()
 
 
+@pytest.mark.parametrize("n_edits", [0, 2])
+def test_a_head_another_writer_moved_is_not_written_over(store, shared_url, n_edits):
+    """A store appends on the head it last wrote without reading it first (SQL stores): when
+    another writer moved the session on since, a message built on the old head is refused and
+    changes nothing, and one built on the new head is accepted."""
+    other = open_store(shared_url)
+    try:
+        add(store, "s", n_edits=n_edits)
+        add(store, "s", n_edits=n_edits)
+        stale = next_turn(store, "s", "stale", n_edits=n_edits)
+        add(other, "s", "other", n_edits=n_edits)
+        before = snapshot(store, "s")
+        with pytest.raises(StoreError):
+            store.append(DOMAIN, VERSION, *stale)
+        assert snapshot(store, "s") == before
+        add(store, "s", "fresh", n_edits=n_edits)
+        assert [m.content for m in other.messages("s")] == ["hello", "hello", "other", "fresh"]
+    finally:
+        other.close()
+
+
 def test_concurrent_writers_on_one_session_keep_one_valid_chain(store, shared_url):
     """Two store instances race for every message index: exactly one wins each, the loser gets
     a StoreError, and the log is one valid chain of the winners' edits."""

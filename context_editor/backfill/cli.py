@@ -137,8 +137,7 @@ def run_checks(kind: str, args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """`context-editor backfill` (entry point in the context_editor.commands group)."""
-    help_ = ("Re-run stored sessions under a new version of their domain, in memory, and report what would "
-             "change (diff.jsonl, report.md); --apply moves the changed sessions to it.")
+    help_ = registry.OWN_COMMANDS["backfill"]
     p = sub.add_parser("backfill", help=help_, description=help_)
     p.set_defaults(func=cmd_backfill)
     p.add_argument("--domain", required=True, metavar="NEW.yaml", help="the new version of the sessions' domain")

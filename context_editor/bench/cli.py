@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from ..importers import import_crosswoz, import_sgd
+from ..registry import OWN_COMMANDS
 from .crosswoz import load_crosswoz
 from .dataset import Dataset
 from .report import ablation_summary, ner_model_summary, summarise, write_outputs
@@ -159,7 +160,7 @@ def register(subparsers: Subparsers) -> None:
 def register_import(subparsers: Subparsers) -> None:
     """The `import` command (registered in the `context_editor.commands` entry-point group)."""
     fmt = argparse.RawDescriptionHelpFormatter
-    p = subparsers.add_parser("import", help="Write editable domain files from a published dialogue schema.",
+    p = subparsers.add_parser("import", help=OWN_COMMANDS["import"],
                               description="Write one linted domain file per service (SGD) or domain (CrossWOZ).", formatter_class=fmt)
     kinds = p.add_subparsers(dest="dataset", required=True, metavar="DATASET")
     k = kinds.add_parser("sgd", help="SGD schema.json[.gz] -> one domain per service")
@@ -175,7 +176,7 @@ def register_import(subparsers: Subparsers) -> None:
 def register_bench(subparsers: Subparsers) -> None:
     """The `bench` command (registered in the `context_editor.commands` entry-point group)."""
     fmt = argparse.RawDescriptionHelpFormatter
-    p = subparsers.add_parser("bench", help="Measure accuracy, context size and speed on a real dialogue dataset.",
+    p = subparsers.add_parser("bench", help=OWN_COMMANDS["bench"],
                               description=__doc__, formatter_class=fmt)
     kinds = p.add_subparsers(dest="dataset", required=True, metavar="DATASET")
     k = kinds.add_parser("sgd", help="SGD split directory (schema + dialogues, gzip or plain JSON)")

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from ..errors import Errors, MissingExtraError
+from ..registry import OWN_COMMANDS
 from ..store import open_store
 from . import keys
 
@@ -53,7 +54,7 @@ _FORMAT = argparse.RawDescriptionHelpFormatter
 
 def register_serve(sub: Any) -> None:
     """`context-editor serve` (entry point in the context_editor.commands group)."""
-    help_ = "Run the HTTP service (API under /v1, OpenAPI at /openapi.json, inspector at /ui/sessions)."
+    help_ = OWN_COMMANDS["serve"]
     p = sub.add_parser("serve", help=help_, description=help_, formatter_class=_FORMAT)
     p.set_defaults(func=cmd_serve)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -66,7 +67,7 @@ def register_serve(sub: Any) -> None:
 
 def register_keys(sub: Any) -> None:
     """`context-editor keys create|revoke|list` (entry point in the context_editor.commands group)."""
-    help_ = "API keys of the service: one tenant and role per key; only a hash is stored."
+    help_ = OWN_COMMANDS["keys"]
     p = sub.add_parser("keys", help=help_, description=help_, formatter_class=_FORMAT)
     keys_sub = p.add_subparsers(dest="keys_command", required=True, metavar="SUBCOMMAND")
     k = keys_sub.add_parser("create", help="print a new key once (stdout) for --tenant T; the store keeps its hash")

@@ -14,7 +14,9 @@ import heapq
 import json
 import math
 import re
+import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
@@ -108,6 +110,41 @@ def new_head(domain: str, domain_version: str, domain_sha256: str | None, messag
                 edits[-1].hash if edits else (last_edit_hash or GENESIS_HASH))
 
 
+HEADS_KEPT = 4096  # sessions whose head a store remembers (least recently written out)
+
+
+class KnownHeads:
+    """Where sessions stand as this store last wrote them: (messages, edits, last edit hash).
+
+    An SQL store's append then writes on condition that the session is still there (one
+    statement checks and moves the head) instead of reading the head first. The batch itself
+    says most of it (the message's index and prev hash, the first edit's seq and prev hash);
+    only the edit count before a message without edits needs the remembered head. A stale or
+    missing entry costs the reading path, never a wrong write: the condition is checked on the
+    stored row. Bounded (least recently written out) and safe to share between threads."""
+
+    def __init__(self, kept: int = HEADS_KEPT):
+        self._heads: OrderedDict[str, tuple[int, int, str]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._kept = kept
+
+    def expected(self, message: Message, edits: list[Edit]) -> tuple[int, str] | None:
+        """(edits, last edit hash) the session should hold before this batch, if known."""
+        if edits:
+            return edits[0].seq, edits[0].prev_hash
+        if message.index == 0:
+            return 0, GENESIS_HASH
+        known = self._heads.get(message.session)
+        return (known[1], known[2]) if known is not None and known[0] == message.index else None
+
+    def remember(self, session: str, messages: int, edits: int, last_edit: str) -> None:
+        with self._lock:
+            self._heads[session] = (messages, edits, last_edit)
+            self._heads.move_to_end(session)
+            while len(self._heads) > self._kept:
+                self._heads.popitem(last=False)
+
+
 def head_hashes(text: str | None) -> tuple[str, str] | None:
     """(last message hash, last edit hash) from a session's stored head, so an append checks the
     chain with the one read of the sessions row; None when the row holds no head yet."""
@@ -177,12 +214,12 @@ def _payload(salt: str | None, payload: str | None) -> tuple[str, dict[str, Any]
 
 def payload_text(record: Message | Edit) -> str | None:
     """The stored text of a record's erasable payload (None for a record without a salt)."""
-    return canonical_json(record.payload()) if record.salt is not None else None
+    return record.payload_text() if record.salt is not None else None
 
 
 def before_text(e: Edit) -> str | None:
     """The stored text of the value an edit replaced (None without its salt)."""
-    return canonical_json(e.before_payload()) if e.before_salt is not None else None
+    return e.before_text() if e.before_salt is not None else None
 
 
 def message_row(m: Message) -> tuple[Any, ...]:

@@ -8,7 +8,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import replace
 from typing import Any
 
-from ..model import ERASED, GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
+from ..model import ERASED, GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter
 from .base import (KeyRecord, SessionInfo, Store, StoredSession, TermIndex, Forget, Tombstone, check_batch, check_records,
                    domain_text, new_head, parse_domain_row, records_head)
 
@@ -122,12 +122,12 @@ class MemoryStore(Store):
 
     def raw_payloads(self, session: str) -> dict[tuple[str, int], tuple[Any, Any]]:
         out: dict[tuple[str, int], tuple[Any, Any]] = {
-            ("message", m.index): (m.salt, canonical_json(m.payload())) for m in self._messages.get(session, []) if m.salt}
+            ("message", m.index): (m.salt, m.payload_text()) for m in self._messages.get(session, []) if m.salt}
         for e in self._edits.get(session, []):
             if e.salt:
-                out[("edit", e.seq)] = (e.salt, canonical_json(e.payload()))
+                out[("edit", e.seq)] = (e.salt, e.payload_text())
             if e.before_salt:
-                out[("before", e.seq)] = (e.before_salt, canonical_json(e.before_payload()))
+                out[("before", e.seq)] = (e.before_salt, e.before_text())
         return out
 
     def erasures(self, session: str) -> list[tuple[str, int, str, str | None]]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,7 +19,7 @@ import psycopg
 from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
-from .base import (EDIT_COLUMNS, ERASABLE, KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, KeyRecord, SessionInfo, Store, StoredSession, Tombstone, Forget, payload_rows,
+from .base import (EDIT_COLUMNS, ERASABLE, KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, KeyRecord, KnownHeads, SessionInfo, Store, StoredSession, Tombstone, Forget, payload_rows,
                    astuple_key, check_batch, check_records, domain_text, edit_from_row, edit_row, message_from_row,
                    message_row, new_head, payload_text, before_text, key_range, parse_domain_row, raw_session_rows, records_head, redacted,
                    stored_sessions)
@@ -38,9 +37,6 @@ def _database_errors(action: str) -> Iterator[None]:
         raise Errors.STORE(problem=f"{action}: PostgreSQL error: {exc}",
                          fix="check that the server is running and the store URL "
                              "(postgresql://user[:password]@host[:port]/database) is right") from exc
-
-
-HEADS_KEPT = 4096
 
 
 def _key_range(after: str | None, upto: str | None) -> tuple[str, tuple[str, ...]]:
@@ -73,10 +69,7 @@ class PostgresStore(Store):
         self._local = threading.local()  # one connection per thread: a transaction is per connection
         self._opened: list[psycopg.Connection] = []
         self._shas: dict[str, str] = {}  # domain version -> sha256 of its stored document
-        # session -> (messages, edits, last edit hash) as this store last wrote it: lets an append
-        # without edits go in one statement. A stale entry only costs the locking path.
-        self._heads: OrderedDict[str, tuple[int, int, str]] = OrderedDict()
-        self._heads_lock = threading.Lock()
+        self._heads = KnownHeads()  # lets an append go in one statement
         with _database_errors("creating or upgrading the schema"), self._conn().transaction():
             # CREATE TABLE IF NOT EXISTS is not safe against itself: two processes opening a new
             # database at once can both try to create a table. The lock makes them take turns.
@@ -137,19 +130,10 @@ class PostgresStore(Store):
         # a single statement that writes only if the session is still there. Anything else (a
         # session another writer moved on, one this process has not written yet) takes the
         # locking path, which tells a lost race from a stale expectation.
-        expected = self._expected(message, edits)
+        expected = self._heads.expected(message, edits)
         if expected is not None and self._append_one(domain, domain_version, message, edits, *expected):
             return
         self._append_locked(domain, domain_version, message, edits)
-
-    def _expected(self, message: Message, edits: list[Edit]) -> tuple[int, str] | None:
-        """(edits, last edit hash) the session should hold before this batch, if known."""
-        if edits:
-            return edits[0].seq, edits[0].prev_hash
-        if message.index == 0:
-            return 0, GENESIS_HASH
-        known = self._heads.get(message.session)
-        return (known[1], known[2]) if known is not None and known[0] == message.index else None
 
     def _append_one(self, domain: str, domain_version: str, message: Message, edits: list[Edit], n_edits: int,
                     last_edit: str) -> bool:
@@ -190,16 +174,8 @@ class PostgresStore(Store):
                 "SELECT count(*) FROM head", values).fetchone()
         if not row or not row[0]:
             return False
-        self._remember(s, head.messages, head.edits, head.last_edit_hash)
+        self._heads.remember(s, head.messages, head.edits, head.last_edit_hash)
         return True
-
-    def _remember(self, session: str, messages: int, edits: int, last_edit: str) -> None:
-        """Where a session stands after this store wrote it (a bounded cache of heads)."""
-        with self._heads_lock:
-            self._heads[session] = (messages, edits, last_edit)
-            self._heads.move_to_end(session)
-            while len(self._heads) > HEADS_KEPT:
-                self._heads.popitem(last=False)
 
     def _domain_sha(self, version_hash: str) -> str | None:
         """The SHA-256 of a stored domain document (a row never changes once written: kept)."""
@@ -235,7 +211,7 @@ class PostgresStore(Store):
             c.execute("UPDATE sessions SET domain = %s, domain_version = %s, messages = %s, edits = %s, head = %s, "
                       "signature = %s WHERE session = %s",
                       (domain, domain_version, head.messages, head.edits, *self.sign(head), s))
-        self._remember(s, head.messages, head.edits, head.last_edit_hash)
+        self._heads.remember(s, head.messages, head.edits, head.last_edit_hash)
 
     def append_records(self, session: str, edits: list[Edit]) -> None:
         c = self._conn()

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
-from .base import (EDIT_COLUMNS, ERASABLE, KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, KeyRecord, SessionInfo, Store, StoredSession, Tombstone, Forget, payload_rows,
+from .base import (EDIT_COLUMNS, ERASABLE, KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, Head, KeyRecord, KnownHeads, SessionInfo, Store, StoredSession, Tombstone, Forget, payload_rows,
                    astuple_key, check_batch, check_records, domain_text, edit_from_row, edit_row, head_hashes,
                    message_from_row, message_row, new_head, key_range, parse_domain_row, raw_session_rows, records_head,
                    stored_sessions)
@@ -46,6 +46,7 @@ class SQLiteStore(Store):
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._shas: dict[str, str] = {}  # domain version -> sha256 of its stored document
+        self._heads = KnownHeads()  # lets an append skip reading the session's head
         c = self._conn()
         try:
             if self._schema_version(c) != (True, migrations.SCHEMA_VERSION):
@@ -118,28 +119,81 @@ class SQLiteStore(Store):
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One atomic write: its own transaction, or a savepoint inside a batch."""
         c = self._conn()
-        nested = c.in_transaction
-        c.execute("SAVEPOINT ce_write" if nested else "BEGIN IMMEDIATE")
+        nested = self._begin(c)
         try:
             yield c
         except BaseException:
-            if nested:
-                c.execute("ROLLBACK TO ce_write")
-                c.execute("RELEASE ce_write")
-            elif c.in_transaction:
-                c.execute("ROLLBACK")
+            self._abort(c, nested)
             raise
         c.execute("RELEASE ce_write" if nested else "COMMIT")
 
+    @staticmethod
+    def _begin(c: sqlite3.Connection) -> bool:
+        """Start one atomic write (`_write`): True if it is a savepoint inside a batch."""
+        nested = c.in_transaction
+        c.execute("SAVEPOINT ce_write" if nested else "BEGIN IMMEDIATE")
+        return nested
+
+    @staticmethod
+    def _abort(c: sqlite3.Connection, nested: bool) -> None:
+        if nested:
+            c.execute("ROLLBACK TO ce_write")
+            c.execute("RELEASE ce_write")
+        elif c.in_transaction:
+            c.execute("ROLLBACK")
+
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
+        # `_write` spelled out: this runs once per message, a generator-based context costs more
+        # than the statements it wraps.
+        c = self._conn()
+        nested = self._begin(c)
         try:
-            with self._write() as c:
-                self._append(c, domain, domain_version, message, edits)
+            expected = self._heads.expected(message, edits)
+            head = self._append_known(c, domain, domain_version, message, edits, *expected) if expected else None
+            if head is None:
+                head = self._append(c, domain, domain_version, message, edits)
+            c.execute("RELEASE ce_write" if nested else "COMMIT")
         except sqlite3.IntegrityError as exc:
+            self._abort(c, nested)
             raise Errors.STORE_CONFLICT(problem=f"session {message.session!r}: {exc}", fix=RETRY_FIX) from exc
+        except BaseException:
+            self._abort(c, nested)
+            raise
+        # Inside a batch this may run ahead of a rollback: a stale head only costs `_append`.
+        self._heads.remember(message.session, head.messages, head.edits, head.last_edit_hash)
+
+    def _append_known(self, c: sqlite3.Connection, domain: str, domain_version: str, message: Message, edits: list[Edit],
+                      n_edits: int, last_edit: str) -> Head | None:
+        """The append when this store knows where the session stands (`KnownHeads`): the sessions
+        row is moved on condition that it still holds `message.index` messages and `n_edits`
+        edits ending in the hashes the batch links to, so no read comes first; then the message
+        and its edits are inserted. None, with nothing written, if the row is not there."""
+        s, n_msgs = message.session, message.index
+        check_batch(message, edits, n_msgs, n_edits, last_edit, message.prev_hash)
+        head = new_head(domain, domain_version, self._domain_sha(domain_version), message, edits, n_msgs, n_edits,
+                        last_edit if n_edits else None)
+        text, signature = self.sign(head)
+        if n_msgs == 0:
+            cur = c.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session) DO NOTHING",
+                            (s, domain, domain_version, head.messages, head.edits, text, signature))
+        else:
+            # A row written before heads were stored has none (''): json_extract would refuse it.
+            cur = c.execute(
+                "UPDATE sessions SET domain = ?, domain_version = ?, messages = ?, edits = ?, head = ?, signature = ? "
+                "WHERE session = ? AND messages = ? AND edits = ? AND CASE WHEN head <> '' THEN "
+                "json_extract(head, '$.last_message_hash') = ? AND json_extract(head, '$.last_edit_hash') = ? END",
+                (domain, domain_version, head.messages, head.edits, text, signature, s, n_msgs, n_edits,
+                 message.prev_hash, last_edit))
+        if cur.rowcount != 1:
+            return None
+        c.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)", message_row(message))
+        if edits:
+            c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
+        return head
 
     def _append(self, c: sqlite3.Connection, domain: str, domain_version: str, message: Message,
-                edits: list[Edit]) -> None:
+                edits: list[Edit]) -> Head:
+        """The append that reads the session's counters and chain ends first."""
         s = message.session
         # One read: the counters and, from the head, the hashes the batch must link to.
         row = c.execute("SELECT messages, edits, head FROM sessions WHERE session = ?", (s,)).fetchone()
@@ -161,6 +215,7 @@ class SQLiteStore(Store):
             "domain = excluded.domain, domain_version = excluded.domain_version, messages = excluded.messages, "
             "edits = excluded.edits, head = excluded.head, signature = excluded.signature",
             (s, domain, domain_version, head.messages, head.edits, *self.sign(head)))
+        return head
 
     def _domain_sha(self, version_hash: str) -> str | None:
         """The SHA-256 of a stored domain document (a row never changes once written: kept)."""

@@ -15,6 +15,7 @@ import shlex
 import sys
 from typing import Any
 
+from ..registry import OWN_COMMANDS
 from .corpus import FORMATS, read_examples
 from .ner import TrainOptions, train_ner
 
@@ -38,7 +39,7 @@ def cmd_train_ner(args: Any) -> int:
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """The `train` command (registered in the `context_editor.commands` entry-point group)."""
-    p = subparsers.add_parser("train", help="Train a model (NER) for domains to use.", description=__doc__,
+    p = subparsers.add_parser("train", help=OWN_COMMANDS["train"], description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     kinds = p.add_subparsers(dest="model", required=True, metavar="MODEL")
     k = kinds.add_parser("ner", help="a small spaCy NER model whose labels are kinds of value")
