@@ -1,6 +1,6 @@
 """Why the editor misses CrossWOZ gold state: every slot error of a half of the validation split.
 
-    python benchmarks/crosswoz_misses.py --half even [--ner MODEL_DIR] [--without offers] [--oracle-domains] [--examples FILE] [--json FILE]
+    python benchmarks/crosswoz_misses.py --half even [--ner MODEL_DIR] [--without offers] [--oracle-domains] [--examples FILE] [--max-examples N] [--json FILE]
 
 CrossWOZ has one published split here (val), and it is also what is reported: error analysis is
 done on the even-numbered dialogues (file positions 0, 2, 4, …) only, and the odd ones are kept
@@ -63,6 +63,8 @@ class Classifier(Harness):
         self.turns = 0
         self.by_source: dict[str, Counter[str]] = defaultdict(Counter)
         self.turn_errors: list[set[str]] = []  # per scored turn: the fields with an error
+        self.seen: set[tuple[str, str, Any, Any]] = set()
+        self.max_examples = 25
 
     oracle_domains = False
 
@@ -117,7 +119,9 @@ class Classifier(Harness):
                 classes.add(cls)
                 self.errors[cls] += 1
                 self.by_source[cls][fs.source if fs is not None and p is not None else '-'] += 1
-                if len(self.examples[cls]) < 25:
+                first = (d.id, cls, p.value if p else None, g.variants[0] if g else None) not in self.seen
+                self.seen.add((d.id, cls, p.value if p else None, g.variants[0] if g else None))
+                if first and len(self.examples[cls]) < self.max_examples:  # each error once, where it starts
                     ctx = " || ".join(f"{m['role']}: {m['content']}" for m in msgs[max(0, t - 2):t + 1])
                     src = fs.provenance if fs is not None and fs.provenance else None
                     self.examples[cls].append(f"{d.id} t{t} gold={g.variants[0] if g else None} pred={p.value if p else None} "
@@ -140,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json")
     ap.add_argument("--examples", help="write up to 25 examples per class to this file")
     ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--max-examples", type=int, default=25, help="examples per class (each error once, at the turn it starts)")
     args = ap.parse_args(argv)
     ds = load_crosswoz(args.data, None, args.domains, **({"ner": args.ner} if args.ner else {}))
     ds.dialogues = ds.dialogues[(args.half == "odd"):: 2][:: args.every]
@@ -147,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     raw = read_json(Path(args.data))
     h = Classifier(ds, raw)
     h.oracle_domains = args.oracle_domains
+    h.max_examples = args.max_examples
     h.run("classify")
     frames = sum(s.frames for s in h.scores.values())
     jga = sum(s.joint for s in h.scores.values()) / max(1, frames)

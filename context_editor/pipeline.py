@@ -621,7 +621,9 @@ class ContextEditor:
                         "it was not used as a source", "machine", reason=CONTEXT_LOOP_DETECTED, stage="extract"))
         scan = msg if scanned is msg.content else replace(msg, content=scanned)
         reads = self._reads(msg)
-        candidates = self.extractor.extract(scan, now, self._priors.get(msg.session) if msg.role == "user" else None) if reads else []
+        held = self._held(state, msg)
+        candidates = (self.extractor.extract(scan, now, self._priors.get(msg.session) if msg.role == "user" else None, held)
+                      if reads else [])
         self._remember(scan, candidates)
         proposed = field_edits(state, self.domain, msg, candidates)
         accepted = self._validate(state, msg, proposed, commit)
@@ -635,6 +637,11 @@ class ContextEditor:
             for e in self.machine.step(state, msg, accepted):
                 commit(e)
         return out
+
+    def _held(self, state: State, msg: Message) -> dict[str, Any] | None:
+        """The search constraints an assistant message is read against (`dialogue: {relax: <action>}`)."""
+        action = self.domain.actions.get(self.extractor.relax_action or "") if msg.role == "assistant" else None
+        return {name: state.get(name) for name in action.fields} if action is not None else None
 
     def _reads(self, msg: Message) -> bool:
         """Whether this domain reads values from `msg`: a message the app says speaks for other

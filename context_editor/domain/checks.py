@@ -259,10 +259,11 @@ def actions(c: Lint) -> Iterator[DomainProblem]:
         if isinstance(tpl, str) and tpl not in c.res.templates and not (templates_dir() / tpl).exists():
             yield c.problem(f"template '{tpl}' not found (neither in the domain's `templates` nor the bundled ones)",
                             f"{base}/template", "create it in the directory `templates:` names, or remove `template` to use the default")
-    search = _map(c.data.get("dialogue")).get("new_search")
-    if isinstance(search, str) and search not in _map(c.data.get("actions")):
-        yield c.problem(f"`dialogue: {{new_search: {search}}}` names no action of this domain", "dialogue/new_search",
-                        "name the action whose fields are the search's constraints (`actions:`)")
+    for key in ("new_search", "relax"):
+        search = _map(c.data.get("dialogue")).get(key)
+        if isinstance(search, str) and search not in _map(c.data.get("actions")):
+            yield c.problem(f"`dialogue: {{{key}: {search}}}` names no action of this domain", f"dialogue/{key}",
+                            "name the action whose fields are the search's constraints (`actions:`)")
 
 
 # ---------------------------------------------------------------- warnings: likely mistakes

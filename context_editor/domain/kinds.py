@@ -119,6 +119,13 @@ def things_named(text: str) -> set[str]:
     return {thing for thing, cue in THINGS if re.search(cue, low)}
 
 
+def modifies_a_thing(text: str) -> bool:
+    """Whether words of `text` modify a kind of thing it names ("有会议室的酒店吗", "300-400元的高档型酒店":
+    a search for one)."""
+    low = text.lower()
+    return any(re.search(r"的[^，,。？?！!；;]{0,8}?(?:" + cue + ")", low) for _, cue in THINGS)
+
+
 def accepts(ref_label: str, span_label: str) -> bool:
     """Whether a field that opted into `ner.<ref_label>` takes a span labelled `span_label`:
     the same label, or a role of it (`PLACE` takes `PLACE.TO`)."""

@@ -15,12 +15,15 @@ from __future__ import annotations
 import re
 
 from ..domain import FieldSpec
+from ..domain.kinds import modifies_a_thing, things_named
 from .cues import load_cues
 
 _QUESTION = re.compile(r"[^。！!？?\n]*[？?]")
 _SENTENCE = re.compile(r"[^。！!？?\n]*(?:[。！!？?\n]|$)")
 # A sentence of a user message: "." ends one too, except inside a number ("1.5").
 _USER_SENTENCE = re.compile(r"(?:[^.。！!？?\n]|(?<=[0-9])\.(?=[0-9]))*(?:[.。！!？?\n]+|$)")
+_CLAUSE = re.compile(r"[^，,；;]+")
+_ONE_THAT = re.compile(r"的(?:吗|么|呢)")  # "有提供奶油蘑菇汤的吗？": one that has it, i.e. a search
 _CLAUSE_JOIN = re.compile(r"\s+(?:and|or)\s+|[,，、;；]|和|以及|还有|或者", re.IGNORECASE)
 _LATIN_WORD = re.compile(r"[a-z0-9]+")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
@@ -78,6 +81,29 @@ def thing_questions(text: str) -> list[tuple[int, int]]:
         found = pattern.search(text[s:e]) if e > s else None
         if found:
             out.append((s + found.start(), e))
+    return out
+
+
+def yes_no_questions(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the clauses of a user message that ask whether the kind of thing the sentence
+    names (a hotel, a restaurant: `domain.kinds.THINGS`) has something, without asking for a
+    search: a yes/no particle ("吗", "是否"), a thing named, and neither a search or which word
+    ("找", "推荐", "有没有", "哪") nor a thing its words modify ("…的酒店吗"): "酒店有早餐服务吗？",
+    "北京丽亭酒店在部分房间提供wifi吗？" ask about the place on the table. A question naming no such
+    thing stays a wish ("有黑色吗" to a shop: do you have it in black). (English marks these by its
+    word order: `thing_questions`.)"""
+    cues = load_cues()
+    if cues.yes_no is None:
+        return []
+    out: list[tuple[int, int]] = []
+    for m in _USER_SENTENCE.finditer(text):
+        s, e = m.span()
+        sentence = text[s:e]
+        if (e == s or not cues.yes_no.search(sentence) or not things_named(sentence) or cues.new_search and cues.new_search.search(sentence)
+                or cues.which and cues.which.search(sentence) or modifies_a_thing(sentence) or _ONE_THAT.search(sentence)):
+            continue
+        # Only the clause that asks: "我要从故宫打车到天坛，你能告诉我车型么？" still says where to go.
+        out.extend((s + c.start(), s + c.end()) for c in _CLAUSE.finditer(sentence) if cues.yes_no.search(c.group(0)))
     return out
 
 

@@ -80,6 +80,8 @@ class Cues:
     # A yes/no question about a thing already on the table ("Is it furnished?", "Do they have live
     # music?", "这家有wifi吗？"): it asks for information, it states no wish.
     about_thing: re.Pattern[str] | None
+    yes_no: re.Pattern[str] | None  # a yes/no particle ("吗", "是否"): see confirm.yes_no_questions
+    which: re.Pattern[str] | None  # "哪": a question that picks among several is a search
     # No preference (extract/preference.py): "any" before the words naming a field, what may stand
     # between them, what makes an "any" a search or a negation ("are there any", "don't want any"),
     # and the indifference said before / after those words or as a whole reply ("I don't mind").
@@ -215,7 +217,8 @@ def _compile(lex: Lexicon) -> Cues:
         kinds=tuple((k, p) for k, ws in sorted(kinds.items()) if (p := _anywhere(ws)) is not None),
         roles=tuple((k, p) for k, ws in sorted(lex.table("dialogue/question_roles").items()) if (p := _anywhere(ws)) is not None),
         stopwords=frozenset(w.lower() for w in words("stopwords")),
-        lead=_anywhere(fillers), about_thing=_about_thing(lex),
+        lead=_anywhere(fillers), about_thing=_about_thing(lex), yes_no=_anywhere(words("yes_no_particles")),
+        which=_anywhere(words("which_words")),
         trail=re.compile(r"(?<![A-Za-z])(?:" + _alternation(fillers) + r")$", re.IGNORECASE) if fillers else None,
         any_words=_anywhere(words("any_words")), any_modifiers=frozenset(w.lower() for w in words("any_modifiers")),
         any_blocked=(re.compile(r"(?<![A-Za-z])(?:" + _alternation(words("any_blockers")) + r")\s+(?:[A-Za-z]+\s+)?$", re.IGNORECASE)

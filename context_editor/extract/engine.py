@@ -32,10 +32,11 @@ from ..domain import Domain, FieldSpec
 from ..domain.rulepacks import extractor_ref
 from ..lang import detect_language
 from ..model import NO_PREFERENCE, Candidate, Message, Provenance
-from .confirm import AskMatcher, confirmation, decline, offer_spans, pick, thing_questions
+from .confirm import AskMatcher, confirmation, decline, offer_spans, pick, thing_questions, yes_no_questions
 from .cues import load_cues
 from .enums import EnumMatcher
 from .negation import is_negated
+from .numbers.bounds import meets
 from .prefilter import Present
 from .preference import Indifference
 from ..domain.kinds import accepts, things_named, with_subject
@@ -159,9 +160,11 @@ class Extractor:
                           extractor=extractor, confidence=confidence, domain_version=self.domain.version_hash,
                           message_id=msg.id)
 
-    def extract(self, msg: Message, now: datetime, prior: Prior | None = None) -> list[Candidate]:
+    def extract(self, msg: Message, now: datetime, prior: Prior | None = None,
+                held: dict[str, Any] | None = None) -> list[Candidate]:
         """All candidates in `msg`, in field order then text order (deterministic); a user
-        message is read as the reply to `prior`, the assistant message before it."""
+        message is read as the reply to `prior`, the assistant message before it; an assistant
+        message against `held`, the search constraints the session holds (`dialogue: relax`)."""
         if msg.role == "tool":
             data = parse_json(msg.content)
             if data is not None:
@@ -192,12 +195,18 @@ class Extractor:
                 if spec.type == "text" and not spec.synonyms and not spec.is_list:
                     found = self._listed(msg, text, found)
             out.extend(found)
-        out = self._one_field_per_span(out, set(prior.asks) if prior is not None and msg.role == "user" and self.answers_on else set())
+        out = self._one_field_per_span(self._inside_longer_names(out),
+                                       set(prior.asks) if prior is not None and msg.role == "user" and self.answers_on else set())
         if msg.role != "user":
-            return out
-        asking = thing_questions(text) if self.offers_on else []
-        if asking:  # "Is it furnished?": a value asked about is not a wish
-            out = [c for c in out if c.kind != "value" or not any(s <= c.provenance.span[0] < e for s, e in asking)]
+            return (out + (self._relaxed(msg, text, present, now, held) if msg.role == "assistant" and held else [])
+                    + (self._mentioned(msg, text, present) if msg.role == "assistant" else []))
+        out = self._landmarks_are_no_mentions(out)
+        # "Is it furnished?", "这家酒店有会议室吗？": a value asked about a thing on the table is not a
+        # wish, whether or not the domain reads offers (a recommendation is still on the table).
+        asking = thing_questions(text) + yes_no_questions(text)
+        if asking:  # (the thing a question is about may be named in it: a `mentions: new` name stays)
+            out = [c for c in out if c.kind != "value" or self.domain.fields[c.field].mentions == "new"
+                   or not any(s <= c.provenance.span[0] < e for s, e in asking)]
         if prior is not None and prior.named and self.offers_on:
             out = self._named_offers(msg, text, prior, out)
         if prior is not None and (prior.asks or prior.offered):
@@ -218,6 +227,56 @@ class Extractor:
             return []
         return [Candidate("", action.name, self._prov(msg, m.start(), m.end(), m.group(0), "dialogue:new_search", 1.0),
                           kind="new_search")]
+
+    @cached_property
+    def new_only(self) -> tuple[str, ...]:
+        """The enum fields that take only values the conversation has not named before (`mentions: new`)."""
+        return tuple(n for n, f in self.domain.fields.items() if f.mentions == "new" and n in self.enum_matchers)
+
+    def _mentioned(self, msg: Message, text: str, present: Present) -> list[Candidate]:
+        """The values of `mentions: new` fields an assistant message names ("推荐您去故宫"): Transform
+        notes them, so that the user naming one of them later refers to it rather than asks for it."""
+        return [replace(c, kind="mention") for name in self.new_only for c in self._from_enum(msg, text, present, self.domain.fields[name])]
+
+    def _landmarks_are_no_mentions(self, found: list[Candidate]) -> list[Candidate]:
+        """A name another field's rule reads with its cue ("故宫周边的餐馆": a landmark) is that field's;
+        it is no mention of a `mentions: new` field."""
+        if not self.new_only:
+            return found
+        ruled = [c.provenance.span for c in found if c.kind == "value" and c.provenance.extractor.startswith("rule:")]
+        return [c for c in found if c.field not in self.new_only or not c.provenance.extractor.startswith("enum:")
+                or not any(s < c.provenance.span[1] and c.provenance.span[0] < e for s, e in ruled)]
+
+    @property
+    def relax_action(self) -> str | None:
+        """`dialogue: {relax: <action>}`: the action whose fields an assistant's offer may relax."""
+        name = str(self.domain.dialogue.get("relax") or "")
+        return name if name in self.domain.actions else None
+
+    def _relaxed(self, msg: Message, text: str, present: Present, now: datetime, held: dict[str, Any]) -> list[Candidate]:
+        """With `dialogue: {relax: <action>}`: an assistant message that states, for a constraint the
+        user holds, a value outside it ("人均消费是119元" against "50-100元", "评分4.3分" against
+        "4.5分以上", "a 3-star hotel" against "4 stars") offers something the search did not find:
+        that constraint was relaxed. A `relax` candidate per such field (value: the value stated);
+        Transform clears the constraint. A value that meets it ("人均89元") relaxes nothing, nor does
+        one that says no number (an enum is met only by the same value)."""
+        action = self.domain.actions.get(self.relax_action or "")
+        out: list[Candidate] = []
+        for name in action.fields if action is not None else ():
+            spec = self.domain.fields.get(name)
+            held_value = held.get(name)
+            if spec is None or spec.is_list or held_value is None or held_value == NO_PREFERENCE:
+                continue
+            stated = self._from_rules(msg, text, present, spec, now)
+            if spec.synonyms and spec.enum_match == "text":
+                stated.extend(self._from_enum(msg, text, present, spec))
+            first = next((c for c in stated if c.kind == "value" and not c.negated), None)
+            if first is None:
+                continue
+            met = meets(str(held_value), str(first.value))
+            if met is False or met is None and spec.synonyms and first.value != held_value:
+                out.append(replace(first, kind="relax"))
+        return out
 
     def _no_preference(self, msg: Message, text: str, prior: Prior | None, found: list[Candidate]) -> list[Candidate]:
         """`found`, plus "any" for the fields the reply says any value of will do ("any date is fine",
@@ -265,7 +324,7 @@ class Extractor:
         nothing else about: naming one of the options picks it ("Hellboy is good"), unless negated
         ("not Hellboy") or inside a question about it ("Is Hellboy scary?" asks)."""
         said = {c.field for c in found if c.kind in ("value", "answer")}
-        asking = thing_questions(text)
+        asking = thing_questions(text) + yes_no_questions(text)
         out = list(found)
         for name, words, value in prior.named:
             spec = self.domain.fields.get(name)
@@ -279,6 +338,15 @@ class Extractor:
             out.append(Candidate(name, value, self._prov(msg, m.start(), m.end(), m.group(0), "offer:named", 0.9)))
             said.add(name)
         return out
+
+    @staticmethod
+    def _inside_longer_names(found: list[Candidate]) -> list[Candidate]:
+        """A value of one enum found inside a longer value of another ("烤鸭" in "全聚德烤鸭店", "pizza"
+        in "Pizza Hut") is part of that name, not a mention of its own."""
+        spans = [(c.provenance.span, c.field) for c in found if c.provenance.extractor.startswith("enum:")]
+        return [c for c in found if not c.provenance.extractor.startswith("enum:") or not any(
+            f != c.field and s <= c.provenance.span[0] and c.provenance.span[1] <= e and e - s > c.provenance.span[1] - c.provenance.span[0]
+            for (s, e), f in spans)]
 
     def _one_field_per_span(self, found: list[Candidate], asked: set[str]) -> list[Candidate]:
         """One span says one value: where fields of the same type read the same words ("leaving on

@@ -16,7 +16,9 @@ or listed value ("the second one", reason PICKED_OPTION_<n>), declines it (each 
 logged again as rejected, reason DECLINED_BY_USER) or ignores it (the offer lapses). All of it
 lives in the edit log, so a replay or a reopened session reaches the same state. A value read
 as the answer to the assistant's question about its field has source `answer` and names the
-round of the question in its reason (ANSWER_TO_ROUND_<n>).
+round of the question in its reason (ANSWER_TO_ROUND_<n>). An assistant message that offers a
+value outside a search constraint the user holds (`dialogue: relax`; Extract compares them) clears
+that constraint, reason RELAXED_BY_ASSISTANT: the search let it go.
 
 TTL expiry happens here too: it is a change of state caused by time, recorded as an edit.
 """
@@ -38,6 +40,9 @@ OPTION = "OFFERED_OPTION_"  # + the option's number
 CONFIRMED = "CONFIRMED_BY_USER"
 DECLINED = "DECLINED_BY_USER"
 NEW_SEARCH = "NEW_SEARCH"  # a request for a new search cleared a constraint it did not restate
+RELAXED = "RELAXED_BY_ASSISTANT"  # the assistant offered a value outside a constraint: the search relaxed it
+MENTIONED = "MENTIONED_IN_CONVERSATION"  # a `mentions: new` field's value the assistant named (not set)
+NAMED_BEFORE = "NAMED_BEFORE"  # the user repeated a value the conversation named before: a reference, not a new value
 PICKED = "PICKED_OPTION_"  # + the number picked
 ANSWERED = "ANSWER_TO_ROUND_"  # + the round of the question
 
@@ -142,6 +147,11 @@ def _new_search_clears(state: State, domain: Domain, msg: Message, search: Candi
             for name in action.fields if name not in values and name not in removals and state.get(name) is not None]
 
 
+def _named_before(fs: FieldState | None, value: Any) -> bool:
+    """Whether the field's history already holds `value` (named by the assistant, said or set before)."""
+    return fs is not None and (fs.value == value or any(h.value == value for h in fs.history))
+
+
 def _value_edit(msg: Message, domain: Domain, spec: FieldSpec, fs: FieldState | None, cands: list[Candidate]) -> Edit | None:
     """The edit one scalar field gets from this message, by its policy (None: nothing changes)."""
     chosen = _chosen(cands)
@@ -221,9 +231,20 @@ def field_edits(state: State, domain: Domain, msg: Message, candidates: Iterable
     mentioned: set[str] = set()
     acts: list[Candidate] = []
     refused: list[Edit] = []
+    relaxed: dict[str, Candidate] = {}
     for c in candidates:
         if c.kind in ("confirmation", "decline", "pick", "new_search"):
             acts.append(c)
+            continue
+        if c.kind == "mention":
+            fs = state.fields.get(c.field)
+            if not _named_before(fs, c.value) and all(e.after != c.value or e.field != c.field for e in refused):
+                refused.append(edit(msg, domain, "reject", c.field, fs.value if fs else None, c.value, "proposal",
+                                    reason=MENTIONED, provenance=c.provenance))
+            continue
+        if c.kind == "relax":
+            if c.field not in relaxed and state.get(c.field) is not None:
+                relaxed[c.field] = c
             continue
         spec = domain.fields[c.field]
         if c.kind == "not_a_quantity":
@@ -239,8 +260,17 @@ def field_edits(state: State, domain: Domain, msg: Message, candidates: Iterable
         elif msg.role in spec.sources and _removes(spec, c):
             removals.setdefault(c.field, []).append(c)
         elif msg.role in spec.sources and _wanted(spec, c):
+            if spec.mentions == "new" and c.kind == "value" and _named_before(state.fields.get(c.field), c.value):
+                if all(e.after != c.value or e.field != c.field for e in refused):
+                    fs = state.fields.get(c.field)
+                    refused.append(edit(msg, domain, "reject", c.field, fs.value if fs else None, c.value, "initial",
+                                        reason=NAMED_BEFORE, provenance=c.provenance))
+                continue
             values.setdefault(c.field, []).append(c)
     out = _proposal_edits(state, domain, msg, proposals)
+    # The assistant offered something outside a constraint (`dialogue: relax`): the search let it go.
+    out.extend(edit(msg, domain, "clear", name, state.get(name), None, "correction", reason=RELAXED, provenance=c.provenance)
+               for name, c in relaxed.items())
     # A pick says more than a yes ("yes, the second one"); a no turns the offer down.
     act = next((a for a in acts if a.kind == "pick"), None) or next((a for a in acts if a.kind != "new_search"), None)
     for name, c in (_replies(state, domain, msg, mentioned, act) if act else {}).items():
