@@ -458,6 +458,12 @@ def _merged(lines: list[SummaryLine], scored: _Scored, window_from: int, past: _
 _RANKS = (NOTE, VALUE, FACT)
 
 
+def window_start(round_: int, recent_rounds: int, history_rounds: int) -> int:
+    """The first round of an action's loaded window at `round_`: its recent rounds, then its
+    history rounds before them (may be negative early in a session: nothing lies before 0)."""
+    return round_ - recent_rounds - history_rounds + 1
+
+
 def past_before(window_from: int) -> int:
     """The first round after the settled past of a window from `window_from` (0: no past)."""
     horizon = window_from - REPLY_ROUNDS

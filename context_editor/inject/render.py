@@ -427,7 +427,7 @@ class Renderer:
         # Critical fields are protected like required ones: compaction must never lose them.
         protected = [n for n in present if n in spec.required or self.domain.fields[n].critical]
         recent_from = state.round - spec.recent_rounds
-        window_from = recent_from - spec.history_rounds + 1
+        window_from = compact.window_start(state.round, spec.recent_rounds, spec.history_rounds)
         # A message that cannot fit even alone is dropped whole up front, without tokenising it.
         too_big = max_token_bytes(self.model) * limit
         # Identical tool results are shown once, the latest, across history and recent turns alike.

@@ -33,7 +33,7 @@ def key_of(domain: Domain, action: str) -> int:
 
 def window_from(spec: ActionSpec, round_: int) -> int:
     """The first round of the action's loaded window (as the renderer counts it)."""
-    return max(round_ - spec.recent_rounds - spec.history_rounds + 1, 0)
+    return max(compact.window_start(round_, spec.recent_rounds, spec.history_rounds), 0)
 
 
 def first_stage(domain: Domain, round_: int) -> int | None:
