@@ -143,7 +143,7 @@ TIERS = ("entities", "notes", "replies", "history", "values", "recent", "alerts"
 MEMO = 64  # states whose render views a renderer keeps (a few sessions, every action)
 MAX_CORRECTIONS = 4  # estimate corrections before the plain bisection takes over
 _MARK = re.compile("\x00(\\d+)\x01")  # an item's mark in a probe render: NUL, owner number, SOH
-_MARK_PATTERN = cuts(_MARK.pattern)
+_MARK_PATTERN = cuts("\x00\\d+\x01")  # the mark without its group (re.split would return groups)
 
 
 class _Tag(str):
@@ -197,6 +197,30 @@ def _post_processes(env: Environment, name: str, depth: int = 0) -> bool:
             return True  # a computed parent: cannot tell
         parents.append(target.value)
     return any(_post_processes(env, parent, depth + 1) for parent in parents)
+
+
+def _settle(draft: str, count: Callable[[str], int]) -> tuple[str, int]:
+    """The `tokens` attribute's fixed point: the first filling of `draft` whose count equals the
+    number it claims."""
+
+    def fill(n: int, pad: int = 0) -> str:
+        return draft.replace(_TOKENS_SLOT, str(n), 1).replace("<context ", "<context " + " " * pad, 1)
+
+    claimed = count(fill(0))
+    for _ in range(4):
+        actual = count(fill(claimed))
+        if actual == claimed:
+            return fill(claimed), actual
+        claimed = actual
+    # The count can oscillate across a digit boundary: pad the tag until claim and count meet
+    # (both only grow, so this ends).
+    for pad in range(1, 256):
+        xml = fill(claimed, pad)
+        actual = count(xml)
+        if actual == claimed:
+            return xml, actual
+        claimed = max(claimed, actual)
+    raise Errors.TOKENS_UNSETTLED()
 
 
 @dataclass
@@ -309,17 +333,20 @@ class Renderer:
         # The domain's own templates (stored with its version) first, then the bundled ones.
         loader = ChoiceLoader([DictLoader(domain.templates), FileSystemLoader(str(templates_dir))])
         self.env = SandboxedEnvironment(loader=loader, autoescape=True, bytecode_cache=template_bytecode("renderer"),
-                                        undefined=StrictUndefined, finalize=_finalize, keep_trailing_newline=False)
+                                        undefined=StrictUndefined, finalize=_finalize, keep_trailing_newline=False,
+                                        auto_reload=False)  # a template is fixed for a renderer's life: no stat per render
         self.env.filters["text"] = _text
         self._views: dict[tuple[Any, ...], tuple[set[str], history.Hidden, compact.Absorbed, Any]] = {}
         self._turns: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._templates: dict[str, Template] = {}
+        self._fitted: dict[tuple[Any, ...], bool] = {}  # (session, action, limit, whole dialogue) -> everything fitted last time
 
     def forget(self) -> None:
         """Drop what renders remembered of states and messages (after an erasure: a turn is
         remembered by its message's hash, which erasure keeps)."""
         self._views.clear()
         self._turns.clear()
+        self._fitted.clear()
 
     def action(self, name: str) -> ActionSpec:
         if name not in self.domain.actions:
@@ -350,7 +377,7 @@ class Renderer:
             plan, kept, probe = self._cheaper(plan, state, kept, probe)
         xml, tokens, dropped = probe.xml, probe.tokens, probe.dropped
         counter = segment_counter(self.model)
-        if counter.additive and counter.tokenizer.count(xml) != tokens:
+        if counter.additive and not counter.proven and counter.tokenizer.count(xml) != tokens:
             # Summed piece counts disagree with the whole: never trust them for this tokenizer again.
             log.warning("token counts of %s do not add up piece by piece; counting whole texts", counter.tokenizer.name)
             counter.additive = False
@@ -533,7 +560,17 @@ class Renderer:
         if not (counter.additive and _markable(plan.template)):
             return self._bisect(plan, state, sizes, {})
         probes: dict[tuple[int, ...], _Probe] = {}
-        full = self._probe(plan, state, sizes, probes, counter, marked=True)
+        # Whether everything fitted the last time this session rendered this action: then this
+        # render most likely fits too, and is tried unmarked first (marks cost about a third of a
+        # render, and only a search reads them). The XML is the same either way.
+        last = (state.session, plan.action, plan.limit, bool(plan.dialogue))
+        full = self._build(plan, state, sizes, counter) if self._fitted.get(last) else None
+        if full is None or full.tokens > plan.limit:
+            full = self._build(plan, state, sizes, counter, marked=True)
+        probes[tuple(sizes[t] for t in TIERS)] = full
+        if len(self._fitted) >= MEMO * 8:
+            self._fitted.clear()
+        self._fitted[last] = full.tokens <= plan.limit
         if full.tokens <= plan.limit:
             return sizes, full
         costs = _Costs(plan, full, counter)
@@ -636,45 +673,45 @@ class Renderer:
             ctx["domain_shown"] = not plan.sections
         draft: str = plan.template.render(**ctx, tokens=_TOKENS_SLOT)
         if not marked:
-            return _Probe(*self._fixed_point(draft, counter), dropped, {}, 0)
+            xml, tokens, _ = self._fixed_point(draft, counter)
+            return _Probe(xml, tokens, dropped, {}, 0)
         costs: dict[tuple[str, int], int] = {}
         clean = []
         for piece in counter.pieces(draft, _MARK_PATTERN):
-            owners = _MARK.findall(piece)
-            if owners:
+            if "\x00" in piece:
+                owners = _MARK.findall(piece)
                 piece = _MARK.sub("", piece)
                 key = marks[int(owners[0])]
                 costs[key] = costs.get(key, 0) + counter.piece(piece)
             clean.append(piece)
-        xml, tokens = self._fixed_point("".join(clean), counter)
-        return _Probe(xml, tokens, dropped, costs, sum(counter.piece(p) for p in counter.pieces(xml)))
+        xml, tokens, base = self._fixed_point("".join(clean), counter, clean)
+        return _Probe(xml, tokens, dropped, costs, base)
 
     def _shown(self, name: str, state: State) -> bool:
         """Transient fields are instructions: shown only in the round they were given."""
         spec = self.domain.fields[name]
         return spec.cls != "transient" or state.fields[name].set_round == state.round
 
-    def _fixed_point(self, draft: str, counter: SegmentCounter) -> tuple[str, int]:
-        """Settle the `tokens` attribute on the exact count of the output containing it."""
+    def _fixed_point(self, draft: str, counter: SegmentCounter, pieces: list[str] | None = None) -> tuple[str, int, int]:
+        """Settle the `tokens` attribute on the exact count of the output containing it: the XML,
+        its count, and (an additive counter) its base count, the sum of its pieces' counts.
 
-        def fill(n: int, pad: int = 0) -> str:
-            return draft.replace(_TOKENS_SLOT, str(n), 1).replace("<context ", "<context " + " " * pad, 1)
-
-        claimed = counter.count(fill(0))
-        for _ in range(4):
-            actual = counter.count(fill(claimed))
-            if actual == claimed:
-                return fill(claimed), actual
-            claimed = actual
-        # The count can oscillate across a digit boundary: pad the tag until claim and count meet
-        # (both only grow, so this ends).
-        for pad in range(1, 256):
-            xml = fill(claimed, pad)
-            actual = counter.count(xml)
-            if actual == claimed:
-                return xml, actual
-            claimed = max(claimed, actual)
-        raise Errors.TOKENS_UNSETTLED()
+        With an additive counter only the piece holding the attribute is counted again while the
+        number settles: filling it in changes no cut point (digits and spaces inside a line), so
+        every other piece keeps its count. `pieces`: the draft's pieces, when the caller has them."""
+        if counter.additive:
+            pieces = pieces if pieces is not None else counter.pieces(draft)
+            at = next((i for i, p in enumerate(pieces) if _TOKENS_SLOT in p), None)
+            before = sum(map(len, pieces[:at])) if at is not None else 0
+            padded = draft.find("<context ")  # the padding goes there: it must be in the same piece
+            if at is not None and (padded < 0 or before <= padded < before + len(pieces[at])):
+                rest = sum(counter.piece(p) for i, p in enumerate(pieces) if i != at)
+                line, tokens = _settle(pieces[at], lambda text: counter.total(counter.piece(text) + rest))
+                return "".join(pieces[:at]) + line + "".join(pieces[at + 1:]), tokens, counter.piece(line) + rest
+            xml, tokens = _settle(draft, counter.count)
+            return xml, tokens, sum(counter.piece(p) for p in counter.pieces(xml))
+        xml, tokens = _settle(draft, counter.count)
+        return xml, tokens, 0
 
     def _template(self, spec: ActionSpec) -> Template:
         """The action's template, looked up once (a template is fixed for a renderer's life)."""
