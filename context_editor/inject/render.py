@@ -173,6 +173,39 @@ def _markable(template: Template) -> bool:
     return cached
 
 
+def _reads(template: Template, name: str) -> bool:
+    """Whether the template (or a template it extends) may read the context variable `name`: False
+    only for a template of plain statements (and its parents) that never names it, so a render
+    can leave out what such a template would not show (the bundled minimal template shows no
+    `summary` groups: its lines are `lines`)."""
+    words: frozenset[str] | None | bool = getattr(template, "_ce_reads", False)
+    if words is False:
+        words = None if template.name is None else _names(template.environment, template.name)
+        template._ce_reads = words  # type: ignore[attr-defined]
+    return words is None or name in words
+
+
+_CODE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)  # expressions and statements (comments are {# #})
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _names(env: Environment, name: str, depth: int = 0) -> frozenset[str] | None:
+    """Every word in the code of a plain template and its parents; None for any other template."""
+    assert env.loader is not None
+    source = env.loader.get_source(env, name)[0]
+    names = _TAG_NAME.findall(source)
+    parents = [m.group(2) for m in _EXTENDS.finditer(source)]
+    if depth > 8 or not set(names) <= _PLAIN_TAGS or names.count("extends") != len(parents):
+        return None
+    words = frozenset(w for code in _CODE.findall(source) for w in _NAME.findall(code))
+    for parent in parents:
+        more = _names(env, parent, depth + 1)
+        if more is None:
+            return None
+        words |= more
+    return words
+
+
 _TAG_NAME = re.compile(r"\{%[-+]?\s*(\w+)")  # every statement's first word (and maybe text that looks like one)
 _EXTENDS = re.compile(r"""\{%[-+]?\s*extends\s+(["'])([^"'{}%]+)\1\s*[-+]?%\}""")
 _PLAIN_TAGS = {"if", "elif", "else", "endif", "for", "endfor", "block", "endblock", "extends"}
@@ -311,6 +344,8 @@ class _Plan:
     # A minimal action whose loaded window is the whole conversation: its units, for the other
     # candidate of `_cheaper` (the conversation as the user said it).
     dialogue: list[list[Message]] = field(default_factory=list)
+    # A minimal render's lines made so far (`_flat_lines`); not copied by `replace`.
+    lines_memo: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] = field(default_factory=dict, init=False, repr=False)
 
     def sizes(self) -> dict[str, int]:
         return {"entities": len(self.entities), "notes": len(self.zone["notes"]), "replies": len(self.zone["replies"]),
@@ -663,13 +698,14 @@ class Renderer:
                "dropped": ", ".join(dropped), "lost": " ".join(f"m{i}" for i in lost),
                "entities": [replace(e, name=tag(e.name, "entities", j)) if marked else e
                             for j, e in enumerate(plan.entities[: kept["entities"]])],
-               "summary": _zone_groups(zone, plan.window_from, tag, plan.wanted_back),
+               "summary": _zone_groups(zone, plan.window_from, tag, plan.wanted_back) if _reads(plan.template, "summary") else [],
                "history": [tagged({**plan.seen[m.index], "reason": plan.ranked[i].reason, "src": f"m{m.index}"}
                                   if plan.ranked[i].reason
                                   else plan.seen[m.index], "history", i) for i in hist for m in plan.ranked[i].messages],
                "turns": [tagged(plan.seen[m.index], tier, j) for tier, j, m in turns]}
         if plan.spec.minimal:
-            ctx["lines"] = _flat_lines(plan, zone, [("history", i, m) for i in hist for m in plan.ranked[i].messages] + turns, tag)
+            ctx["lines"] = _flat_lines(plan, zone, [("history", i, m) for i in hist for m in plan.ranked[i].messages] + turns, tag,
+                                       None if marked else plan.lines_memo)
             ctx["domain_shown"] = not plan.sections
         draft: str = plan.template.render(**ctx, tokens=_TOKENS_SLOT)
         if not marked:
@@ -842,22 +878,32 @@ def _zone_groups(lines: list[tuple[str, int, compact.ZoneLine]], window_from: in
 
 
 def _flat_lines(plan: _Plan, zone: list[tuple[str, int, compact.ZoneLine]], turns: list[tuple[str, int, Message]],
-                tag: Callable[[Any, str, int], Any]) -> list[dict[str, Any]]:
+                tag: Callable[[Any, str, int], Any], memo: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] | None = None
+                ) -> list[dict[str, Any]]:
     """A minimal context's turns and summary lines as one list in the conversation's order, each
-    one text line "m7 user: …" (a tool's turn names its tool: "m8 tool:search: …")."""
+    one text line "m7 user: …" (a tool's turn names its tool: "m8 tool:search: …"). `memo`: the
+    plan's lines made so far, for unmarked renders (a line is the same in every candidate)."""
+    memo = {} if memo is None else memo
     out: list[tuple[int, dict[str, Any]]] = []
     for tier, position, z in zone:
-        src = z.sources if len(z.sources) <= 2 else (z.sources[0], z.sources[-1])
-        out.append((z.sources[0], {"src": tag(" ".join(f"m{i}" for i in src), tier, position),
-                                   "times": len(z.sources) if len(z.sources) > 2 else None, "role": tag(z.role, tier, position),
-                                   "reason": "retrieved" if plan.wanted_back.intersection(z.sources) else None,
-                                   "text": tag(z.text, tier, position)}))
+        line = memo.get(("zone", tier, position))
+        if line is None:
+            src = z.sources if len(z.sources) <= 2 else (z.sources[0], z.sources[-1])
+            line = memo[("zone", tier, position)] = (z.sources[0], {
+                "src": tag(" ".join(f"m{i}" for i in src), tier, position),
+                "times": len(z.sources) if len(z.sources) > 2 else None, "role": tag(z.role, tier, position),
+                "reason": "retrieved" if plan.wanted_back.intersection(z.sources) else None,
+                "text": tag(z.text, tier, position)})
+        out.append(line)
     for tier, position, m in turns:
-        seen = plan.seen[m.index]
-        role = f"{seen['role']}:{seen['name']}" if seen.get("name") else seen["role"]
-        out.append((m.index, {"src": tag(f"m{m.index}", tier, position), "times": None, "role": tag(role, tier, position),
-                              "reason": "retrieved" if m.index in plan.wanted_back else None,
-                              "text": tag(seen["content"], tier, position)}))
+        line = memo.get(("turn", tier, position, m.index))
+        if line is None:
+            seen = plan.seen[m.index]
+            role = f"{seen['role']}:{seen['name']}" if seen.get("name") else seen["role"]
+            line = memo[("turn", tier, position, m.index)] = (m.index, {
+                "src": tag(f"m{m.index}", tier, position), "times": None, "role": tag(role, tier, position),
+                "reason": "retrieved" if m.index in plan.wanted_back else None, "text": tag(seen["content"], tier, position)})
+        out.append(line)
     return [d for _, d in sorted(out, key=lambda x: x[0])]
 
 
