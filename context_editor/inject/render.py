@@ -355,6 +355,28 @@ class _Plan:
                 "facts": len(self.zone["facts"]), "latest": len(self.latest)}
 
 
+ENVIRONMENTS = 32  # (domain version, templates folder) pairs whose Jinja environment is kept
+_environments: dict[tuple[str, str, str], tuple[SandboxedEnvironment, dict[str, Template]]] = {}
+
+
+def _environment(domain: Domain, templates_dir: Path) -> tuple[SandboxedEnvironment, dict[str, Template]]:
+    """The Jinja environment of a domain version's templates and the templates its actions use,
+    shared by every renderer of that version in the process (a new editor, say one reopening a
+    session, loads no template again). The domain's own templates (stored with its version) come
+    first, then the bundled ones; a template is fixed for the environment's life (no stat per render)."""
+    key = (domain.version_hash, str(templates_dir), str(TEMPLATES_DIR))  # `_find_template` looks in TEMPLATES_DIR
+    known = _environments.get(key)
+    if known is None:
+        loader = ChoiceLoader([DictLoader(domain.templates), FileSystemLoader(str(templates_dir))])
+        env = SandboxedEnvironment(loader=loader, autoescape=True, bytecode_cache=template_bytecode("renderer"),
+                                   undefined=StrictUndefined, finalize=_finalize, keep_trailing_newline=False, auto_reload=False)
+        env.filters["text"] = _text
+        if len(_environments) >= ENVIRONMENTS:
+            _environments.clear()
+        known = _environments[key] = (env, {})
+    return known
+
+
 class Renderer:
     """Renders action views of one domain with sandboxed, autoescaping Jinja templates."""
 
@@ -365,15 +387,9 @@ class Renderer:
         checked distillation of context_editor.llm); without it the text is shown as it is."""
         self.domain, self.model, self.scorer, self.system, self.window = domain, model, scorer, system, window
         self.condense = condense
-        # The domain's own templates (stored with its version) first, then the bundled ones.
-        loader = ChoiceLoader([DictLoader(domain.templates), FileSystemLoader(str(templates_dir))])
-        self.env = SandboxedEnvironment(loader=loader, autoescape=True, bytecode_cache=template_bytecode("renderer"),
-                                        undefined=StrictUndefined, finalize=_finalize, keep_trailing_newline=False,
-                                        auto_reload=False)  # a template is fixed for a renderer's life: no stat per render
-        self.env.filters["text"] = _text
+        self.env, self._templates = _environment(domain, templates_dir)
         self._views: dict[tuple[Any, ...], tuple[set[str], history.Hidden, compact.Absorbed, Any]] = {}
         self._turns: dict[tuple[Any, ...], dict[str, Any]] = {}
-        self._templates: dict[str, Template] = {}
         self._fitted: dict[tuple[Any, ...], bool] = {}  # (session, action, limit, whole dialogue) -> everything fitted last time
 
     def forget(self) -> None:
@@ -382,6 +398,7 @@ class Renderer:
         self._views.clear()
         self._turns.clear()
         self._fitted.clear()
+        history.forget_scores()
 
     def action(self, name: str) -> ActionSpec:
         if name not in self.domain.actions:
