@@ -33,6 +33,17 @@ def test_piece_counts_add_up_to_the_whole_count_on_any_text(text):
         assert counter.count(text) == counter.tokenizer.count(text), (model, counter.pieces(text))
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(PIECES, max_size=12).map("".join), max_size=8))
+def test_lines_counted_one_by_one_add_up_to_their_join(lines):
+    """`count_lines` (a render's raw window, "role: content" per message) equals the whole count
+    of the joined text, whatever the lines hold (lines that do not start a piece are counted whole)."""
+    lines = [f"user: {line}" if i % 2 else line for i, line in enumerate(lines)]
+    for model in ADDITIVE:
+        counter = SegmentCounter(tokenizer_for(model))
+        assert counter.count_lines(lines) == counter.count_lines(lines) == counter.tokenizer.count("\n".join(lines)), model
+
+
 @pytest.mark.parametrize("model", ADDITIVE)
 def test_every_golden_context_counts_the_same_piece_by_piece(model):
     counter = SegmentCounter(tokenizer_for(model))

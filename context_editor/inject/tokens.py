@@ -254,6 +254,7 @@ class SegmentCounter:
             hashlib.sha256(_pattern(base.name).encode()).hexdigest()[:16] in PROVEN_PATTERNS
         self._base = base
         self._cache: dict[str, int] = {}
+        self._lines: dict[str, int] = {}  # base counts of whole lines (`count_lines`)
 
     def pieces(self, text: str, cut: re.Pattern[str] = _CUT) -> list[str]:
         return cut.split(text)
@@ -277,6 +278,24 @@ class SegmentCounter:
         if not self.additive:
             return self.tokenizer.count(text)
         return self.total(sum(self.piece(p) for p in self.pieces(text)))
+
+    def count_lines(self, lines: list[str]) -> int:
+        """The count of "\n".join(lines) when each line starts a piece (its first character is
+        neither whitespace nor "/": the newline before it is a cut point): the sum of each line's
+        count with its newline, each remembered (a render counts the same window's turns again)."""
+        if not self.additive or any(not line[:1] or line[:1].isspace() or line[:1] == "/" for line in lines[1:]):
+            return self.count("\n".join(lines))
+        last = len(lines) - 1
+        total = 0
+        for i, line in enumerate(lines):
+            key = line + "\n" if i < last else line
+            n = self._lines.get(key)
+            if n is None:
+                if len(self._lines) >= SEGMENT_CACHE:
+                    self._lines.clear()
+                n = self._lines[key] = sum(self.piece(p) for p in self.pieces(key))
+            total += n
+        return self.total(total)
 
 
 class TiktokenCounter:
