@@ -178,10 +178,9 @@ def _reads(template: Template, name: str) -> bool:
     only for a template of plain statements (and its parents) that never names it, so a render
     can leave out what such a template would not show (the bundled minimal template shows no
     `summary` groups: its lines are `lines`)."""
-    words: frozenset[str] | None | bool = getattr(template, "_ce_reads", False)
-    if words is False:
-        words = None if template.name is None else _names(template.environment, template.name)
-        template._ce_reads = words  # type: ignore[attr-defined]
+    if not hasattr(template, "_ce_reads"):
+        template._ce_reads = None if template.name is None else _names(template.environment, template.name)  # type: ignore[attr-defined]
+    words: frozenset[str] | None = template._ce_reads  # type: ignore[attr-defined]
     return words is None or name in words
 
 
