@@ -190,11 +190,8 @@ _NAME = re.compile(r"[A-Za-z_]\w*")
 
 def _names(env: Environment, name: str, depth: int = 0) -> frozenset[str] | None:
     """Every word in the code of a plain template and its parents; None for any other template."""
-    assert env.loader is not None
-    source = env.loader.get_source(env, name)[0]
-    names = _TAG_NAME.findall(source)
-    parents = [m.group(2) for m in _EXTENDS.finditer(source)]
-    if depth > 8 or not set(names) <= _PLAIN_TAGS or names.count("extends") != len(parents):
+    source, parents = _source(env, name)
+    if depth > 8 or parents is None:
         return None
     words = frozenset(w for code in _CODE.findall(source) for w in _NAME.findall(code))
     for parent in parents:
@@ -210,15 +207,22 @@ _EXTENDS = re.compile(r"""\{%[-+]?\s*extends\s+(["'])([^"'{}%]+)\1\s*[-+]?%\}"""
 _PLAIN_TAGS = {"if", "elif", "else", "endif", "for", "endfor", "block", "endblock", "extends"}
 
 
-def _post_processes(env: Environment, name: str, depth: int = 0) -> bool:
+def _source(env: Environment, name: str) -> tuple[str, list[str] | None]:
+    """A template's source, and its parents if it holds only plain statements and literal
+    parents (the bundled templates), else None."""
     assert env.loader is not None
     source = env.loader.get_source(env, name)[0]
     names = _TAG_NAME.findall(source)
     parents = [m.group(2) for m in _EXTENDS.finditer(source)]
-    if depth <= 8 and set(names) <= _PLAIN_TAGS and names.count("extends") == len(parents):
-        # Only plain statements and literal parents (the bundled templates): no need to parse it
-        # (parsing costs ~15 ms per template in a fresh process). Anything else is parsed below.
-        return any(_post_processes(env, parent, depth + 1) for parent in parents)
+    return source, parents if set(names) <= _PLAIN_TAGS and names.count("extends") == len(parents) else None
+
+
+def _post_processes(env: Environment, name: str, depth: int = 0) -> bool:
+    source, plain = _source(env, name)
+    if depth <= 8 and plain is not None:
+        # Only plain statements and literal parents: no need to parse it (parsing costs ~15 ms
+        # per template in a fresh process). Anything else is parsed below.
+        return any(_post_processes(env, parent, depth + 1) for parent in plain)
     tree = env.parse(source)
     if depth > 8 or any(True for _ in tree.find_all((nodes.FilterBlock, nodes.CallBlock, nodes.AssignBlock, nodes.Macro))):
         return True
