@@ -36,6 +36,10 @@ def detect_language(text: str) -> str:
     sample = text[:SAMPLE]
     scripts, words, fallback = _detectors(lexicon())
     for found in (scripts, words):
+        if len(found) == 1:  # one candidate: whether it occurs at all decides (no count needed)
+            if found[0][1].search(sample):
+                return found[0][0]
+            continue
         counts = [(len(p.findall(sample)), code) for code, p in found]
         best = max(counts, default=(0, fallback))
         if best[0]:
