@@ -251,15 +251,20 @@ class ContextEditor:
         def flush() -> None:
             nonlocal done
             touched = {s for s, _ in pending}
-            try:
-                with self.store.batch():
-                    for session, message in pending:
-                        self._bind(session)
-                        self.add(session, message, now=now)
-            except BaseException:
-                for s in touched:  # the cached folds and memory may hold what was rolled back
-                    self._forget(s)
-                raise
+            for deferred in (True, False):
+                try:
+                    with self.store.batch(deferred=deferred):
+                        for session, message in pending:
+                            self._bind(session)
+                            self.add(session, message, now=now)
+                    break
+                except BaseException as exc:
+                    for s in touched:  # the cached folds and memory may hold what was rolled back
+                        self._forget(s)
+                    # Another writer moved a session while the batch's appends were held back: the
+                    # batch is redone, each append checked as it is made (a lost race retried).
+                    if not (deferred and isinstance(exc, StoreConflictError)):
+                        raise
             done += len(pending)
             pending.clear()
 

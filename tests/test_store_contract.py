@@ -242,6 +242,83 @@ def test_append_rolls_back_when_a_write_fails_midway(store, store_url, session):
     assert_chains(store, session)
 
 
+# A bulk load's appends (session, edits): new and existing sessions interleaved, messages with and
+# without edits, several messages of one session in one batch.
+BATCH_PLAN = [("old", 2), ("a", 1), ("b", 0), ("a", 0), ("old", 0), ("b", 3), ("a", 2), ("c", 0), ("c", 0), ("old", 1)]
+
+
+def built_on(scratch: Store, plan: list[tuple[str, int]]) -> list[tuple[Message, list[Edit]]]:
+    """The appends of `plan`, each chained onto the one before it in its session (made on `scratch`)."""
+    return [add(scratch, s, f"{s} {i}", n) for i, (s, n) in enumerate(plan)]
+
+
+def append_all(store: Store, turns: list[tuple[Message, list[Edit]]]) -> None:
+    for m, edits in turns:
+        store.append(DOMAIN, VERSION, m, edits)
+
+
+@pytest.mark.parametrize("writer", ["same", "another"])
+def test_a_batch_writes_what_one_append_at_a_time_writes(store, store_url, writer):
+    """`batch()` (a bulk load; PostgreSQL holds the appends back and sends them in one statement)
+    leaves the very rows, payloads and heads that the same appends made one at a time leave, and
+    the store's own reads inside it see its appends. "another": a store instance that has not
+    written these sessions itself, so it cannot know where they stand without reading."""
+    if writer == "another" and store_url == "memory://":
+        pytest.skip("memory:// has no storage that a second instance could open")
+    scratch = open_store("memory://")  # the same appends, one at a time
+    store.append(DOMAIN, VERSION, *add(scratch, "old", "before"))
+    turns = built_on(scratch, BATCH_PLAN)
+    target = store if writer == "same" else open_store(store_url)
+    try:
+        with target.batch():
+            append_all(target, turns[:5])
+            assert target.session("a").messages == 2 and len(target.edits("old")) == 4
+            append_all(target, turns[5:])
+    finally:
+        if target is not store:
+            target.close()
+    for s in ("old", "a", "b", "c"):
+        assert store.raw_rows(s) == scratch.raw_rows(s)
+        assert store.raw_payloads(s) == scratch.raw_payloads(s)
+        assert store.raw_sessions()[s] == scratch.raw_sessions()[s]
+        assert_chains(store, s)
+
+
+@pytest.mark.parametrize("failure", ["another writer", "write fails midway", "bad batch"])
+def test_a_batch_that_fails_in_the_middle_writes_nothing(store, store_url, failure):
+    """A batch that raises leaves every session as it was (nothing lost, nothing half-written):
+    another writer moved one of its sessions after its appends were built (PostgreSQL finds out
+    only when it sends them), one append fails to serialise, or one does not continue its chain."""
+    if store_url == "memory://":
+        pytest.skip("memory:// has no transactions: each append commits at once")
+    other = open_store(store_url)
+    try:
+        scratch = open_store("memory://")
+        for s in ("s", "t"):
+            store.append(DOMAIN, VERSION, *add(scratch, s))
+        turns = built_on(scratch, [("t", 1), ("s", 2), ("u", 1), ("t", 0), ("s", 1)])
+        if failure == "another writer":
+            add(other, "s", "other")
+        elif failure == "write fails midway":
+            m, (first, second) = turns[1]
+            turns[1] = (m, [first, UnwritableEdit(**{f.name: getattr(second, f.name) for f in fields(Edit) if f.init})])
+        else:
+            m, edits = turns[3]
+            turns[3] = (Message.from_dict({**m.to_dict(), "index": 0}), edits)
+        before = {s: snapshot(store, s) for s in ("s", "t", "u")}
+        with pytest.raises((StoreError, RuntimeError)) as caught:
+            with store.batch():
+                append_all(store, turns)
+        assert "injected write failure" in str(caught.value) if failure == "write fails midway" else \
+            isinstance(caught.value, StoreError) and "fix:" in str(caught.value)
+        assert {s: snapshot(store, s) for s in ("s", "t", "u")} == before
+        add(store, "t")  # the store goes on from what it holds
+        for s in ("s", "t"):
+            assert_chains(store, s)
+    finally:
+        other.close()
+
+
 def test_sessions_are_isolated(store):
     a = [add(store, "a", f"a{i}", n_edits=2) for i in range(3)]
     b = [add(store, "b", f"b{i}", n_edits=1) for i in range(2)]

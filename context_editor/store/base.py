@@ -409,11 +409,15 @@ class Store(ABC):
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
         """Commit one message and its edits atomically. Raises StoreError on a conflict."""
 
-    def batch(self) -> AbstractContextManager[None]:
+    def batch(self, deferred: bool = True) -> AbstractContextManager[None]:
         """A bulk load: the appends inside commit together when the block ends (one commit for
         many messages), or none of them if it raises. Each append stays whole: a reader sees a
         message with all its edits or not at all. Stores without transactions commit each
-        append at once (the default)."""
+        append at once (the default). `deferred`: the store may hold the appends back and send
+        them together (PostgreSQL: one statement for many messages); an append whose session
+        another writer moved meanwhile is then refused only when they are sent, so the block
+        raises StoreConflictError at its end with nothing of it written. Without it, each append
+        is checked (and a lost race refused, the rest kept) as it is made."""
         return nullcontext()
 
     @abstractmethod

@@ -1,8 +1,13 @@
 """PostgreSQL store: the same tables and guarantees as SQLiteStore, for many concurrent writers.
 
-`append` locks only its own session's row (created if missing, then `SELECT ... FOR UPDATE`),
-so writers of different sessions never wait for each other; two writers of the same session
-are serialised on that row and the loser sees the winner's counts and gets a StoreError.
+`append` is one statement that moves the session's row only if it still stands where the
+message expects (the head this store last wrote, or what the message's own links say), and
+writes the message's rows only then; otherwise it locks only its own session's row (created if
+missing, then `SELECT ... FOR UPDATE`), so writers of different sessions never wait for each
+other; two writers of the same session are serialised on that row and the loser sees the
+winner's counts and gets a StoreError. In a deferred `batch` the appends are held back and sent
+together in that same statement (one round trip for many messages), before any other statement
+of the connection and before the commit.
 Bodies are TEXT holding canonical JSON, so hashes are verified on exactly the stored text.
 """
 
@@ -19,9 +24,9 @@ import psycopg
 from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
-from .base import (EDIT_COLUMNS, ERASABLE, KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, KeyRecord, KnownHeads, SessionInfo, Store, StoredSession, Tombstone, Forget, payload_rows,
+from .base import (EDIT_COLUMNS, ERASABLE, KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, Head, KeyRecord, KnownHeads, SessionInfo, Store, StoredSession, Tombstone, Forget, payload_rows,
                    astuple_key, check_batch, check_records, domain_text, edit_from_row, edit_row, message_from_row,
-                   message_row, new_head, payload_text, before_text, key_range, parse_domain_row, raw_session_rows, records_head, redacted,
+                   message_row, new_head, key_range, parse_domain_row, raw_session_rows, records_head, redacted,
                    stored_sessions)
 
 
@@ -63,6 +68,77 @@ def _tsvector(terms: str) -> str:
     return " ".join(f"{_lexeme(t)}:{','.join(map(str, p[:256]))}" for t, p in positions.items())
 
 
+class _Held:
+    """Appends not sent yet: their rows, and per session where it must stand before them (the
+    condition the statement checks) and its head after them."""
+
+    def __init__(self) -> None:
+        self.before: dict[str, tuple[int, int, str, str]] = {}  # session -> (messages, edits, last message hash, last edit hash)
+        self.after: dict[str, Head] = {}
+        self.messages: list[tuple[Any, ...]] = []
+        self.edits: list[tuple[Any, ...]] = []
+        self.conflicts: list[str] = []  # sessions a deferred batch found moved on by another writer
+
+    def add(self, domain: str, domain_version: str, sha: str | None, message: Message, edits: list[Edit],
+            known: KnownHeads) -> bool:
+        """Hold one append back; False (nothing held) if where its session stands is not known."""
+        s = message.session
+        head = self.after.get(s)
+        if head is not None:  # the session has appends held here: it continues from their head
+            start = (head.messages, head.edits, head.last_message_hash, head.last_edit_hash)
+        else:
+            expected = known.expected(message, edits)
+            if expected is None:
+                return False
+            start = (message.index, expected[0], message.prev_hash, expected[1])
+        n_msgs, n_edits, last_msg, last_edit = start
+        check_batch(message, edits, n_msgs, n_edits, last_edit, last_msg)
+        row, rows = message_row(message), [edit_row(e) for e in edits]  # all that can fail, before anything is held
+        self.before.setdefault(s, start)
+        self.after[s] = new_head(domain, domain_version, sha, message, edits, n_msgs, n_edits, last_edit if n_edits else None)
+        self.messages.append(row)
+        self.edits.extend(rows)
+        return True
+
+    def take(self) -> _Held:
+        """The appends held so far (this object is emptied; its conflicts stay)."""
+        out = _Held()
+        out.before, out.after, out.messages, out.edits = self.before, self.after, self.messages, self.edits
+        self.before, self.after, self.messages, self.edits = {}, {}, [], []
+        return out
+
+
+def _columns(rows: list[tuple[Any, ...]], width: int) -> list[list[Any]]:
+    """Rows as one list per column (a statement takes each column as an array)."""
+    return [list(c) for c in zip(*rows)] if rows else [[] for _ in range(width)]
+
+
+# The append of any number of messages in one statement. `v`: one row per session, where it must
+# stand (n_msgs, n_edits and the chain ends) and its new head. A session moves only if its row
+# still holds exactly that (UPDATE re-checks its condition on the row as the winner of a race left
+# it; a new session is one INSERT that a racing one makes do nothing), and only the messages and
+# edits of sessions that moved are written. Returns the sessions that moved. The arrays go in
+# binary (%b): the text form escapes every element with a regular expression, the larger cost.
+_APPEND = (
+    "WITH v AS (SELECT * FROM unnest(%b::text[], %b::text[], %b::text[], %b::integer[], %b::integer[], %b::text[], "
+    "%b::text[], %b::integer[], %b::integer[], %b::text[], %b::text[]) AS v(session, domain, domain_version, messages, "
+    "edits, head, signature, n_msgs, n_edits, last_msg, last_edit)), "
+    "moved AS (UPDATE sessions s SET domain = v.domain, domain_version = v.domain_version, messages = v.messages, "
+    "edits = v.edits, head = v.head, signature = v.signature FROM v WHERE v.n_msgs > 0 AND s.session = v.session "
+    "AND s.messages = v.n_msgs AND s.edits = v.n_edits AND CASE WHEN s.head <> '' THEN "
+    "s.head::json->>'last_message_hash' = v.last_msg AND s.head::json->>'last_edit_hash' = v.last_edit END "
+    "RETURNING s.session), "
+    "made AS (INSERT INTO sessions SELECT session, domain, domain_version, messages, edits, head, signature FROM v "
+    "WHERE n_msgs = 0 ON CONFLICT DO NOTHING RETURNING session), "
+    "ok AS (SELECT session FROM moved UNION ALL SELECT session FROM made), "
+    "m AS (INSERT INTO messages SELECT t.* FROM unnest(%b::text[], %b::integer[], %b::integer[], %b::text[], %b::text[], "
+    "%b::text[], %b::text[]) AS t(session, idx, round, body, hash, salt, payload) WHERE t.session IN (SELECT session FROM ok)), "
+    "e AS (INSERT INTO edits SELECT t.* FROM unnest(%b::text[], %b::integer[], %b::integer[], %b::integer[], %b::text[], "
+    "%b::text[], %b::text[], %b::text[], %b::text[], %b::text[]) AS t(session, seq, round, message_index, body, hash, salt, "
+    "payload, before_salt, before_payload) WHERE t.session IN (SELECT session FROM ok)) "
+    "SELECT session FROM ok")
+
+
 class PostgresStore(Store):
     def __init__(self, url: str):
         self.url = url
@@ -96,6 +172,9 @@ class PostgresStore(Store):
                                      "and create the database (createdb NAME) if it does not exist") from exc
             self._local.conn = conn
             self._opened.append(conn)
+        held = getattr(self._local, "held", None)
+        if held is not None and held.messages:  # a deferred batch: what it holds goes before anything else
+            self._send(conn, held.take(), held)
         return conn
 
     def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
@@ -119,10 +198,29 @@ class PostgresStore(Store):
         return SessionInfo(*row) if row else None
 
     @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, deferred: bool = True) -> Iterator[None]:
         # Appends inside run in this transaction (a lost race's locking path in a savepoint of it).
-        with self._conn().transaction():
+        # Deferred: held back and sent together (`_send`) before the connection's next statement
+        # and before the commit. A session another writer moved meanwhile gets none of its rows
+        # written, and the batch then raises a conflict and is rolled back whole.
+        c = self._conn()
+        if getattr(self._local, "held", None) is not None:  # inside a deferred batch: the outer one sends and commits
             yield
+            return
+        with c.transaction():
+            if not deferred:
+                yield
+                return
+            held = self._local.held = _Held()
+            try:
+                yield
+                self._send(c, held.take(), held)
+            finally:
+                self._local.held = None
+            if held.conflicts:
+                raise Errors.STORE_CONFLICT(
+                    problem=f"a batch of appends: another writer moved session(s) {', '.join(map(repr, held.conflicts[:5]))} "
+                            "on since this process read them; nothing of the batch was written", fix=RETRY_FIX)
 
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
         # One round trip when this store knows where the session stands (it wrote its head, or the
@@ -130,52 +228,38 @@ class PostgresStore(Store):
         # a single statement that writes only if the session is still there. Anything else (a
         # session another writer moved on, one this process has not written yet) takes the
         # locking path, which tells a lost race from a stale expectation.
-        expected = self._heads.expected(message, edits)
-        if expected is not None and self._append_one(domain, domain_version, message, edits, *expected):
-            return
+        sha = self._domain_sha(domain_version)
+        held = getattr(self._local, "held", None)
+        if held is not None:  # a deferred batch: sent later with the others
+            if held.add(domain, domain_version, sha, message, edits, self._heads):
+                return
+        else:
+            one = _Held()
+            if one.add(domain, domain_version, sha, message, edits, self._heads) and self._send(self._conn(), one):
+                return
         self._append_locked(domain, domain_version, message, edits)
 
-    def _append_one(self, domain: str, domain_version: str, message: Message, edits: list[Edit], n_edits: int,
-                    last_edit: str) -> bool:
-        """The append as one statement, on condition that the session holds `message.index`
-        messages and `n_edits` edits ending in the hashes the batch links to. False (nothing
-        written) if it does not."""
-        s, n_msgs = message.session, message.index
-        check_batch(message, edits, n_msgs, n_edits, last_edit, message.prev_hash)
-        head = new_head(domain, domain_version, self._domain_sha(domain_version), message, edits, n_msgs, n_edits,
-                        last_edit if n_edits else None)
-        text, signature = self.sign(head)
-        values = {"s": s, "domain": domain, "version": domain_version, "m": head.messages, "e": head.edits,
-                  "head": text, "sig": signature, "n_msgs": n_msgs, "n_edits": n_edits,
-                  "last_msg": message.prev_hash, "last_edit": last_edit, "idx": message.index, "round": message.round,
-                  "body": message.body_text(), "hash": message.hash, "seqs": [e.seq for e in edits],
-                  "rounds": [e.round for e in edits], "mis": [e.message_index for e in edits],
-                  "bodies": [e.body_text() for e in edits], "hashes": [e.hash for e in edits],
-                  "salt": message.salt, "payload": payload_text(message), "salts": [e.salt for e in edits],
-                  "payloads": [payload_text(e) for e in edits], "before_salts": [e.before_salt for e in edits],
-                  "befores": [before_text(e) for e in edits]}
-        session_row = (
-            "INSERT INTO sessions VALUES (%(s)s, %(domain)s, %(version)s, %(m)s, %(e)s, %(head)s, %(sig)s) "
-            "ON CONFLICT DO NOTHING RETURNING 1" if n_msgs == 0 else
-            # UPDATE re-checks its condition on the row as the winner of a race left it.
-            "UPDATE sessions SET domain = %(domain)s, domain_version = %(version)s, messages = %(m)s, edits = %(e)s, "
-            "head = %(head)s, signature = %(sig)s WHERE session = %(s)s AND messages = %(n_msgs)s "
-            "AND edits = %(n_edits)s AND head <> '' AND head::json->>'last_message_hash' = %(last_msg)s "
-            "AND head::json->>'last_edit_hash' = %(last_edit)s RETURNING 1")
-        with _database_errors(f"appending message {message.index} to session {s!r}"):
-            row = self._conn().execute(
-                f"WITH head AS ({session_row}), "
-                "m AS (INSERT INTO messages SELECT %(s)s, %(idx)s, %(round)s, %(body)s, %(hash)s, %(salt)s, %(payload)s "
-                "FROM head RETURNING 1), "
-                "e AS (INSERT INTO edits SELECT %(s)s, t.* FROM head, unnest(%(seqs)s::integer[], %(rounds)s::integer[], "
-                "%(mis)s::integer[], %(bodies)s::text[], %(hashes)s::text[], %(salts)s::text[], %(payloads)s::text[], %(before_salts)s::text[], "
-                "%(befores)s::text[]) AS t "
-                "RETURNING 1) "
-                "SELECT count(*) FROM head", values).fetchone()
-        if not row or not row[0]:
-            return False
-        self._heads.remember(s, head.messages, head.edits, head.last_edit_hash)
-        return True
+    def _send(self, c: psycopg.Connection, held: _Held, batch: _Held | None = None) -> bool:
+        """Write held appends in one statement (`_APPEND`): each session only if it still stands
+        where its first held append expected. True if every session moved; the sessions that did
+        not are added to `batch.conflicts` (a deferred batch), their rows not written."""
+        if not held.after:
+            return True
+        sessions = [(s, held.before[s], h, *self.sign(h)) for s, h in held.after.items()]
+        columns = [[s for s, *_ in sessions], [h.domain for _, _, h, *_ in sessions],
+                   [h.domain_version for _, _, h, *_ in sessions], [h.messages for _, _, h, *_ in sessions],
+                   [h.edits for _, _, h, *_ in sessions], [t for *_, t, _ in sessions], [g for *_, g in sessions],
+                   *([b[i] for _, b, *_ in sessions] for i in range(4))]
+        first = held.messages[0]
+        with _database_errors(f"appending message {first[1]} to session {first[0]!r}" if len(held.messages) == 1
+                              else f"appending a batch of {len(held.messages)} messages"):
+            moved = {r[0] for r in c.execute(_APPEND, [*columns, *_columns(held.messages, 7), *_columns(held.edits, 10)])}
+        for s, head in held.after.items():
+            if s in moved:
+                self._heads.remember(s, head.messages, head.edits, head.last_edit_hash)
+            elif batch is not None:
+                batch.conflicts.append(s)
+        return len(moved) == len(held.after)
 
     def _domain_sha(self, version_hash: str) -> str | None:
         """The SHA-256 of a stored domain document (a row never changes once written: kept)."""

@@ -102,7 +102,8 @@ class SQLiteStore(Store):
         return SessionInfo(*row) if row else None
 
     @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, deferred: bool = True) -> Iterator[None]:
+        # Each append is written at once (`deferred` changes nothing): SQLite has no round trips to save.
         c = self._conn()
         if c.in_transaction:  # already in a batch: the outer one commits
             yield
