@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import logging
 import re
-from html import unescape
 from dataclasses import dataclass, field, replace
+from html import unescape
 from pathlib import Path
 from typing import Any, Callable
 from xml.etree import ElementTree
@@ -424,9 +424,9 @@ class Renderer:
         """`absorbed_by`: what the states of the other domains of the conversation hold (their
         values count as absorbed in the summary zone too: one envelope states each fact once);
         for a minimal action, `held_by` (what all the states hold as rendered; `taken_by`: where
-        their present values were read), `offers_by` (the
-        offers still open in all of them), `domains_by` (the envelope's domains) and `summaries_by`
-        (the other domains' summary lines: their value-like spans count in the conversation form)."""
+        their present values were read), `offers_by` (the offers still open in all of them),
+        `domains_by` (the envelope's domains) and `summaries_by` (the other domains' summary lines:
+        their value-like spans count in the conversation form)."""
         spec = self.action(action)
         resolved = resolve_budget(budget, spec.budget_tokens, self.window)
         limit = resolved - spec.safety_margin
