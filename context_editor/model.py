@@ -14,9 +14,9 @@ import json
 import re
 import dataclasses
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Iterator, Literal
+from typing import Any, Iterable, Iterator, Literal, TypeVar
 
 from .errors import Errors
 
@@ -107,11 +107,36 @@ def session_owner(key: str) -> tuple[str, str] | None:
 # What json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False) builds at every
 # call, built once (the encoder keeps only its settings: safe to share between threads).
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# The C encoder `_CANONICAL.encode` makes anew at each call, made once: the same bytes (it is the
+# encoder that call uses), without building it and its circular-reference table every time. It
+# keeps no table (markers None: shared by threads, nothing left over after an error); a value
+# that contains itself raises RecursionError rather than ValueError, and none reaches here
+# (`conversation.check_value` refuses input nested deeper than 64 levels).
+_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODE = (_make_encoder(None, _CANONICAL.default, json.encoder.encode_basestring, None, ":", ",", True, False, True)
+             if _make_encoder is not None else None)
 
 
 def canonical_json(obj: Any) -> str:
     """One serialisation for hashing and storage: sorted keys, no whitespace, UTF-8 kept."""
-    return _CANONICAL.encode(obj)
+    return "".join(_C_ENCODE(obj, 0)) if _C_ENCODE is not None else _CANONICAL.encode(obj)
+
+
+_R = TypeVar("_R", "Message", "Edit")
+
+
+def _fresh_copy(record: _R, **changes: Any) -> _R:
+    """What `dataclasses.replace(record, **changes)` makes of a Message or an Edit (its kept
+    serialisations, the init=False fields, left empty), set slot by slot instead of through the
+    generated __init__ again: a sealing copy is made for every message and edit ingested."""
+    cls = type(record)
+    new = object.__new__(cls)
+    copied, kept = _SLOTS[cls]
+    for name in copied:
+        object.__setattr__(new, name, changes[name] if name in changes else getattr(record, name))
+    for name in kept:
+        object.__setattr__(new, name, "")
+    return new
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,12 +220,21 @@ class Message:
     def sealed(self, prev_hash: str, salt: str | None = None) -> Message:
         """Placed after `prev_hash` with `salt` (default: fresh random bits): its text is committed,
         hence erasable."""
-        m = replace(self, prev_hash=prev_hash, hash="", salt=salt or new_salt(), commitment=None)
-        object.__setattr__(m, "_payload", canonical_json(m.payload()))  # not yet shared
-        text = canonical_json(m.body())
-        object.__setattr__(m, "hash", hashlib.sha256(text.encode("utf-8")).hexdigest())  # not yet shared
-        object.__setattr__(m, "_text", text)
-        return m
+        return _fresh_copy(self, prev_hash=prev_hash, hash="", salt=salt or new_salt(), commitment=None)._seal()
+
+    @classmethod
+    def new(cls, prev_hash: str, salt: str | None = None, **fields: Any) -> Message:
+        """A new message sealed after `prev_hash` (as `Message(**fields).sealed(prev_hash, salt)`,
+        built once)."""
+        return cls(**fields, prev_hash=prev_hash, salt=salt or new_salt())._seal()
+
+    def _seal(self) -> Message:
+        """Fill in the kept serialisations and the hash of a message just made (not yet shared)."""
+        object.__setattr__(self, "_payload", canonical_json(self.payload()))
+        text = canonical_json(self.body())
+        object.__setattr__(self, "hash", hashlib.sha256(text.encode("utf-8")).hexdigest())
+        object.__setattr__(self, "_text", text)
+        return self
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Message:
@@ -396,8 +430,8 @@ class Edit:
         """This edit placed at `seq` after `prev_hash`, with the salts of its two commitments
         (default: fresh random bits) and its own hash filled in."""
         salt, before_salt = salts or (new_salt(), new_salt())
-        e = replace(self, seq=seq, prev_hash=prev_hash, hash="", salt=salt, commitment=None, before_salt=before_salt,
-                    before_commitment=None)
+        e = _fresh_copy(self, seq=seq, prev_hash=prev_hash, hash="", salt=salt, commitment=None, before_salt=before_salt,
+                        before_commitment=None)
         object.__setattr__(e, "_payload", canonical_json(e.payload()))  # not yet shared
         object.__setattr__(e, "_before", canonical_json(e.before_payload()))
         text = canonical_json(e.body())
@@ -708,3 +742,9 @@ class State:
             "fields": fields,
             "alerts": [a.to_dict() for a in self.alerts],
         }
+
+
+# The fields `_fresh_copy` copies, and those it leaves empty.
+_SLOTS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    cls: (tuple(f.name for f in dataclasses.fields(cls) if f.init), tuple(f.name for f in dataclasses.fields(cls) if not f.init))
+    for cls in (Message, Edit)}

@@ -586,11 +586,11 @@ class ContextEditor:
         if ts is None:
             clock = now if now is not None else datetime.now(timezone.utc)
             ts = clock if isinstance(clock, str) else clock.isoformat()
-        return Message(session=session, index=index, round=rnd, role=raw["role"], content=raw["content"], timestamp=ts,
-                       id=raw.get("id"), name=raw.get("name"), tool_call_id=raw.get("tool_call_id"),
-                       tool_calls=tuple(raw.get("tool_calls") or ()), asks=tuple(raw.get("asks") or ()),
-                       domains=tuple(raw.get("domains") or ())).sealed(
-                           state.last_message_hash, self._salts() if self._salts else None)
+        return Message.new(state.last_message_hash, self._salts() if self._salts else None, session=session, index=index,
+                           round=rnd, role=raw["role"], content=raw["content"], timestamp=ts, id=raw.get("id"),
+                           name=raw.get("name"), tool_call_id=raw.get("tool_call_id"),
+                           tool_calls=tuple(raw.get("tool_calls") or ()), asks=tuple(raw.get("asks") or ()),
+                           domains=tuple(raw.get("domains") or ()))
 
     def _edits_for(self, state: State, msg: Message, upgrade_from: str | None = None,
                    carried: list[Carried] | None = None) -> list[Edit]:

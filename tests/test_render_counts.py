@@ -29,8 +29,19 @@ PIECES = st.sampled_from(list("\n\n\n  \t/<>aZé1中文。，\r\x0b\x0c\x85\u202
 def test_piece_counts_add_up_to_the_whole_count_on_any_text(text):
     for model in ADDITIVE:
         counter = SegmentCounter(tokenizer_for(model))
-        assert counter.additive
+        assert counter.additive and counter.proven  # renders trust these sums without a whole count
         assert counter.count(text) == counter.tokenizer.count(text), (model, counter.pieces(text))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(PIECES, max_size=12).map("".join), max_size=8))
+def test_lines_counted_one_by_one_add_up_to_their_join(lines):
+    """`count_lines` (a render's raw window, "role: content" per message) equals the whole count
+    of the joined text, whatever the lines hold (lines that do not start a piece are counted whole)."""
+    lines = [f"user: {line}" if i % 2 else line for i, line in enumerate(lines)]
+    for model in ADDITIVE:
+        counter = SegmentCounter(tokenizer_for(model))
+        assert counter.count_lines(lines) == counter.count_lines(lines) == counter.tokenizer.count("\n".join(lines)), model
 
 
 @pytest.mark.parametrize("model", ADDITIVE)
@@ -99,6 +110,7 @@ def test_a_sum_that_disagrees_switches_the_tokenizer_to_whole_counts(monkeypatch
     counter = segment_counter("gpt-4")
     monkeypatch.setattr(counter, "piece", lambda text: len(text))  # a wrong count for every piece
     monkeypatch.setattr(counter, "additive", True)
+    monkeypatch.setattr(counter, "proven", False)  # cl100k's pattern is proven: only an unproven sum is confirmed whole
     ctx = editor.render("s", "place_order", budget=400)
     assert not counter.additive
     assert ctx.tokens == tokenizer_for("gpt-4").count(ctx.xml) <= 400

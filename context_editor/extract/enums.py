@@ -20,6 +20,7 @@ from .prefilter import Present
 _LATIN = re.compile(r"[A-Za-z0-9]")
 EXCLUDE = "!"
 SHORT = 2  # Latin phrases this short are case-sensitive
+ALL = Present("")  # as `present`: the caller knows a phrase can be in the text (no pre-filter)
 
 
 def _alternative(phrase: str) -> str:
@@ -55,8 +56,8 @@ class EnumMatcher:
 
     def finditer(self, text: str, present: Present | None = None) -> Iterator[tuple[int, int, str, str]]:
         """Yield (start, end, matched text, canonical value); `present`: the message's literals, when
-        `text` is that message."""
-        if self.pattern is None or not (present or Present(text)).could_match(self.pattern):
+        `text` is that message, or ALL when the caller has already pre-filtered."""
+        if self.pattern is None or (present is not ALL and not (present or Present(text)).could_match(self.pattern)):
             return  # no phrase can be here: skip the scan
         for m in self.pattern.finditer(text):
             key = " ".join(m.group(0).lower().split())

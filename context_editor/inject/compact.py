@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..model import State
@@ -581,6 +582,12 @@ def relation_weights(links: dict[str, set[str]], seeds: set[str]) -> dict[str, f
     return {n: round(w, 3) for n, w in weight.items() if w}
 
 
+@lru_cache(maxsize=1 << 14)
+def _ids(text: str) -> frozenset[str]:
+    """The identifiers a text mentions (the same turns are read at every render of a session)."""
+    return frozenset(ID.findall(text))
+
+
 def entity_graph(texts: list[str], known_values: list[str], relations: Iterable[str] = ()) -> list[Entity]:
     """Identifiers and known values, weighted by mentions and co-mentions plus the weight the
     values of relation fields (`relations`) propagate along links; the top nodes."""
@@ -588,7 +595,7 @@ def entity_graph(texts: list[str], known_values: list[str], relations: Iterable[
     mentions: dict[str, int] = {}
     links: dict[str, set[str]] = {}
     for text in texts:
-        found = set(ID.findall(text)) | {v for v in [*known_values, *seeds] if v and v in text}
+        found = set(_ids(text)) | {v for v in [*known_values, *seeds] if v and v in text}
         for name in found:
             mentions[name] = mentions.get(name, 0) + 1
             links.setdefault(name, set()).update(found - {name})

@@ -106,6 +106,13 @@ def action_vocabulary(domain: Domain, action: ActionSpec, state: State) -> set[s
 
 def default_score(msg: Message, ctx: dict[str, Any]) -> float:
     """Deterministic relevance of an older message to the action being rendered."""
+    return _aged(msg, ctx, _unaged(msg, ctx))
+
+
+def _unaged(msg: Message, ctx: dict[str, Any]) -> float:
+    """`default_score` before its decay with age: the same from render to render while the
+    action's vocabulary, the sources of shown values and the references stay (`select_history`
+    keeps it per message)."""
     score = ROLE_WEIGHT.get(msg.role, 0.3)
     if msg.index in ctx["source_indexes"]:
         score += SOURCE_BONUS
@@ -114,6 +121,10 @@ def default_score(msg: Message, ctx: dict[str, Any]) -> float:
         score += len(w & ctx["vocabulary"]) / math.sqrt(len(w))
     if any(ref in msg.content for ref in ctx["references"]):
         score += REFERENCE_BONUS
+    return score
+
+
+def _aged(msg: Message, ctx: dict[str, Any], score: float) -> float:
     low, high = MIDDLING
     # A retrieved message matched this very query: its age says nothing against it.
     if low < score < high and msg.index not in ctx.get("retrieved", ()):
@@ -345,8 +356,40 @@ def rule_score(msg: Message, ctx: dict[str, Any]) -> float:
     return float(grade(default_score(msg, ctx)))
 
 
+UNAGED_VIEWS = 64  # (vocabulary, sources, references) views whose unaged scores are kept
+_unaged_memo: dict[tuple[Any, ...], dict[tuple[int, str], float]] = {}
+
+
+def forget_scores() -> None:
+    """Drop the remembered scores (after an erasure: they are keyed by the messages' texts)."""
+    _unaged_memo.clear()
+
+
+def _rule_scores(messages: list[Message], ctx: dict[str, Any]) -> list[float]:
+    """`rule_score` of each message, the unaged part remembered per view and message (a render
+    after a new message scores the same older messages again under the same view)."""
+    view = (frozenset(ctx["vocabulary"]), frozenset(ctx["source_indexes"]), frozenset(ctx["references"]))
+    memo = _unaged_memo.get(view)
+    if memo is None:
+        if len(_unaged_memo) >= UNAGED_VIEWS:
+            _unaged_memo.clear()
+        memo = _unaged_memo[view] = {}
+    out = []
+    for m in messages:
+        key = (m.index, m.content)
+        unaged = memo.get(key)
+        if unaged is None:
+            if len(memo) >= UNAGED_VIEWS * 64:
+                memo.clear()
+            unaged = memo[key] = _unaged(m, ctx)
+        out.append(float(grade(_aged(m, ctx, unaged))))
+    return out
+
+
 def _scores(scorer: Scorer, messages: list[Message], ctx: dict[str, Any]) -> dict[int, float]:
     """Message index -> score; one call for all messages when the scorer has `score_batch`."""
+    if scorer is rule_score:
+        return {m.index: v for m, v in zip(messages, _rule_scores(messages, ctx))}
     batch = getattr(scorer, "score_batch", None)
     values = batch(messages, ctx) if batch is not None else [scorer(m, ctx) for m in messages]
     return {m.index: float(v) for m, v in zip(messages, values)}

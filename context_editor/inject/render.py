@@ -144,7 +144,7 @@ TIERS = ("entities", "notes", "replies", "history", "values", "recent", "alerts"
 MEMO = 64  # states whose render views a renderer keeps (a few sessions, every action)
 MAX_CORRECTIONS = 4  # estimate corrections before the plain bisection takes over
 _MARK = re.compile("\x00(\\d+)\x01")  # an item's mark in a probe render: NUL, owner number, SOH
-_MARK_PATTERN = cuts(_MARK.pattern)
+_MARK_PATTERN = cuts("\x00\\d+\x01")  # the mark without its group (re.split would return groups)
 
 
 class _Tag(str):
@@ -174,20 +174,56 @@ def _markable(template: Template) -> bool:
     return cached
 
 
+def _reads(template: Template, name: str) -> bool:
+    """Whether the template (or a template it extends) may read the context variable `name`: False
+    only for a template of plain statements (and its parents) that never names it, so a render
+    can leave out what such a template would not show (the bundled minimal template shows no
+    `summary` groups: its lines are `lines`)."""
+    if not hasattr(template, "_ce_reads"):
+        template._ce_reads = None if template.name is None else _names(template.environment, template.name)  # type: ignore[attr-defined]
+    words: frozenset[str] | None = template._ce_reads  # type: ignore[attr-defined]
+    return words is None or name in words
+
+
+_CODE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)  # expressions and statements (comments are {# #})
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _names(env: Environment, name: str, depth: int = 0) -> frozenset[str] | None:
+    """Every word in the code of a plain template and its parents; None for any other template."""
+    source, parents = _source(env, name)
+    if depth > 8 or parents is None:
+        return None
+    words = frozenset(w for code in _CODE.findall(source) for w in _NAME.findall(code))
+    for parent in parents:
+        more = _names(env, parent, depth + 1)
+        if more is None:
+            return None
+        words |= more
+    return words
+
+
 _TAG_NAME = re.compile(r"\{%[-+]?\s*(\w+)")  # every statement's first word (and maybe text that looks like one)
 _EXTENDS = re.compile(r"""\{%[-+]?\s*extends\s+(["'])([^"'{}%]+)\1\s*[-+]?%\}""")
 _PLAIN_TAGS = {"if", "elif", "else", "endif", "for", "endfor", "block", "endblock", "extends"}
 
 
-def _post_processes(env: Environment, name: str, depth: int = 0) -> bool:
+def _source(env: Environment, name: str) -> tuple[str, list[str] | None]:
+    """A template's source, and its parents if it holds only plain statements and literal
+    parents (the bundled templates), else None."""
     assert env.loader is not None
     source = env.loader.get_source(env, name)[0]
     names = _TAG_NAME.findall(source)
     parents = [m.group(2) for m in _EXTENDS.finditer(source)]
-    if depth <= 8 and set(names) <= _PLAIN_TAGS and names.count("extends") == len(parents):
-        # Only plain statements and literal parents (the bundled templates): no need to parse it
-        # (parsing costs ~15 ms per template in a fresh process). Anything else is parsed below.
-        return any(_post_processes(env, parent, depth + 1) for parent in parents)
+    return source, parents if set(names) <= _PLAIN_TAGS and names.count("extends") == len(parents) else None
+
+
+def _post_processes(env: Environment, name: str, depth: int = 0) -> bool:
+    source, plain = _source(env, name)
+    if depth <= 8 and plain is not None:
+        # Only plain statements and literal parents: no need to parse it (parsing costs ~15 ms
+        # per template in a fresh process). Anything else is parsed below.
+        return any(_post_processes(env, parent, depth + 1) for parent in plain)
     tree = env.parse(source)
     if depth > 8 or any(True for _ in tree.find_all((nodes.FilterBlock, nodes.CallBlock, nodes.AssignBlock, nodes.Macro))):
         return True
@@ -198,6 +234,30 @@ def _post_processes(env: Environment, name: str, depth: int = 0) -> bool:
             return True  # a computed parent: cannot tell
         parents.append(target.value)
     return any(_post_processes(env, parent, depth + 1) for parent in parents)
+
+
+def _settle(draft: str, count: Callable[[str], int]) -> tuple[str, int]:
+    """The `tokens` attribute's fixed point: the first filling of `draft` whose count equals the
+    number it claims."""
+
+    def fill(n: int, pad: int = 0) -> str:
+        return draft.replace(_TOKENS_SLOT, str(n), 1).replace("<context ", "<context " + " " * pad, 1)
+
+    claimed = count(fill(0))
+    for _ in range(4):
+        actual = count(fill(claimed))
+        if actual == claimed:
+            return fill(claimed), actual
+        claimed = actual
+    # The count can oscillate across a digit boundary: pad the tag until claim and count meet
+    # (both only grow, so this ends).
+    for pad in range(1, 256):
+        xml = fill(claimed, pad)
+        actual = count(xml)
+        if actual == claimed:
+            return xml, actual
+        claimed = max(claimed, actual)
+    raise Errors.TOKENS_UNSETTLED()
 
 
 @dataclass
@@ -290,6 +350,8 @@ class _Plan:
     dialogue: list[list[Message]] = field(default_factory=list)
     said: list[compact.ZoneLine] = field(default_factory=list)  # its assistant sentences (minimal.said_lines)
     spans: tuple[str, ...] = ()  # the value-like spans of its user turns and of `said` (lowercased)
+    # A minimal render's lines made so far (`_flat_lines`); not copied by `replace`.
+    lines_memo: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] = field(default_factory=dict, init=False, repr=False)
 
     def sizes(self) -> dict[str, int]:
         return {"entities": len(self.entities), "notes": len(self.zone["notes"]), "replies": len(self.zone["replies"]),
@@ -297,6 +359,28 @@ class _Plan:
                 "values": len(self.zone["values"]), "recent": len(self.recent), "alerts": len(self.alerts),
                 "optional": len(self.optional),
                 "facts": len(self.zone["facts"]), "latest": len(self.latest)}
+
+
+ENVIRONMENTS = 32  # (domain version, templates folder) pairs whose Jinja environment is kept
+_environments: dict[tuple[str, str, str], tuple[SandboxedEnvironment, dict[str, Template]]] = {}
+
+
+def _environment(domain: Domain, templates_dir: Path) -> tuple[SandboxedEnvironment, dict[str, Template]]:
+    """The Jinja environment of a domain version's templates and the templates its actions use,
+    shared by every renderer of that version in the process (a new editor, say one reopening a
+    session, loads no template again). The domain's own templates (stored with its version) come
+    first, then the bundled ones; a template is fixed for the environment's life (no stat per render)."""
+    key = (domain.version_hash, str(templates_dir), str(TEMPLATES_DIR))  # `_find_template` looks in TEMPLATES_DIR
+    known = _environments.get(key)
+    if known is None:
+        loader = ChoiceLoader([DictLoader(domain.templates), FileSystemLoader(str(templates_dir))])
+        env = SandboxedEnvironment(loader=loader, autoescape=True, bytecode_cache=template_bytecode("renderer"),
+                                   undefined=StrictUndefined, finalize=_finalize, keep_trailing_newline=False, auto_reload=False)
+        env.filters["text"] = _text
+        if len(_environments) >= ENVIRONMENTS:
+            _environments.clear()
+        known = _environments[key] = (env, {})
+    return known
 
 
 class Renderer:
@@ -309,20 +393,18 @@ class Renderer:
         checked distillation of context_editor.llm); without it the text is shown as it is."""
         self.domain, self.model, self.scorer, self.system, self.window = domain, model, scorer, system, window
         self.condense = condense
-        # The domain's own templates (stored with its version) first, then the bundled ones.
-        loader = ChoiceLoader([DictLoader(domain.templates), FileSystemLoader(str(templates_dir))])
-        self.env = SandboxedEnvironment(loader=loader, autoescape=True, bytecode_cache=template_bytecode("renderer"),
-                                        undefined=StrictUndefined, finalize=_finalize, keep_trailing_newline=False)
-        self.env.filters["text"] = _text
+        self.env, self._templates = _environment(domain, templates_dir)
         self._views: dict[tuple[Any, ...], tuple[set[str], history.Hidden, compact.Absorbed, Any]] = {}
         self._turns: dict[tuple[Any, ...], dict[str, Any]] = {}
-        self._templates: dict[str, Template] = {}
+        self._fitted: dict[tuple[Any, ...], bool] = {}  # (session, action, limit, whole dialogue) -> everything fitted last time
 
     def forget(self) -> None:
         """Drop what renders remembered of states and messages (after an erasure: a turn is
         remembered by its message's hash, which erasure keeps)."""
         self._views.clear()
         self._turns.clear()
+        self._fitted.clear()
+        history.forget_scores()
 
     def action(self, name: str) -> ActionSpec:
         if name not in self.domain.actions:
@@ -353,7 +435,7 @@ class Renderer:
             plan, kept, probe = self._cheaper(plan, state, kept, probe)
         xml, tokens, dropped = probe.xml, probe.tokens, probe.dropped
         counter = segment_counter(self.model)
-        if counter.additive and counter.tokenizer.count(xml) != tokens:
+        if counter.additive and not counter.proven and counter.tokenizer.count(xml) != tokens:
             # Summed piece counts disagree with the whole: never trust them for this tokenizer again.
             log.warning("token counts of %s do not add up piece by piece; counting whole texts", counter.tokenizer.name)
             counter.additive = False
@@ -368,7 +450,7 @@ class Renderer:
         if lost:
             return fallback(lost)
         visible = [m for m in messages if m.role != "system"]
-        source = counter.count("\n".join(f"{m.role}: {m.content}" for m in visible))
+        source = counter.count_lines([f"{m.role}: {m.content}" for m in visible])
         shown = [m.index for u in plan.ranked[: kept["history"]] if u.reason == "retrieved" for m in u.messages]
         return RenderedContext(plan.action, xml, tokens, plan.budget, fields, [m["name"] for m in plan.missing], dropped, source,
                                tokenizer_for(self.model).estimated, sorted(shown))
@@ -553,7 +635,17 @@ class Renderer:
         if not (counter.additive and _markable(plan.template)):
             return self._bisect(plan, state, sizes, {})
         probes: dict[tuple[int, ...], _Probe] = {}
-        full = self._probe(plan, state, sizes, probes, counter, marked=True)
+        # Whether everything fitted the last time this session rendered this action: then this
+        # render most likely fits too, and is tried unmarked first (marks cost about a third of a
+        # render, and only a search reads them). The XML is the same either way.
+        last = (state.session, plan.action, plan.limit, bool(plan.dialogue))
+        full = self._build(plan, state, sizes, counter) if self._fitted.get(last) else None
+        if full is None or full.tokens > plan.limit:
+            full = self._build(plan, state, sizes, counter, marked=True)
+        probes[tuple(sizes[t] for t in TIERS)] = full
+        if len(self._fitted) >= MEMO * 8:
+            self._fitted.clear()
+        self._fitted[last] = full.tokens <= plan.limit
         if full.tokens <= plan.limit:
             return sizes, full
         costs = _Costs(plan, full, counter)
@@ -646,55 +738,56 @@ class Renderer:
                "dropped": ", ".join(dropped), "lost": " ".join(f"m{i}" for i in lost),
                "entities": [replace(e, name=tag(e.name, "entities", j)) if marked else e
                             for j, e in enumerate(plan.entities[: kept["entities"]])],
-               "summary": _zone_groups(zone, plan.window_from, tag, plan.wanted_back),
+               "summary": _zone_groups(zone, plan.window_from, tag, plan.wanted_back) if _reads(plan.template, "summary") else [],
                "history": [tagged({**plan.seen[m.index], "reason": plan.ranked[i].reason, "src": f"m{m.index}"}
                                   if plan.ranked[i].reason
                                   else plan.seen[m.index], "history", i) for i in hist for m in plan.ranked[i].messages],
                "turns": [tagged(plan.seen[m.index], tier, j) for tier, j, m in turns]}
         if plan.spec.minimal:
-            ctx["lines"] = _flat_lines(plan, zone, [("history", i, m) for i in hist for m in plan.ranked[i].messages] + turns, tag)
+            ctx["lines"] = _flat_lines(plan, zone, [("history", i, m) for i in hist for m in plan.ranked[i].messages] + turns, tag,
+                                       None if marked else plan.lines_memo)
             ctx["domain_shown"] = not plan.sections
         draft: str = plan.template.render(**ctx, tokens=_TOKENS_SLOT)
         if not marked:
-            return _Probe(*self._fixed_point(draft, counter), dropped, {}, 0)
+            xml, tokens, _ = self._fixed_point(draft, counter)
+            return _Probe(xml, tokens, dropped, {}, 0)
         costs: dict[tuple[str, int], int] = {}
         clean = []
         for piece in counter.pieces(draft, _MARK_PATTERN):
-            owners = _MARK.findall(piece)
-            if owners:
+            if "\x00" in piece:
+                owners = _MARK.findall(piece)
                 piece = _MARK.sub("", piece)
                 key = marks[int(owners[0])]
                 costs[key] = costs.get(key, 0) + counter.piece(piece)
             clean.append(piece)
-        xml, tokens = self._fixed_point("".join(clean), counter)
-        return _Probe(xml, tokens, dropped, costs, sum(counter.piece(p) for p in counter.pieces(xml)))
+        xml, tokens, base = self._fixed_point("".join(clean), counter, clean)
+        return _Probe(xml, tokens, dropped, costs, base)
 
     def _shown(self, name: str, state: State) -> bool:
         """Transient fields are instructions: shown only in the round they were given."""
         spec = self.domain.fields[name]
         return spec.cls != "transient" or state.fields[name].set_round == state.round
 
-    def _fixed_point(self, draft: str, counter: SegmentCounter) -> tuple[str, int]:
-        """Settle the `tokens` attribute on the exact count of the output containing it."""
+    def _fixed_point(self, draft: str, counter: SegmentCounter, pieces: list[str] | None = None) -> tuple[str, int, int]:
+        """Settle the `tokens` attribute on the exact count of the output containing it: the XML,
+        its count, and (an additive counter) its base count, the sum of its pieces' counts.
 
-        def fill(n: int, pad: int = 0) -> str:
-            return draft.replace(_TOKENS_SLOT, str(n), 1).replace("<context ", "<context " + " " * pad, 1)
-
-        claimed = counter.count(fill(0))
-        for _ in range(4):
-            actual = counter.count(fill(claimed))
-            if actual == claimed:
-                return fill(claimed), actual
-            claimed = actual
-        # The count can oscillate across a digit boundary: pad the tag until claim and count meet
-        # (both only grow, so this ends).
-        for pad in range(1, 256):
-            xml = fill(claimed, pad)
-            actual = counter.count(xml)
-            if actual == claimed:
-                return xml, actual
-            claimed = max(claimed, actual)
-        raise Errors.TOKENS_UNSETTLED()
+        With an additive counter only the piece holding the attribute is counted again while the
+        number settles: filling it in changes no cut point (digits and spaces inside a line), so
+        every other piece keeps its count. `pieces`: the draft's pieces, when the caller has them."""
+        if counter.additive:
+            pieces = pieces if pieces is not None else counter.pieces(draft)
+            at = next((i for i, p in enumerate(pieces) if _TOKENS_SLOT in p), None)
+            before = sum(map(len, pieces[:at])) if at is not None else 0
+            padded = draft.find("<context ")  # the padding goes there: it must be in the same piece
+            if at is not None and (padded < 0 or before <= padded < before + len(pieces[at])):
+                rest = sum(counter.piece(p) for i, p in enumerate(pieces) if i != at)
+                line, tokens = _settle(pieces[at], lambda text: counter.total(counter.piece(text) + rest))
+                return "".join(pieces[:at]) + line + "".join(pieces[at + 1:]), tokens, counter.piece(line) + rest
+            xml, tokens = _settle(draft, counter.count)
+            return xml, tokens, sum(counter.piece(p) for p in counter.pieces(xml))
+        xml, tokens = _settle(draft, counter.count)
+        return xml, tokens, 0
 
     def _template(self, spec: ActionSpec) -> Template:
         """The action's template, looked up once (a template is fixed for a renderer's life)."""
@@ -827,22 +920,33 @@ def _zone_groups(lines: list[tuple[str, int, compact.ZoneLine]], window_from: in
 
 
 def _flat_lines(plan: _Plan, zone: list[tuple[str, int, compact.ZoneLine]], turns: list[tuple[str, int, Message]],
-                tag: Callable[[Any, str, int], Any]) -> list[dict[str, Any]]:
+                tag: Callable[[Any, str, int], Any], memo: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] | None = None
+                ) -> list[dict[str, Any]]:
     """A minimal context's turns and summary lines as one list in the conversation's order, each
-    one text line "m7 user: …" (a tool's turn names its tool: "m8 tool:search: …")."""
+    one text line "m7 user: …" (a tool's turn names its tool: "m8 tool:search: …"). `memo`: the
+    plan's lines made so far, for unmarked renders (a line is the same in every candidate)."""
+    memo = {} if memo is None else memo
     out: list[tuple[int, dict[str, Any]]] = []
     for tier, position, z in zone:
-        src = z.sources if len(z.sources) <= 2 else (z.sources[0], z.sources[-1])
-        out.append((z.sources[0], {"src": tag(" ".join(f"m{i}" for i in src), tier, position),
-                                   "times": len(z.sources) if len(z.sources) > 2 else None, "role": tag(z.role, tier, position),
-                                   "reason": "retrieved" if plan.wanted_back.intersection(z.sources) else None,
-                                   "parts": [{"sep": "", "text": tag(z.text, tier, position)}]}))
+        line = memo.get(("zone", tier, position))
+        if line is None:
+            src = z.sources if len(z.sources) <= 2 else (z.sources[0], z.sources[-1])
+            line = memo[("zone", tier, position)] = (z.sources[0], {
+                "src": tag(" ".join(f"m{i}" for i in src), tier, position),
+                "times": len(z.sources) if len(z.sources) > 2 else None, "role": tag(z.role, tier, position),
+                "reason": "retrieved" if plan.wanted_back.intersection(z.sources) else None,
+                "parts": [{"sep": "", "text": tag(z.text, tier, position)}]})
+        out.append(line)
     for tier, position, m in turns:
-        seen = plan.seen[m.index]
-        role = f"{seen['role']}:{seen['name']}" if seen.get("name") else seen["role"]
-        out.append((m.index, {"src": tag(f"m{m.index}", tier, position), "times": None, "role": tag(role, tier, position),
-                              "reason": "retrieved" if m.index in plan.wanted_back else None,
-                              "parts": [{"sep": "", "text": tag(seen["content"], tier, position)}]}))
+        line = memo.get(("turn", tier, position, m.index))
+        if line is None:
+            seen = plan.seen[m.index]
+            role = f"{seen['role']}:{seen['name']}" if seen.get("name") else seen["role"]
+            line = memo[("turn", tier, position, m.index)] = (m.index, {
+                "src": tag(f"m{m.index}", tier, position), "times": None, "role": tag(role, tier, position),
+                "reason": "retrieved" if m.index in plan.wanted_back else None,
+                "parts": [{"sep": "", "text": tag(seen["content"], tier, position)}]})
+        out.append(line)
     return _joined_lines([d for _, d in sorted(out, key=lambda x: x[0])])
 
 
@@ -850,14 +954,16 @@ def _joined_lines(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Consecutive summary lines of one message (its sentences that the state did not absorb)
     as one line: "m5 assistant: I found 5 flights. It costs $198." says its source and speaker
     once (each prefix costs 4 tokens). Each sentence keeps its own text (and budget mark); a
-    space joins them unless the first ends in a character that needs none (Chinese punctuation)."""
+    space joins them unless the first ends in a character that needs none (Chinese punctuation).
+    The lines given are not changed (`_flat_lines` remembers them)."""
     out: list[dict[str, Any]] = []
     for d in lines:
         last = out[-1] if out else None
         if last is not None and d["times"] is None and last["times"] is None and str(last["src"]) == str(d["src"]) \
                 and " " not in str(d["src"]) and str(last["role"]) == str(d["role"]) and last["reason"] == d["reason"]:
             tail = str(last["parts"][-1]["text"])
-            last["parts"].append({"sep": " " if tail and tail[-1].isascii() else "", "text": d["parts"][0]["text"]})
+            out[-1] = {**last, "parts": [*last["parts"], {"sep": " " if tail and tail[-1].isascii() else "",
+                                                          "text": d["parts"][0]["text"]}]}
             continue
         out.append(d)
     return out

@@ -214,13 +214,25 @@ class Tokenizer(Protocol):
 # pre-token, so the counts add up exactly. `SegmentCounter` relies on this and checks it: the
 # renderer compares the sum with one whole count of its final output, and a test compares them on
 # every golden conversation.
-_CUT = re.compile(r"\n(?=[ \t]*[^\s/])")
+# The pattern matches the empty string at each cut point (after the newline), so `re.split` cuts
+# the text in C.
+_CUT = re.compile(r"(?<=\n)(?=[ \t]*[^\s/])")
+
+
+# tiktoken's split patterns (SHA-256 of `pat_str`, first 16 hex digits) the reasoning above was
+# made on: o200k_base and cl100k_base. cl100k's `\s++$` takes a piece's trailing "  \n" whole, as
+# `\s*[\r\n]` takes it in place. A property test compares piece sums with whole counts on random
+# texts of the characters these patterns decide on, and on every golden context.
+PROVEN_PATTERNS = frozenset({"2d1b8dc11e89af71", "f021c3d976978e62"})
 
 
 def cuts(marks: str) -> re.Pattern[str]:
     """The same cut points in a text that also holds marks matching `marks` (a pattern whose
-    matches start with NUL, which no XML text holds): they are looked past, as if absent."""
-    return re.compile(rf"\n(?=[ \t]*(?:{marks})*[^\s/\x00])")
+    matches start with NUL, which no XML text holds, and with no capturing group): they are
+    looked past, as if absent."""
+    pattern = re.compile(rf"(?<=\n)(?=[ \t]*(?:{marks})*[^\s/\x00])")
+    assert not pattern.groups, "a capturing group would come back from re.split as a piece"
+    return pattern
 
 
 SEGMENT_CACHE = 1 << 16  # cached piece counts per tokenizer (render outputs repeat line by line)
@@ -235,16 +247,17 @@ class SegmentCounter:
         self.tokenizer = tokenizer
         base = tokenizer.base if isinstance(tokenizer, EstimatedCounter) else tokenizer
         self.additive = isinstance(base, TiktokenCounter)
+        # Proven: the tokenizer's split pattern is one the cut rule was checked against (above), so
+        # a render need not confirm its summed count with a whole count of its output (the other
+        # additive tokenizers are confirmed at every render, and counted whole once a sum disagrees).
+        self.proven = self.additive and isinstance(base, PackagedCounter) and \
+            hashlib.sha256(_pattern(base.name).encode()).hexdigest()[:16] in PROVEN_PATTERNS
         self._base = base
         self._cache: dict[str, int] = {}
+        self._lines: dict[str, int] = {}  # base counts of whole lines (`count_lines`)
 
     def pieces(self, text: str, cut: re.Pattern[str] = _CUT) -> list[str]:
-        out, start = [], 0
-        for m in cut.finditer(text):
-            out.append(text[start:m.end()])
-            start = m.end()
-        out.append(text[start:])
-        return out
+        return cut.split(text)
 
     def piece(self, text: str) -> int:
         """The base count of one piece (before an estimate's margin), cached."""
@@ -265,6 +278,24 @@ class SegmentCounter:
         if not self.additive:
             return self.tokenizer.count(text)
         return self.total(sum(self.piece(p) for p in self.pieces(text)))
+
+    def count_lines(self, lines: list[str]) -> int:
+        """The count of "\n".join(lines) when each line starts a piece (its first character is
+        neither whitespace nor "/": the newline before it is a cut point): the sum of each line's
+        count with its newline, each remembered (a render counts the same window's turns again)."""
+        if not self.additive or any(not line[:1] or line[:1].isspace() or line[:1] == "/" for line in lines[1:]):
+            return self.count("\n".join(lines))
+        last = len(lines) - 1
+        total = 0
+        for i, line in enumerate(lines):
+            key = line + "\n" if i < last else line
+            n = self._lines.get(key)
+            if n is None:
+                if len(self._lines) >= SEGMENT_CACHE:
+                    self._lines.clear()
+                n = self._lines[key] = sum(self.piece(p) for p in self.pieces(key))
+            total += n
+        return self.total(total)
 
 
 class TiktokenCounter:

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from ..domain import Domain
-from ..extract.enums import EnumMatcher
+from ..extract.enums import ALL, EnumMatcher
+from ..extract.prefilter import Present
 from ..lang import detect_language
 from ..inject.compact import FACT, NOTE, STAGE_ROUNDS, UNLOADED, VALUE, SummaryLine, stage_of
 from ..inject.history import tool_text, words
@@ -51,26 +52,29 @@ _VALUE_SPANS = re.compile(
 ANCHOR_NAMES = ("goal", "subtask")
 
 
-def _value_spans(text: str, domain: Domain | None = None) -> tuple[tuple[int, int], ...]:
+def _value_spans(text: str, matchers: Sequence[EnumMatcher] = ()) -> tuple[tuple[int, int], ...]:
     """Value-like spans: numbers, dates, identifiers, quoted strings, capitalised names, and the
     domain's own entities (a phrase of an enum or gazetteer field: "北京方恒假日酒店" is a name
-    though nothing in its script says so)."""
+    though nothing in its script says so), found by `matchers` (`_entity_matchers`)."""
     spans = [m.span() for m in _VALUE_SPANS.finditer(text)]
-    for matcher in _entity_matchers(domain) if domain is not None else ():
-        spans.extend((a, b) for a, b, _, _ in matcher.finditer(text))
+    for matcher in matchers:
+        spans.extend((a, b) for a, b, _, _ in matcher.finditer(text, ALL))
     return tuple(sorted(set(spans)))
 
 
 _MATCHERS: dict[int, tuple[Domain, list[EnumMatcher]]] = {}  # by domain object: compiled once per loaded domain
 
 
-def _entity_matchers(domain: Domain) -> list[EnumMatcher]:
+def _entity_matchers(domain: Domain, text: str) -> list[EnumMatcher]:
+    """The domain's entity matchers that can match somewhere in `text` (the literal pre-filter, once
+    per message: each of its sentences is then scanned by these alone)."""
     known = _MATCHERS.get(id(domain))
     if known is None or known[0] is not domain:
         if len(_MATCHERS) >= 32:
             _MATCHERS.clear()
         known = _MATCHERS[id(domain)] = (domain, [EnumMatcher(spec) for spec in domain.fields.values() if spec.synonyms])
-    return known[1]
+    present = Present(text)
+    return [m for m in known[1] if m.pattern is not None and present.could_match(m.pattern)]
 
 
 def _pieces(text: str) -> list[tuple[int, str]]:
@@ -105,12 +109,13 @@ def lines_of(domain: Domain, msg: Message) -> list[SummaryLine]:
     trimmed = text is not msg.content
     language = detect_language(text)
     out: list[SummaryLine] = []
+    matchers = _entity_matchers(domain, text[:8000])
     for offset, raw in _pieces(text[:8000]):
         sentence = raw.strip()
         if not sentence:
             continue
         start = -1 if trimmed else offset + raw.index(sentence)
-        spans = _value_spans(sentence, domain)
+        spans = _value_spans(sentence, matchers)
         cued = msg.role == "user" and _is_fact(sentence, language)
         question = load_cues(language).question.search(sentence) is not None
         if cued or (msg.role == "user" and spans and not question and len(words(sentence)) >= MIN_NOTE_WORDS):
