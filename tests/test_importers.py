@@ -105,11 +105,12 @@ def test_imported_sgd_domain_extracts_by_slot_type(restaurants):
                                 {"role": "user", "content": "Sure, that works."}], now=NOW)
     assert state.get("restaurant_name") == "Sino"  # accepted: the user's value, source confirmation
     assert editor.why("s", "restaurant_name")["history"][-1]["source"] == "confirmation"
-    # Still short: the user's turns verbatim, and of the state only what no shown turn said (the
-    # name came from the assistant's offer); each value once.
+    # Still short: the user's turns verbatim, of the state only what no shown turn said (the name
+    # came from the assistant's offer), of the assistant's turns only a value no one else says
+    # (the count found); each value once.
     xml = editor.render("s", "track").xml
     assert "restaurant_name: Sino r3" in xml and "m4 user: Sure, that works." in xml and "m2 user: Please find" in xml
-    assert "city:" not in xml and "m3 assistant" not in xml
+    assert "city:" not in xml and "Sino in San Jose" not in xml and "m3 assistant: I found 3.\n" in xml
 
 
 @pytest.mark.skipif(not SGD_SCHEMA.exists(), reason=f"SGD data not found at {SGD_SCHEMA}")

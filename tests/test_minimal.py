@@ -7,6 +7,7 @@ counts fewer tokens. Every value stays explainable: fields by `why FIELD`, lines
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from context_editor.inject import minimal
 from context_editor.inject.compact import shown_lines
 from context_editor.inject.render import lost_fields, state_lines
 from context_editor.inject.tokens import count_tokens
+from context_editor.memory.summary import lines_of
 
 DOMAINS = Path(__file__).parent / "domains"
 STAMP = "2024-05-01T19:00:00"
@@ -89,8 +91,13 @@ def test_each_value_once_and_what_the_state_did_not_take_stays(tmp_path, languag
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
-def test_a_short_conversation_is_sent_as_the_user_said_it_when_that_counts_fewer_tokens(tmp_path, language, monkeypatch):
+def test_a_short_conversation_is_sent_as_the_user_said_it_unless_a_smaller_form_says_every_value(tmp_path, language, monkeypatch):
+    """While the whole conversation is loaded: the user's turns verbatim (and of the assistant's
+    only what holds a value no user turn says), unless the state form is smaller and says every
+    value-like span of the conversation word for word (a value shown in its own form, "19:00" for
+    "7pm", does not say the user's words)."""
     editor = ContextEditor(domain_file(tmp_path, "restaurant"), "memory://")  # loads the whole (short) conversation
+    domain = editor.domain
     forms = []
     for role, text in TALK[language] + MORE[language]:
         editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
@@ -102,21 +109,26 @@ def test_a_short_conversation_is_sent_as_the_user_said_it_when_that_counts_fewer
             editor._rendered.clear()
             structured = editor.render("c", "track")
         editor._rendered.clear()
-        assert small.tokens == count_tokens(small.xml) and small.tokens <= structured.tokens
+        assert small.tokens == count_tokens(small.xml)
+        messages = editor.store.messages("c")
+        lines = [(m.role, line) for m in messages for line in lines_of(domain, m)]
+        user_text = "\n".join(m.content for m in messages if m.role == "user").lower()
+        words = [(role, line.text[a:b].lower()) for role, line in lines for a, b in minimal.words_of(line)]
+        spans = {w for role, w in words if role == "user" or not minimal.says(user_text, w)}
+        says_all = all(minimal.says(unescape(structured.xml).lower(), v) for v in spans)
         if small.xml == structured.xml:
+            assert says_all
             forms.append("state")
-        else:  # every user turn verbatim, and only the values no shown turn said
-            assert small.tokens < structured.tokens
-            said = {f"m{m.index}": m.content for m in editor.store.messages("c") if m.role == "user"}
-            assert said.items() <= turns(small.xml).items()
-            fields = editor.state("c").fields
-            shown = {int(src[1:]) for src in turns(small.xml)}
-            for name in ("name", "city", "time"):
-                line = f"{name}: "
-                assert (line in small.xml) == (fields[name].provenance.message_index not in shown)
-            forms.append("conversation")
+            continue
+        assert small.tokens < structured.tokens or not says_all
+        said = {f"m{m.index}": m.content for m in messages if m.role == "user"}
+        assert said.items() <= turns(small.xml).items()  # every user turn verbatim
+        fields = editor.state("c").fields
+        shown = {int(src[1:]) for src in turns(small.xml)}
+        for name in ("name", "city", "time"):  # only the values no shown turn said
+            assert (f"{name}: " in small.xml) == (fields[name].provenance.message_index not in shown)
+        forms.append("conversation")
     assert forms[0] == "conversation"  # one turn: the turn alone is smaller than its state and the turn
-    assert "state" in forms  # a longer one is smaller as state
 
 
 def test_the_budget_drops_an_open_line_whole_and_names_it(tmp_path):
@@ -148,4 +160,77 @@ def test_one_envelope_of_several_minimal_domains(tmp_path):
     assert "# restaurant\nname: Sino r1" in ctx.xml and len(list(root.iter("state"))) == 1
     assert root.get("domain") is None  # each group names its domain
     assert list(turns(ctx.xml)) == ["m2"]  # the rest is in the states
+    assert ctx.tokens == count_tokens(ctx.xml)
+
+
+# The conversation form keeps of the assistant's turns only the clauses with a value no user turn
+# says: the question and the pleasantry go, the offer the user took stays (its values word for word).
+SAID = {"en": [("user", "A table for 4 in Boston, please."),
+               ("assistant", "Great. Which day works for you? Sino has a table at 8:30pm on Friday, with a lovely view."),
+               ("user", "Sounds good.")],
+        "zh": [("user", "我想在上海订4位的位子。"),
+               ("assistant", "好的，您想哪天去？抱歉，鼎泰丰订满了，海底捞周五晚上8点有位子，环境不错。"),
+               ("user", "好的。")]}
+KEPT = {"en": "Sino has a table at 8:30pm on Friday", "zh": "鼎泰丰订满了，海底捞周五晚上8点有位子"}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_conversation_form_keeps_of_the_assistant_only_the_clauses_with_values_the_user_did_not_say(tmp_path, language):
+    editor = ContextEditor(domain_file(tmp_path, "restaurant"), "memory://")
+    for role, text in SAID[language]:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    ctx = editor.render("c", "track")
+    assert ctx.tokens == count_tokens(ctx.xml)
+    shown = turns(ctx.xml)
+    assert shown["m0"] == SAID[language][0][1] and shown["m2"] == SAID[language][2][1]  # the user's words verbatim
+    assert shown["m1"] == KEPT[language]  # one line for the message, its value clauses only
+    assert [line["src"] for line in shown_lines(ET.fromstring(ctx.xml))].count("m1") == 1
+    assert editor.why_message("c", "m1", action="track")["shown"]["line"] == KEPT[language]
+
+
+# A request the user restated: the older line held a value the state read and moved on from.
+RESTATED = {"en": [("user", "A table for 4 at Sino in Boston at 7pm, please."), ("assistant", "Sure. Anything else?"),
+                   ("user", "Actually, make it 8pm."), ("assistant", "Noted. Anything else?"),
+                   ("user", "No, thank you.")],
+            "zh": [("user", "晚上7点在上海找家餐厅，订鼎泰丰。"), ("assistant", "好的。还有别的吗？"),
+                   ("user", "改成晚上8点吧。"), ("assistant", "好的，记下了。还有别的吗？"), ("user", "没有了，谢谢。")]}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_line_whose_value_the_user_restated_is_absorbed_by_the_newer_value(tmp_path, language):
+    editor = ContextEditor(domain_file(tmp_path, "restaurant", history_rounds=1), "memory://")  # not the whole conversation
+    for role, text in RESTATED[language]:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    time = editor.state("c").fields["time"]
+    assert time.value == "20:00" and time.provenance.message_index == 2
+    assert [h.value for h in time.history if h.status == "accepted"] == ["19:00", "20:00"]
+    assert minimal.moved_on(time)[0].message_index == 0  # where the replaced value was read
+    ctx = editor.render("c", "track")
+    assert "time: 20:00 r2" in ctx.xml
+    assert "m0" not in turns(ctx.xml)  # its 7pm was read, then replaced: nothing of it is open
+    assert editor.why_message("c", "m0", action="track")["shown"]["as"] is None
+    assert ctx.tokens == count_tokens(ctx.xml)
+
+
+# An older user turn with a value the state has no field for is kept as its clauses with the value.
+DIGEST = {"en": [("user", "A table for 4 at Sino in Boston at 7pm, please."), ("assistant", "Sure. Anything else?"),
+                 ("user", "Well, my sister flies in on June 12, so she might join us."), ("assistant", "Noted."),
+                 ("user", "That is all."), ("assistant", "Great."), ("user", "Thanks a lot.")],
+          "zh": [("user", "晚上7点在上海找家餐厅，订鼎泰丰，4位。"), ("assistant", "好的。还有别的吗？"),
+                 ("user", "对了，我妹妹6月12日到，她可能一起来。"), ("assistant", "好的，记下了。"),
+                 ("user", "就这些。"), ("assistant", "好的。"), ("user", "谢谢。")]}
+DIGESTED = {"en": "my sister flies in on June 12", "zh": "我妹妹6月12日到"}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_an_older_open_line_is_reduced_to_its_clauses_with_open_values(tmp_path, language):
+    editor = ContextEditor(domain_file(tmp_path, "restaurant", history_rounds=1), "memory://")
+    for role, text in DIGEST[language][:3]:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    for role, text in DIGEST[language][3:]:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    ctx = editor.render("c", "track")
+    shown = turns(ctx.xml)
+    assert shown["m2"] == DIGESTED[language]  # older than the loaded window: a digest of it
+    assert editor.why_message("c", "m2", action="track")["shown"]["line"] == DIGESTED[language]
     assert ctx.tokens == count_tokens(ctx.xml)

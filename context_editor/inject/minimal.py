@@ -7,9 +7,13 @@ the same thing three times. With `minimal: true` on an action (docs/domain-forma
   that only repeat the domain file, the turns as text lines without a wrapper element;
 - a turn or summary line whose value-like spans (numbers, dates, identifiers, quoted strings,
   names, the domain's enum and gazetteer phrases: `memory.summary`) the state as rendered holds
-  (a present value, or the provenance span of one: `held`) adds nothing and is left out, and so
-  is a line with no value at all; a line with a value the state does not hold stays until the
-  state covers it or the budget forces it out (then it is named in `<truncated_context>`);
+  (a present value, or the provenance span of one: `held`) or read and moved on from (a value
+  the user restated, a search cleared: `moved_on`) adds nothing and is left out, and so is a
+  line with no value at all; a line with a value the state does not hold stays until the
+  state covers it or the budget forces it out (then it is named in `<truncated_context>`),
+  reduced to its clauses with such values when it is the assistant's or a tool's, or the
+  user's from before the loaded window (`open_clauses`: a digest of older turns); the lines of
+  one message are one line;
 - the latest user message stays verbatim; the assistant's sentences with values stay for
   REPLY_ROUNDS rounds (an offer the user takes later), and any longer while the state logged an
   offer in them that is still open; the message the user replies to stays whole while the reply
@@ -18,8 +22,11 @@ the same thing three times. With `minimal: true` on an action (docs/domain-forma
   lines: its values are those domains' to keep;
 - while the whole conversation is loaded (`recent_rounds + history_rounds` reach its first
   message), the conversation as the user said it is the other candidate: every user turn
-  verbatim, only the state values no shown turn was the source of. Both are counted exactly
-  and the smaller one is sent (`render.Renderer._cheaper`).
+  verbatim, of the assistant's and tools' turns only the sentences holding a value-like span no
+  user turn says (`said_lines`: what was offered, found or stated; questions and pleasantries
+  hold none), the sentences of one message on one line, and only the state values no shown turn
+  was the source of. Both are counted exactly and the smaller one is sent
+  (`render.Renderer._cheaper`).
 
 Everything here is a choice among what the plan already holds (turns, summary lines and their
 open values, fields and their provenance, the offers the state logged): nothing is extracted
@@ -28,10 +35,12 @@ or rewritten.
 
 from __future__ import annotations
 
-from typing import Sequence
+import re
+from dataclasses import replace
+from typing import Mapping, Sequence
 
-from ..model import Message, State
-from . import compact
+from ..model import FieldState, Message, Provenance, State
+from . import compact, history
 
 Unit = list[Message]
 
@@ -65,20 +74,42 @@ def unread(summary: Sequence[compact.SummaryLine], index: int, absorbed: compact
 
 
 def held(states: Sequence[State]) -> compact.Absorbed:
-    """What the rendered state holds: the provenance spans of the present values only (a value
-    the state moved on from is not shown, so the turn it came from is not absorbed by it) and
-    the present values' texts, over every state of the envelope."""
-    spans: dict[int, tuple[tuple[int, int], ...]] = {}
+    """What the rendered state holds: the provenance spans of the present values and the present
+    values' texts, over every state of the envelope; and the provenance spans of the values the
+    state read and then moved on from (`moved_on`): the turn said nothing the state has not
+    weighed. Only present values absorb by their text: a value the state let go of, said again
+    elsewhere, is still open there."""
+    spans = dict(taken(states))
     texts: list[str] = []
     for state in states:
         for fs in state.fields.values():
-            if not fs.present:
-                continue
-            p = fs.provenance
-            if p is not None and p.message_index >= 0:
+            for p in moved_on(fs):
                 spans[p.message_index] = spans.get(p.message_index, ()) + (p.span,)
-            texts.extend(str(v).lower() for v in compact.leaves(fs.value))
+            if fs.present:
+                texts.extend(str(v).lower() for v in compact.leaves(fs.value))
     return spans, texts
+
+
+def taken(states: Sequence[State]) -> dict[int, tuple[tuple[int, int], ...]]:
+    """Message index -> the spans the present values of `states` were read from."""
+    spans: dict[int, tuple[tuple[int, int], ...]] = {}
+    for state in states:
+        for fs in state.fields.values():
+            p = fs.provenance
+            if fs.present and p is not None and p.message_index >= 0:
+                spans[p.message_index] = spans.get(p.message_index, ()) + (p.span,)
+    return spans
+
+
+def moved_on(fs: FieldState) -> list[Provenance]:
+    """Where the values a field took and no longer holds were read: replaced by a newer value of
+    the field, or cleared (a new search, the user's no, the search relaxed). A request the user
+    restated supersedes the older one, and its line goes; CrossWOZ users restate constraints
+    across five domains, and each stale request kept a line. (Among the entries kept in memory:
+    a capped state's oldest ones are the log's, `ContextEditor.why`.)"""
+    return [h.provenance for h in fs.history
+            if h.status == "accepted" and h.provenance is not None and h.provenance.message_index >= 0
+            and not (fs.present and h.value == fs.value)]
 
 
 Offers = dict[int, list[str]]  # message index -> the texts of the offers in it still open (lowercased)
@@ -131,10 +162,104 @@ def zone(lines: dict[str, list[compact.ZoneLine]], offers: Offers, since: int, e
     def own(z: compact.ZoneLine) -> bool:
         return not elsewhere.issuperset(z.sources)
 
-    return {"notes": [], "replies": [z for z in lines["replies"] if own(z) and (z.round >= since or offered(z))],
-            "values": [z for z in lines["values"] if own(z)], "facts": [z for z in lines["facts"] if own(z) and z.open]}
+    out = {"notes": [], "replies": [z for z in lines["replies"] if own(z) and (z.round >= since or offered(z))],
+           "values": [z for z in lines["values"] if own(z)], "facts": [z for z in lines["facts"] if own(z) and z.open]}
+    # The assistant's and tools' lines hold only their clauses with open values; the user's own
+    # words too once their turn is older than the loaded window (a digest of older turns).
+    return {tier: [replace(z, text=open_clauses(z)) if tier == "replies" or z.stage < 0 else z for z in kept]
+            for tier, kept in out.items()}
+
+
+def open_clauses(z: compact.ZoneLine) -> str:
+    """A line reduced to its clauses that hold an open value ("好的，吃完饭我想找一个评分4.5分以上的，
+    …，给我推荐一个吧。" keeps "吃完饭我想找一个评分4.5分以上的"): the rest of it the state holds or
+    it holds no value (a digest of an older turn; the turn itself is `why mN`'s)."""
+    low = z.text.lower()
+    spans = [(i, i + len(v)) for v in z.open if v and (i := low.find(v)) >= 0]
+    return _clauses(z.text, spans) if spans else z.text
 
 
 def whole(messages: Sequence[Message]) -> bool:
     """Whether `messages` (the loaded window) hold the conversation from its first message."""
     return bool(messages) and messages[0].index == 0 and messages[0].round <= 1
+
+
+def says(text: str, piece: str) -> bool:
+    """Whether lowercased `text` says `piece` (lowercased) word for word: an ASCII letter or
+    digit at either end of it must not continue a longer word or number there ("8" is not said
+    by "8th", "3" not by "0.3"; Chinese has no word edges)."""
+    left = r"(?<![a-z0-9])(?<![0-9][.,:/-])" if piece[:1].isascii() and piece[:1].isalnum() else ""
+    right = r"(?![a-z0-9])(?![.,:/-][0-9])" if piece[-1:].isascii() and piece[-1:].isalnum() else ""
+    return re.search(left + re.escape(piece) + right, text) is not None
+
+
+def _word(c: str) -> bool:
+    return c.isascii() and c.isalnum()
+
+
+def words_of(line: compact.SummaryLine) -> list[tuple[int, int]]:
+    """The line's value-like spans grown to the whole ASCII words they are part of ("7" of "7pm" is
+    "7pm", "8" of "8th" is "8th"): what a reader sees said, compared word for word by `says`."""
+    out = []
+    for a, b in line.spans:
+        while a > 0 and _word(line.text[a - 1]) and _word(line.text[a]):
+            a -= 1
+        while b < len(line.text) and _word(line.text[b]) and _word(line.text[b - 1]):
+            b += 1
+        out.append((a, b))
+    return out
+
+
+def said_lines(summary: Sequence[compact.SummaryLine], user_text: str, hidden: history.Hidden,
+               elsewhere: set[int], present: Mapping[int, compact.Spans]) -> list[compact.ZoneLine]:
+    """For the conversation as the user said it: the assistant's and tools' sentences holding a
+    value-like span that no user turn says (`user_text`, lowercased, as shown) and no present
+    value was read from (`present`, by message: the state shows it, once). Judged against the
+    words, not the state: a value the state misread, or an offer the user took without the
+    offer mechanism seeing it, stays in its sentence; a question ("What city?") or pleasantry
+    holds no value and goes. None of messages that speak for other domains (`elsewhere`)."""
+    out = []
+    for line in summary:
+        if line.role == "user" or not line.spans or line.index in elsewhere:
+            continue
+        read = present.get(line.index, ()) if line.start >= 0 else ()
+        unsaid = [(a, b) for a, b in words_of(line) if not says(user_text, line.text[a:b].lower())
+                  and not any(p0 <= line.start + a and line.start + b <= p1 for p0, p1 in read)]
+        if unsaid:
+            # Only its clauses that hold such a span ("抱歉，…，推荐您去讲礼驴肉馆。" keeps the last);
+            # whole where part of the message is hidden from this action (masked by its offsets).
+            text = line.text if hidden.spans.get(line.index) else _clauses(line.text, unsaid)
+            out.append(compact.ZoneLine(compact.mask(replace(line, text=text), hidden), line.round, (line.index,),
+                                        compact.VALUE, compact.stage_of(line.round), line.role,
+                                        tuple(dict.fromkeys(line.text[a:b].lower() for a, b in unsaid))))
+    return out
+
+
+_CLAUSE = re.compile(r"[^，,；;]+[，,；;]?\s*")
+
+
+def _clauses(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """The clauses of `text` (cut at commas and semicolons) that overlap one of `spans`, in order;
+    a clause cut off before the end leaves its comma out."""
+    kept = [m.group(0) for m in _CLAUSE.finditer(text) if any(a < m.end() and m.start() < b for a, b in spans)]
+    return "".join(kept).strip().rstrip("，,；;") if kept else text
+
+
+def spans_of(user: Sequence[compact.SummaryLine], said: Sequence[compact.ZoneLine]) -> tuple[str, ...]:
+    """The value-like spans (lowercased) a form of the whole conversation must say word for word
+    to lose none: those of the user's sentences and the open ones of the assistant's (`said_lines`)."""
+    pieces = [line.text[a:b].lower() for line in user for a, b in words_of(line)]
+    return tuple(dict.fromkeys([*pieces, *(v for z in said for v in z.open)]))
+
+
+def merged(summaries: Sequence[Sequence[compact.SummaryLine]]) -> list[compact.SummaryLine]:
+    """The summary lines of one conversation as the domains of an envelope cut them, one per
+    sentence, with the value-like spans of every domain (a hotel type, "经济型", is a value to the
+    hotel's domain only), in the conversation's order. For the conversation as the user said it."""
+    by: dict[tuple[int, int, str], compact.SummaryLine] = {}
+    for lines in summaries:
+        for line in lines:
+            key = (line.index, line.start, line.text)
+            known = by.get(key)
+            by[key] = line if known is None else replace(known, spans=tuple(sorted(set(known.spans) | set(line.spans))))
+    return sorted(by.values(), key=lambda line: (line.index, line.start))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, field, replace
+from html import unescape
 from pathlib import Path
 from typing import Any, Callable
 from xml.etree import ElementTree
@@ -347,6 +348,8 @@ class _Plan:
     # A minimal action whose loaded window is the whole conversation: its units, for the other
     # candidate of `_cheaper` (the conversation as the user said it).
     dialogue: list[list[Message]] = field(default_factory=list)
+    said: list[compact.ZoneLine] = field(default_factory=list)  # its assistant sentences (minimal.said_lines)
+    spans: tuple[str, ...] = ()  # the value-like spans of its user turns and of `said` (lowercased)
     # A minimal render's lines made so far (`_flat_lines`); not copied by `replace`.
     lines_memo: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] = field(default_factory=dict, init=False, repr=False)
 
@@ -461,10 +464,16 @@ class Renderer:
         said = [u for u in plan.dialogue if any(m.role == "user" for m in u) and not latest.intersection(m.index for m in u)]
         recent = sorted(said + plan.recent, key=lambda u: u[0].index)
         shown = {m.index for unit in recent + plan.latest for m in unit}
-        talk = replace(plan, recent=recent, dialogue=[],
+        talk = replace(plan, recent=recent, dialogue=[], said=[], spans=(), zone={**plan.zone, "replies": plan.said},
                        optional=[n for n in plan.optional if self._source_of(plan, state, n) not in shown])
         talk_kept, talk_probe = self._fit(talk, state)
-        if talk_probe.dropped or talk_probe.tokens >= probe.tokens:
+        if talk_probe.dropped:
+            return plan, kept, probe
+        # The plan competes only while it loses no value-like span of the conversation word for
+        # word (a state value shown in its own form, "02:15" for "the afternoon 2:15", does not
+        # say the user's words; a sentence dropped as absorbed may hold a value extraction missed).
+        text = unescape(probe.xml).lower()
+        if talk_probe.tokens >= probe.tokens and all(minimal.says(text, v) for v in plan.spans):
             return plan, kept, probe
         return talk, talk_kept, talk_probe
 
@@ -492,11 +501,14 @@ class Renderer:
               template_name: str | None, extra_alerts: list[Any] | None,
               retrieved: list[Message] | None = None, absorbed_by: compact.Absorbed | None = None,
               offers_by: minimal.Offers | None = None, held_by: compact.Absorbed | None = None,
-              domains_by: list[str] | None = None) -> _Plan:
+              taken_by: dict[int, tuple[tuple[int, int], ...]] | None = None,
+              domains_by: list[str] | None = None, summaries_by: list[list[compact.SummaryLine]] | None = None) -> _Plan:
         """`absorbed_by`: what the states of the other domains of the conversation hold (their
         values count as absorbed in the summary zone too: one envelope states each fact once);
-        for a minimal action, `held_by` (what all the states hold as rendered), `offers_by` (the
-        offers still open in all of them) and `domains_by` (the envelope's domains)."""
+        for a minimal action, `held_by` (what all the states hold as rendered; `taken_by`: where
+        their present values were read), `offers_by` (the offers still open in all of them),
+        `domains_by` (the envelope's domains) and `summaries_by` (the other domains' summary lines:
+        their value-like spans count in the conversation form)."""
         spec = self.action(action)
         resolved = resolve_budget(budget, spec.budget_tokens, self.window)
         limit = resolved - spec.safety_margin
@@ -546,6 +558,8 @@ class Renderer:
                                         [v for n in names if isinstance(v := state.get(n), str)
                                          and self.domain.fields[n].cls != "trace"],
                                         self._relations(state, present)) if not spec.minimal else []
+        said_lines: list[compact.ZoneLine] = []
+        spans: tuple[str, ...] = ()
         if spec.minimal:
             # Each value once (inject/minimal.py): older turns only through their open lines, the
             # message the latest user turn replies to while it is pending.
@@ -558,6 +572,12 @@ class Renderer:
             asked = latest is not None and any(minimal.unread(summary, m.index, absorbed) for m in latest if m.role == "user")
             lined = {i for z in zone["replies"] for i in z.sources}
             recent = replying if asked or any(m.index in offers and m.index not in lined for u in replying for m in u) else []
+            if minimal.whole(messages):
+                user_text = "\n".join(seen[m.index]["content"] for m in visible if m.role == "user").lower()
+                every = minimal.merged([summary, *summaries_by]) if summaries_by else summary
+                said_lines = minimal.said_lines(every, user_text, hidden, minimal.foreign(summary, envelope),
+                                                taken_by if taken_by is not None else minimal.taken([state]))
+                spans = minimal.spans_of([z for z in every if z.role == "user"], said_lines)
         return _Plan(
             action=action, spec=spec, budget=resolved, limit=limit,
             template=self.env.get_template(template_name) if template_name else self._template(spec),
@@ -565,7 +585,7 @@ class Renderer:
             alerts=self._alerts(state, spec, names), fixed_alerts=scorer_alerts + (extra_alerts or []), anchors=anchors, seen=seen,
             recent=recent, latest=[latest] if latest else [], ranked=ranked, entities=entities, zone=zone,
             dialogue=history.chains(visible) if spec.minimal and not found and minimal.whole(messages) and len(visible) == sum(
-                1 for m in messages if m.role != "system") else [],
+                1 for m in messages if m.role != "system") else [], said=said_lines, spans=spans,
             wanted_back=wanted_back,
             window_from=window_from, oversized=sum(1 for m in messages if m.role != "system" and len(m.content) > too_big))
 
@@ -863,11 +883,13 @@ def _kept_zone(plan: _Plan, kept: dict[str, int], shown: set[int],
     lost: list[int] = []
     dropped = 0
     said = shown_text.lower()
+    # A minimal context reads "said" word for word ("8" is not said by "the 8th": minimal.says).
+    says = minimal.says if plan.spec.minimal else str.__contains__
     for tier in ZONE_TIERS:
         # A line is left out when its turn is shown, or its text, or (a value line) every open value of it.
         candidates = [(tier, i, z) for i, z in enumerate(plan.zone[tier])
                       if not (z.sources[0] in shown and shown.issuperset(z.sources)) and z.text not in shown_text
-                      and not (z.rank == compact.VALUE and z.open and all(v in said for v in z.open))]
+                      and not (z.rank == compact.VALUE and z.open and all(says(said, v) for v in z.open))]
         n = min(kept[tier], len(candidates))
         out.extend(candidates[len(candidates) - n:])
         dropped += len(candidates) - n
@@ -913,7 +935,7 @@ def _flat_lines(plan: _Plan, zone: list[tuple[str, int, compact.ZoneLine]], turn
                 "src": tag(" ".join(f"m{i}" for i in src), tier, position),
                 "times": len(z.sources) if len(z.sources) > 2 else None, "role": tag(z.role, tier, position),
                 "reason": "retrieved" if plan.wanted_back.intersection(z.sources) else None,
-                "text": tag(z.text, tier, position)})
+                "parts": [{"sep": "", "text": tag(z.text, tier, position)}]})
         out.append(line)
     for tier, position, m in turns:
         line = memo.get(("turn", tier, position, m.index))
@@ -922,9 +944,29 @@ def _flat_lines(plan: _Plan, zone: list[tuple[str, int, compact.ZoneLine]], turn
             role = f"{seen['role']}:{seen['name']}" if seen.get("name") else seen["role"]
             line = memo[("turn", tier, position, m.index)] = (m.index, {
                 "src": tag(f"m{m.index}", tier, position), "times": None, "role": tag(role, tier, position),
-                "reason": "retrieved" if m.index in plan.wanted_back else None, "text": tag(seen["content"], tier, position)})
+                "reason": "retrieved" if m.index in plan.wanted_back else None,
+                "parts": [{"sep": "", "text": tag(seen["content"], tier, position)}]})
         out.append(line)
-    return [d for _, d in sorted(out, key=lambda x: x[0])]
+    return _joined_lines([d for _, d in sorted(out, key=lambda x: x[0])])
+
+
+def _joined_lines(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive summary lines of one message (its sentences that the state did not absorb)
+    as one line: "m5 assistant: I found 5 flights. It costs $198." says its source and speaker
+    once (each prefix costs 4 tokens). Each sentence keeps its own text (and budget mark); a
+    space joins them unless the first ends in a character that needs none (Chinese punctuation).
+    The lines given are not changed (`_flat_lines` remembers them)."""
+    out: list[dict[str, Any]] = []
+    for d in lines:
+        last = out[-1] if out else None
+        if last is not None and d["times"] is None and last["times"] is None and str(last["src"]) == str(d["src"]) \
+                and " " not in str(d["src"]) and str(last["role"]) == str(d["role"]) and last["reason"] == d["reason"]:
+            tail = str(last["parts"][-1]["text"])
+            out[-1] = {**last, "parts": [*last["parts"], {"sep": " " if tail and tail[-1].isascii() else "",
+                                                          "text": d["parts"][0]["text"]}]}
+            continue
+        out.append(d)
+    return out
 
 
 def _dropped_summary(plan: _Plan, kept: dict[str, int], zone_lines: int) -> list[str]:
@@ -991,9 +1033,11 @@ def render_many(parts: list[RenderPart], action: str, budget: int | str | None =
     for p in parts if specs[0].minimal else ():
         minimal.open_offers(p.state, offers)
     held = minimal.held([p.state for p in parts]) if specs[0].minimal else None
+    taken = minimal.taken([p.state for p in parts]) if specs[0].minimal else None
     plans = [p.renderer._plan(p.state, action, p.messages if i == 0 else [], budget, language, p.summary if i == 0 else [],
                               p.anchors if i == 0 else {}, None, None, None, absorbed_by=absorbed, offers_by=offers,
-                              held_by=held, domains_by=names)
+                              held_by=held, taken_by=taken, domains_by=names,
+                              summaries_by=[q.summary for q in parts[1:]] if i == 0 and specs[0].minimal else None)
              for i, p in enumerate(parts)]
     plan = _joined(parts, plans, lead.env.get_template(MINIMAL_TEMPLATE if specs[0].minimal else MULTI_TEMPLATE))
     state = parts[0].state
