@@ -843,14 +843,17 @@ class ContextEditor:
         view, since = self.domain.actions[action], self._since(part.state, action)
         self._recall_llm(session)
         query, hits = self._retrieve(session, part.state, view, part.messages, since)
+
+        def render(part: RenderPart) -> RenderedContext:
+            return part.renderer.render(part.state, action, part.messages, budget=budget if budget is not None else self.default_budget,
+                                        summary=part.summary, anchors=part.anchors, retrieved=[m for m, _ in hits])
+
         try:
-            ctx = part.renderer.render(part.state, action, part.messages, budget=budget if budget is not None else self.default_budget,
-                                       summary=part.summary, anchors=part.anchors, retrieved=[m for m, _ in hits])
+            ctx = render(part)
         except compact.Unloaded:
             # The render needed older lines than the latest stages after all: read the whole zone.
             part = replace(part, summary=self._zone(session).lines(part.state.round))
-            ctx = part.renderer.render(part.state, action, part.messages, budget=budget if budget is not None else self.default_budget,
-                                       summary=part.summary, anchors=part.anchors, retrieved=[m for m, _ in hits])
+            ctx = render(part)
         if as_of_round is None:
             self._keep_past(session, action, part)
         return ctx, query, hits, since
