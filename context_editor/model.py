@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from array import array
 import json
+import math
 import re
 import dataclasses
 import os
@@ -122,6 +123,27 @@ def canonical_json(obj: Any) -> str:
     return "".join(_C_ENCODE(obj, 0)) if _C_ENCODE is not None else _CANONICAL.encode(obj)
 
 
+_STRING = json.encoder.encode_basestring  # the string encoder canonical_json's C encoder uses (ensure_ascii=False)
+
+
+def canonical_part(value: Any) -> str:
+    """canonical_json(value), with the scalars every record holds written without the encoder's
+    set-up: a str as the encoder quotes it, an int or a finite float as its repr, None as null
+    (the same bytes). For records written out key by key (`Message._seal`, `Edit.sealed`)."""
+    kind = type(value)
+    if kind is str:
+        return _STRING(value)
+    if value is None:
+        return "null"
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float and math.isfinite(value):
+        return float.__repr__(value)
+    return canonical_json(value)
+
+
+_j = canonical_part  # short, inside the written-out records below
+
 _R = TypeVar("_R", "Message", "Edit")
 
 
@@ -230,11 +252,24 @@ class Message:
 
     def _seal(self) -> Message:
         """Fill in the kept serialisations and the hash of a message just made (not yet shared)."""
-        object.__setattr__(self, "_payload", canonical_json(self.payload()))
-        text = canonical_json(self.body())
+        assert self.salt is not None  # both callers give it one
+        # canonical_json(payload()) and canonical_json(body()), written out
+        payload = f'{{"content":{_j(self.content)},"tool_calls":{canonical_json(list(self.tool_calls)) if self.tool_calls else "[]"}}}'
+        object.__setattr__(self, "_payload", payload)
+        text = self._committed_text(committed(self.salt, payload))
         object.__setattr__(self, "hash", hashlib.sha256(text.encode("utf-8")).hexdigest())
         object.__setattr__(self, "_text", text)
         return self
+
+    def _committed_text(self, commitment: str) -> str:
+        """canonical_json(body()) of an erasable message, its keys in sorted order, without the
+        dicts (`test_sealed_texts_are_canonical_json` compares the two)."""
+        asks = f'"asks":{canonical_json(list(self.asks))},' if self.asks else ""
+        domains = f',"domains":{canonical_json(list(self.domains))}' if self.domains else ""
+        return (f'{{{asks}"commitment":{_j(commitment)},"content":""{domains},"id":{_j(self.id)},"index":{_j(self.index)},'
+                f'"name":{_j(self.name)},"prev_hash":{_j(self.prev_hash)},"role":{_j(self.role)},"round":{_j(self.round)},'
+                f'"session":{_j(self.session)},"timestamp":{_j(self.timestamp)},"tool_call_id":{_j(self.tool_call_id)},'
+                f'"tool_calls":[]}}')
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Message:
@@ -432,12 +467,31 @@ class Edit:
         salt, before_salt = salts or (new_salt(), new_salt())
         e = _fresh_copy(self, seq=seq, prev_hash=prev_hash, hash="", salt=salt, commitment=None, before_salt=before_salt,
                         before_commitment=None)
-        object.__setattr__(e, "_payload", canonical_json(e.payload()))  # not yet shared
-        object.__setattr__(e, "_before", canonical_json(e.before_payload()))
-        text = canonical_json(e.body())
-        object.__setattr__(e, "hash", hashlib.sha256(text.encode("utf-8")).hexdigest())  # not yet shared
+        payload, before = e._payload_texts()
+        object.__setattr__(e, "_payload", payload)  # not yet shared
+        object.__setattr__(e, "_before", before)
+        text = e._committed_text(committed(salt, payload), committed(before_salt, before))
+        object.__setattr__(e, "hash", hashlib.sha256(text.encode("utf-8")).hexdigest())
         object.__setattr__(e, "_text", text)
         return e
+
+    # canonical_json of payload(), before_payload() and an erasable edit's body(), written out with
+    # their keys in sorted order and no dicts in between (`test_sealed_texts_are_canonical_json`).
+    def _payload_texts(self) -> tuple[str, str]:
+        prov = self.provenance
+        return f'{{"after":{_j(self.after)},"text":{_j(prov.text) if prov else "null"}}}', f'{{"before":{_j(self.before)}}}'
+
+    def _committed_text(self, commitment: str, before_commitment: str) -> str:
+        prov = self.provenance
+        where = "null" if prov is None else (
+            f'{{"confidence":{_j(prov.confidence)},"domain_version":{_j(prov.domain_version)},'
+            f'"extractor":{_j(prov.extractor)},"message_id":{_j(prov.message_id)},"message_index":{_j(prov.message_index)},'
+            f'"role":{_j(prov.role)},"round":{_j(prov.round)},"span":[{",".join(map(_j, prov.span))}],"text":""}}')
+        return (f'{{"after":null,"at":{_j(self.at)},"before":null,"before_commitment":{_j(before_commitment)},'
+                f'"commitment":{_j(commitment)},"domain_version":{_j(self.domain_version)},"field":{_j(self.field)},'
+                f'"message_index":{_j(self.message_index)},"op":{_j(self.op)},"prev_hash":{_j(self.prev_hash)},'
+                f'"provenance":{where},"reason":{_j(self.reason)},"round":{_j(self.round)},"seq":{_j(self.seq)},'
+                f'"session":{_j(self.session)},"source":{_j(self.source)},"stage":{_j(self.stage)}}}')
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.plain(), "hash": self.hash}

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import types
-from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -169,14 +168,21 @@ def lexicon() -> Lexicon:
     return _IN_USE.get() or _installed()
 
 
-@contextmanager
-def using(lex: Lexicon | None) -> Iterator[None]:
-    """Make `lexicon()` return `lex` in this context (None: the installed one)."""
-    token = _IN_USE.set(lex)
-    try:
-        yield
-    finally:
-        _IN_USE.reset(token)
+class using:  # noqa: N801 (used as a function: `with using(lex):`)
+    """Make `lexicon()` return `lex` in this context (None: the installed one). A class rather than a
+    generator-based context manager: every ingested message enters it, and the generator's set-up
+    cost more than what it does."""
+
+    __slots__ = ("lex", "token")
+
+    def __init__(self, lex: Lexicon | None):
+        self.lex = lex
+
+    def __enter__(self) -> None:
+        self.token = _IN_USE.set(self.lex)
+
+    def __exit__(self, *exc: object) -> None:
+        _IN_USE.reset(self.token)
 
 
 def lexicon_fingerprint() -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import Errors
-from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
+from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json, canonical_part
 from ..signing import Signer
 
 
@@ -98,9 +98,11 @@ class Head:
     last_edit_hash: str
 
     def text(self) -> str:
-        return canonical_json({"session": self.session, "domain": self.domain, "domain_version": self.domain_version,
-                               "domain_sha256": self.domain_sha256, "messages": self.messages, "edits": self.edits,
-                               "last_message_hash": self.last_message_hash, "last_edit_hash": self.last_edit_hash})
+        """canonical_json of the head's fields (written out, keys in sorted order: one per message appended)."""
+        j = canonical_part
+        return (f'{{"domain":{j(self.domain)},"domain_sha256":{j(self.domain_sha256)},"domain_version":{j(self.domain_version)},'
+                f'"edits":{j(self.edits)},"last_edit_hash":{j(self.last_edit_hash)},"last_message_hash":{j(self.last_message_hash)},'
+                f'"messages":{j(self.messages)},"session":{j(self.session)}}}')
 
 
 def new_head(domain: str, domain_version: str, domain_sha256: str | None, message: Message, edits: list[Edit],
@@ -124,7 +126,8 @@ class KnownHeads:
     stored row. Bounded (least recently written out) and safe to share between threads."""
 
     def __init__(self, kept: int = HEADS_KEPT):
-        self._heads: OrderedDict[str, tuple[int, int, str]] = OrderedDict()
+        # session -> (messages, edits, last edit hash, last message hash, head text as written)
+        self._heads: OrderedDict[str, tuple[int, int, str, str, str]] = OrderedDict()
         self._lock = threading.Lock()
         self._kept = kept
 
@@ -137,9 +140,18 @@ class KnownHeads:
         known = self._heads.get(message.session)
         return (known[1], known[2]) if known is not None and known[0] == message.index else None
 
-    def remember(self, session: str, messages: int, edits: int, last_edit: str) -> None:
+    def written(self, message: Message, n_edits: int, last_edit: str) -> str:
+        """The head text this store last wrote for the session when the batch goes on right after
+        it (its message and edits link to that head's ends), else "": a store can then check the
+        stored head by comparing texts instead of reading the hashes out of it."""
+        known = self._heads.get(message.session)
+        if known is None or known[:4] != (message.index, n_edits, last_edit, message.prev_hash):
+            return ""
+        return known[4]
+
+    def remember(self, session: str, head: Head, text: str = "") -> None:
         with self._lock:
-            self._heads[session] = (messages, edits, last_edit)
+            self._heads[session] = (head.messages, head.edits, head.last_edit_hash, head.last_message_hash, text)
             self._heads.move_to_end(session)
             while len(self._heads) > self._kept:
                 self._heads.popitem(last=False)

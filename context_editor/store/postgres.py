@@ -256,7 +256,7 @@ class PostgresStore(Store):
             moved = {r[0] for r in c.execute(_APPEND, [*columns, *_columns(held.messages, 7), *_columns(held.edits, 10)])}
         for s, head in held.after.items():
             if s in moved:
-                self._heads.remember(s, head.messages, head.edits, head.last_edit_hash)
+                self._heads.remember(s, head)
             elif batch is not None:
                 batch.conflicts.append(s)
         return len(moved) == len(held.after)
@@ -295,7 +295,7 @@ class PostgresStore(Store):
             c.execute("UPDATE sessions SET domain = %s, domain_version = %s, messages = %s, edits = %s, head = %s, "
                       "signature = %s WHERE session = %s",
                       (domain, domain_version, head.messages, head.edits, *self.sign(head), s))
-        self._heads.remember(s, head.messages, head.edits, head.last_edit_hash)
+        self._heads.remember(s, head)
 
     def append_records(self, session: str, edits: list[Edit]) -> None:
         c = self._conn()
