@@ -9,6 +9,7 @@ import sqlite3
 import xml.etree.ElementTree as ET
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from context_editor import ContextEditor
 from context_editor.inject.compact import shown_lines
@@ -236,3 +237,36 @@ def test_summary_lines_are_shown_as_turns_are_personal_values_protected(tmp_path
         for secret in ("4111111111111111", "VIP-778899", "li@example.com"):
             assert secret not in xml, (action, secret)
     assert pii.protect("hash", "VIP-778899", "member_id") in editor.render("s", "pay", budget=3000).xml
+
+
+# The summary zone finds the domain's entities once over a message and hands them to its sentences
+# (memory/summary._Entities); each sentence must get what scanning it alone finds, whatever the
+# phrases, separators, line breaks and sentence ends around them.
+def _phrases(domain_name: str) -> list[str]:
+    from context_editor.domain import load_domain
+    from context_editor.extract.enums import phrases
+    domain = load_domain(domain_name)
+    every = sorted({p for spec in domain.fields.values() if spec.synonyms for p in phrases(spec)})
+    some = every[:: max(1, len(every) // 80)]  # Latin and CJK phrases alike
+    # and phrases broken across a line (a match of one then runs across a sentence's edge)
+    return some + [p.replace(" ", "\n", 1) for p in every if " " in p][:20]
+
+
+_PIECES = ["。", "！", "？", "!", "?", ".", ". ", ", ", "，", "、", "\n", " ", "  ", "I want ", "还要", "Mr. ", "'", "’", "3.5", "a",
+           "x-", "的", "不要"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), domain_name=st.sampled_from(["ecommerce", "travel"]))
+def test_entities_handed_to_sentences_equal_each_sentence_scanned_alone(data, domain_name):
+    from context_editor.domain import load_domain
+    from context_editor.memory.summary import _Entities, _entity_matchers, _pieces
+    domain = load_domain(domain_name)
+    parts = data.draw(st.lists(st.sampled_from(_phrases(domain_name) + _PIECES), max_size=14))
+    text = "".join(parts)
+    entities = _Entities(domain, text)
+    for offset, raw in _pieces(text):
+        sentence = raw.strip()
+        if sentence:
+            alone = sorted((a, b) for m in _entity_matchers(domain) for a, b, _, _ in m.finditer(sentence))
+            assert sorted(entities.in_sentence(sentence, offset + raw.index(sentence))) == alone, (text, sentence)

@@ -170,6 +170,12 @@ class Domain:
             return installed
         return merged(stored_parts)
 
+    @cached_property
+    def expiring(self) -> frozenset[str]:
+        """The fields whose values expire (`ttl: turn` or `ttl: {days: N}`): the only ones every
+        message has to look at for expiry."""
+        return frozenset(n for n, f in self.fields.items() if f.ttl == "turn" or isinstance(f.ttl, dict))
+
     @property
     def retention_days(self) -> dict[str, int]:
         """`retention:` as days per kind of record (`messages`): `retention apply` erases older ones.

@@ -550,7 +550,7 @@ class Extractor:
     def _from_enum(self, msg: Message, text: str, present: Present, spec: FieldSpec) -> list[Candidate]:
         return [Candidate(spec.name, canonical.lower() == "true" if spec.type == "bool" else canonical,
                           self._prov(msg, s, e, raw, f"enum:{spec.name}", 0.9), negated=is_negated(text, s, e))
-                for s, e, raw, canonical in self.enum_matchers[spec.name].finditer(text, present)]
+                for s, e, raw, canonical in self.enum_matchers[spec.name].matches(text, present)]
 
     def _from_tool(self, msg: Message, data: Any, now: datetime) -> list[Candidate]:
         """Values of a tool result; a list of several records is a list of options the user picks

@@ -53,6 +53,18 @@ class EnumMatcher:
         self.by_phrase = {p.lower(): c for p, c in written.items()}
         ordered = sorted(written, key=lambda p: (-len(p), p.lower()))
         self.pattern = re.compile("|".join(_alternative(p) for p in ordered), re.IGNORECASE) if ordered else None
+        self._last: tuple[str, list[tuple[int, int, str, str]]] | None = None
+
+    def matches(self, text: str, present: Present | None = None) -> list[tuple[int, int, str, str]]:
+        """`finditer`'s matches as a list, kept for the last text: the extractor and the summary zone
+        read the same message with the same matcher (the text's identity is checked, so a stale
+        entry is never used; threads only overwrite it)."""
+        last = self._last
+        if last is not None and last[0] is text:
+            return last[1]
+        found = list(self.finditer(text, present))
+        self._last = (text, found)
+        return found
 
     def finditer(self, text: str, present: Present | None = None) -> Iterator[tuple[int, int, str, str]]:
         """Yield (start, end, matched text, canonical value); `present`: the message's literals, when

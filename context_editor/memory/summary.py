@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..domain import Domain
-from ..extract.enums import ALL, EnumMatcher
+from ..extract.enums import EnumMatcher
 from ..extract.prefilter import Present
 from ..lang import detect_language
 from ..inject.compact import FACT, NOTE, STAGE_ROUNDS, UNLOADED, VALUE, SummaryLine, stage_of
@@ -52,29 +52,51 @@ _VALUE_SPANS = re.compile(
 ANCHOR_NAMES = ("goal", "subtask")
 
 
-def _value_spans(text: str, matchers: Sequence[EnumMatcher] = ()) -> tuple[tuple[int, int], ...]:
+def _value_spans(text: str, entities: Sequence[tuple[int, int]] = ()) -> tuple[tuple[int, int], ...]:
     """Value-like spans: numbers, dates, identifiers, quoted strings, capitalised names, and the
     domain's own entities (a phrase of an enum or gazetteer field: "北京方恒假日酒店" is a name
-    though nothing in its script says so), found by `matchers` (`_entity_matchers`)."""
+    though nothing in its script says so), given as `entities` (`_entities_in`)."""
     spans = [m.span() for m in _VALUE_SPANS.finditer(text)]
-    for matcher in matchers:
-        spans.extend((a, b) for a, b, _, _ in matcher.finditer(text, ALL))
+    spans.extend(entities)
     return tuple(sorted(set(spans)))
 
 
 _MATCHERS: dict[int, tuple[Domain, list[EnumMatcher]]] = {}  # by domain object: compiled once per loaded domain
 
 
-def _entity_matchers(domain: Domain, text: str) -> list[EnumMatcher]:
-    """The domain's entity matchers that can match somewhere in `text` (the literal pre-filter, once
-    per message: each of its sentences is then scanned by these alone)."""
+def _entity_matchers(domain: Domain) -> list[EnumMatcher]:
+    """The domain's entity matchers (its enum and gazetteer fields')."""
     known = _MATCHERS.get(id(domain))
     if known is None or known[0] is not domain:
         if len(_MATCHERS) >= 32:
             _MATCHERS.clear()
         known = _MATCHERS[id(domain)] = (domain, [EnumMatcher(spec) for spec in domain.fields.values() if spec.synonyms])
-    present = Present(text)
-    return [m for m in known[1] if m.pattern is not None and present.could_match(m.pattern)]
+    return [m for m in known[1] if m.pattern is not None]
+
+
+class _Entities:
+    """The domain's entities in one message's text, found once over the whole text (the matches
+    the extractor found with the same matcher are reused: `EnumMatcher.matches`) and handed to
+    each sentence by position. A sentence that a match runs across (a phrase spanning a line
+    break) is scanned on its own, as it would be alone; elsewhere the two agree, since a phrase's
+    edges only look at letters and digits and no sentence ends between two of them."""
+
+    def __init__(self, domain: Domain, text: str):
+        self.matchers = _entity_matchers(domain)
+        self.present = Present(text)
+        self.spans = sorted((a, b) for m in self.matchers for a, b, _, _ in m.matches(text, self.present))
+
+    def in_sentence(self, sentence: str, start: int) -> list[tuple[int, int]]:
+        """The entity spans inside `sentence`, which starts at `start` of the text (relative to it)."""
+        end = start + len(sentence)
+        inside = []
+        for a, b in self.spans:
+            if b <= start or a >= end:
+                continue
+            if a < start or b > end:  # across the sentence's edge: what the sentence alone holds
+                return [(x, y) for m in self.matchers for x, y, _, _ in m.finditer(sentence, self.present)]
+            inside.append((a - start, b - start))
+        return inside
 
 
 def _pieces(text: str) -> list[tuple[int, str]]:
@@ -109,13 +131,15 @@ def lines_of(domain: Domain, msg: Message) -> list[SummaryLine]:
     trimmed = text is not msg.content
     language = detect_language(text)
     out: list[SummaryLine] = []
-    matchers = _entity_matchers(domain, text[:8000])
-    for offset, raw in _pieces(text[:8000]):
+    scanned = text[:8000]
+    entities = _Entities(domain, scanned)
+    for offset, raw in _pieces(scanned):
         sentence = raw.strip()
         if not sentence:
             continue
-        start = -1 if trimmed else offset + raw.index(sentence)
-        spans = _value_spans(sentence, matchers)
+        at = offset + raw.index(sentence)
+        start = -1 if trimmed else at
+        spans = _value_spans(sentence, entities.in_sentence(sentence, at))
         cued = msg.role == "user" and _is_fact(sentence, language)
         question = load_cues(language).question.search(sentence) is not None
         if cued or (msg.role == "user" and spans and not question and len(words(sentence)) >= MIN_NOTE_WORDS):

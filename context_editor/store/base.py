@@ -126,8 +126,7 @@ class KnownHeads:
     stored row. Bounded (least recently written out) and safe to share between threads."""
 
     def __init__(self, kept: int = HEADS_KEPT):
-        # session -> (messages, edits, last edit hash, last message hash, head text as written)
-        self._heads: OrderedDict[str, tuple[int, int, str, str, str]] = OrderedDict()
+        self._heads: OrderedDict[str, tuple[int, int, str]] = OrderedDict()
         self._lock = threading.Lock()
         self._kept = kept
 
@@ -140,18 +139,9 @@ class KnownHeads:
         known = self._heads.get(message.session)
         return (known[1], known[2]) if known is not None and known[0] == message.index else None
 
-    def written(self, message: Message, n_edits: int, last_edit: str) -> str:
-        """The head text this store last wrote for the session when the batch goes on right after
-        it (its message and edits link to that head's ends), else "": a store can then check the
-        stored head by comparing texts instead of reading the hashes out of it."""
-        known = self._heads.get(message.session)
-        if known is None or known[:4] != (message.index, n_edits, last_edit, message.prev_hash):
-            return ""
-        return known[4]
-
-    def remember(self, session: str, head: Head, text: str = "") -> None:
+    def remember(self, session: str, head: Head) -> None:
         with self._lock:
-            self._heads[session] = (head.messages, head.edits, head.last_edit_hash, head.last_message_hash, text)
+            self._heads[session] = (head.messages, head.edits, head.last_edit_hash)
             self._heads.move_to_end(session)
             while len(self._heads) > self._kept:
                 self._heads.popitem(last=False)

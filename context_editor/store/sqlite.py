@@ -150,8 +150,9 @@ class SQLiteStore(Store):
         nested = self._begin(c)
         try:
             expected = self._heads.expected(message, edits)
-            written = self._append_known(c, domain, domain_version, message, edits, *expected) if expected else None
-            head, text = written or self._append(c, domain, domain_version, message, edits)
+            head = self._append_known(c, domain, domain_version, message, edits, *expected) if expected else None
+            if head is None:
+                head = self._append(c, domain, domain_version, message, edits)
             c.execute("RELEASE ce_write" if nested else "COMMIT")
         except sqlite3.IntegrityError as exc:
             self._abort(c, nested)
@@ -160,45 +161,39 @@ class SQLiteStore(Store):
             self._abort(c, nested)
             raise
         # Inside a batch this may run ahead of a rollback: a stale head only costs `_append`.
-        self._heads.remember(message.session, head, text)
+        self._heads.remember(message.session, head)
 
     def _append_known(self, c: sqlite3.Connection, domain: str, domain_version: str, message: Message, edits: list[Edit],
-                      n_edits: int, last_edit: str) -> tuple[Head, str] | None:
+                      n_edits: int, last_edit: str) -> Head | None:
         """The append when this store knows where the session stands (`KnownHeads`): the sessions
-        row is moved on condition that it still holds `message.index` messages and `n_edits`
-        edits ending in the hashes the batch links to (the head text this store wrote last, when
-        the batch goes on from it), so no read comes first; then the message and its edits are
-        inserted. The new head and its text; None, with nothing written, if the row is not there."""
+        row is moved on condition that its head is the one the batch goes on from (`message.index`
+        messages and `n_edits` edits ending in the hashes the batch links to, of this domain
+        version: the head text is compared whole, no JSON read in SQL), so no read comes first;
+        then the message and its edits are inserted. None, with nothing written, if the row is not
+        there (or holds another head: an upgrade, a head written before heads were stored, another
+        writer; the reading path tells them apart)."""
         s, n_msgs = message.session, message.index
         check_batch(message, edits, n_msgs, n_edits, last_edit, message.prev_hash)
-        head = new_head(domain, domain_version, self._domain_sha(domain_version), message, edits, n_msgs, n_edits,
-                        last_edit if n_edits else None)
+        sha = self._domain_sha(domain_version)
+        head = new_head(domain, domain_version, sha, message, edits, n_msgs, n_edits, last_edit if n_edits else None)
         text, signature = self.sign(head)
-        before = self._heads.written(message, n_edits, last_edit)
         if n_msgs == 0:
             cur = c.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session) DO NOTHING",
                             (s, domain, domain_version, head.messages, head.edits, text, signature))
-        elif before:  # the text holds the counts and both chain ends
+        else:
+            before = Head(s, domain, domain_version, sha, n_msgs, n_edits, message.prev_hash, last_edit).text()
             cur = c.execute("UPDATE sessions SET domain = ?, domain_version = ?, messages = ?, edits = ?, head = ?, signature = ? "
                             "WHERE session = ? AND head = ?",
                             (domain, domain_version, head.messages, head.edits, text, signature, s, before))
-        else:
-            # A row written before heads were stored has none (''): json_extract would refuse it.
-            cur = c.execute(
-                "UPDATE sessions SET domain = ?, domain_version = ?, messages = ?, edits = ?, head = ?, signature = ? "
-                "WHERE session = ? AND messages = ? AND edits = ? AND CASE WHEN head <> '' THEN "
-                "json_extract(head, '$.last_message_hash') = ? AND json_extract(head, '$.last_edit_hash') = ? END",
-                (domain, domain_version, head.messages, head.edits, text, signature, s, n_msgs, n_edits,
-                 message.prev_hash, last_edit))
         if cur.rowcount != 1:
             return None
         c.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)", message_row(message))
         if edits:
             c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
-        return head, text
+        return head
 
     def _append(self, c: sqlite3.Connection, domain: str, domain_version: str, message: Message,
-                edits: list[Edit]) -> tuple[Head, str]:
+                edits: list[Edit]) -> Head:
         """The append that reads the session's counters and chain ends first."""
         s = message.session
         # One read: the counters and, from the head, the hashes the batch must link to.
@@ -216,13 +211,12 @@ class SQLiteStore(Store):
             c.executemany("INSERT INTO edits VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [edit_row(e) for e in edits])
         head = new_head(domain, domain_version, self._domain_sha(domain_version), message, edits, n_msgs, n_edits,
                         last_hash if n_edits else None)
-        text, signature = self.sign(head)
         c.execute(
             "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session) DO UPDATE SET "
             "domain = excluded.domain, domain_version = excluded.domain_version, messages = excluded.messages, "
             "edits = excluded.edits, head = excluded.head, signature = excluded.signature",
-            (s, domain, domain_version, head.messages, head.edits, text, signature))
-        return head, text
+            (s, domain, domain_version, head.messages, head.edits, *self.sign(head)))
+        return head
 
     def _domain_sha(self, version_hash: str) -> str | None:
         """The SHA-256 of a stored domain document (a row never changes once written: kept)."""

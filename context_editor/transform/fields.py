@@ -62,12 +62,15 @@ def _utc(dt: datetime) -> datetime:
 
 def expiry_edits(state: State, domain: Domain, msg: Message) -> list[Edit]:
     """Fields whose TTL ran out by the time `msg` arrives."""
+    expiring = domain.expiring
+    if not expiring:
+        return []
     out = []
     now = msg.time()
-    for name, fs in state.fields.items():
-        spec = domain.fields.get(name)
-        if spec is None or not fs.present:
+    for name, fs in state.fields.items():  # in the state's order: the order the edits are made in
+        if name not in expiring or not fs.present:
             continue
+        spec = domain.fields[name]
         ttl = spec.ttl
         expired = False
         if ttl == "turn":

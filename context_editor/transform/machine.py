@@ -78,11 +78,13 @@ class PhaseMachine:
 
     def step(self, state: State, msg: Message, accepted: list[Edit]) -> list[Edit]:
         """Transitions (or guard alerts) caused by this message's accepted edits."""
+        changed = {e.field: e.after for e in accepted if e.op == "set" and e.field is not None}
+        if not changed:
+            return []  # a transition fires only on a value this message set (`_fires`)
         values = state.values()
         for e in accepted:
             if e.field is not None:
                 values[e.field] = e.after
-        changed = {e.field: e.after for e in accepted if e.op == "set" and e.field is not None}
         phase = state.phase or self.spec.initial
         out: list[Edit] = []
         for t in self.spec.transitions:
