@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..domain import Domain
-from ..extract.enums import EnumMatcher
+from ..extract.enums import EnumMatcher, enum_matchers
 from ..extract.prefilter import Present
 from ..lang import detect_language
 from ..inject.compact import FACT, NOTE, STAGE_ROUNDS, UNLOADED, VALUE, SummaryLine, stage_of
@@ -61,17 +61,10 @@ def _value_spans(text: str, entities: Sequence[tuple[int, int]] = ()) -> tuple[t
     return tuple(sorted(set(spans)))
 
 
-_MATCHERS: dict[int, tuple[Domain, list[EnumMatcher]]] = {}  # by domain object: compiled once per loaded domain
-
-
 def _entity_matchers(domain: Domain) -> list[EnumMatcher]:
-    """The domain's entity matchers (its enum and gazetteer fields')."""
-    known = _MATCHERS.get(id(domain))
-    if known is None or known[0] is not domain:
-        if len(_MATCHERS) >= 32:
-            _MATCHERS.clear()
-        known = _MATCHERS[id(domain)] = (domain, [EnumMatcher(spec) for spec in domain.fields.values() if spec.synonyms])
-    return [m for m in known[1] if m.pattern is not None]
+    """The domain's entity matchers (its enum and gazetteer fields'): the extractor's own
+    (`enums.enum_matchers`, one set per domain version), so their kept matches are shared."""
+    return [m for m in enum_matchers(domain).values() if m.pattern is not None]
 
 
 class _Entities:
