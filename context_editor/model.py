@@ -263,7 +263,7 @@ class Message:
 
     def _committed_text(self, commitment: str) -> str:
         """canonical_json(body()) of an erasable message, its keys in sorted order, without the
-        dicts (`test_sealed_texts_are_canonical_json` compares the two)."""
+        dicts (`test_a_sealed_message_is_written_as_canonical_json` compares the two)."""
         asks = f'"asks":{canonical_json(list(self.asks))},' if self.asks else ""
         domains = f',"domains":{canonical_json(list(self.domains))}' if self.domains else ""
         return (f'{{{asks}"commitment":{_j(commitment)},"content":""{domains},"id":{_j(self.id)},"index":{_j(self.index)},'
@@ -476,7 +476,7 @@ class Edit:
         return e
 
     # canonical_json of payload(), before_payload() and an erasable edit's body(), written out with
-    # their keys in sorted order and no dicts in between (`test_sealed_texts_are_canonical_json`).
+    # their keys in sorted order and no dicts in between (`test_a_sealed_edit_is_written_as_canonical_json`).
     def _payload_texts(self) -> tuple[str, str]:
         prov = self.provenance
         return f'{{"after":{_j(self.after)},"text":{_j(prov.text) if prov else "null"}}}', f'{{"before":{_j(self.before)}}}'

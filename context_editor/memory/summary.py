@@ -55,7 +55,7 @@ ANCHOR_NAMES = ("goal", "subtask")
 def _value_spans(text: str, entities: Sequence[tuple[int, int]] = ()) -> tuple[tuple[int, int], ...]:
     """Value-like spans: numbers, dates, identifiers, quoted strings, capitalised names, and the
     domain's own entities (a phrase of an enum or gazetteer field: "北京方恒假日酒店" is a name
-    though nothing in its script says so), given as `entities` (`_entities_in`)."""
+    though nothing in its script says so), given as `entities` (`_Entities.in_sentence`)."""
     spans = [m.span() for m in _VALUE_SPANS.finditer(text)]
     spans.extend(entities)
     return tuple(sorted(set(spans)))
@@ -72,7 +72,7 @@ class _Entities:
     the extractor found with the same matcher are reused: `EnumMatcher.matches`) and handed to
     each sentence by position. A sentence that a match runs across (a phrase spanning a line
     break) is scanned on its own, as it would be alone; elsewhere the two agree, since a phrase's
-    edges only look at letters and digits and no sentence ends between two of them."""
+    edges only look at letters, digits and apostrophes, and no sentence starts or ends next to one."""
 
     def __init__(self, domain: Domain, text: str):
         self.matchers = _entity_matchers(domain)
