@@ -198,7 +198,7 @@ class ContextEditor:
         self.upgrade = upgrade
         self._bound: dict[str, str | None] = {}  # session -> the version it moves from (None: already on ours)
         self.store = store if isinstance(store, Store) else open_store(store)
-        self.extractor = Extractor(self.domain)
+        self.extractor = Extractor.shared(self.domain)  # compiled once per domain version
         self.validator = FieldValidator(self.domain)
         self.machine = PhaseMachine(self.domain) if self.domain.machine else None
         self.window = Window(context_window, output_reserve) if context_window else None
@@ -445,17 +445,43 @@ class ContextEditor:
             return True
         key = past.key_of(self.domain, action)
         body = self.store.derived(session, past.KIND, keys=(key, key)).get(key)
-        reads = body.get("reads") if body is not None else None
-        if body is None or not isinstance(reads, list) or not all(isinstance(i, int) for i in reads) or \
-                body.get("fingerprint") != past.fingerprint(self.domain, action, self._zone(session, latest=True),
-                                                            compact.past_before(since), reads, absorbed, hidden):
-            return False  # none stored, or not this view's (stale), or not one this code wrote
+        if body is None:
+            return False  # none stored: read and score the whole zone
+        reads = body.get("reads")
+        if not isinstance(reads, list) or not all(isinstance(i, int) for i in reads):
+            self._unused(session, past.KIND, "its reads do not parse (not a row this code wrote)")
+            return False
+        zone, before = self._zone(session, latest=True), compact.past_before(since)
+        at = past.anchor(body)
+        # Its read messages' spans as stored, if no edit since gave them one (O(edits since it was
+        # stored)); else taken again from this state (O(messages read)), and the row stored anew.
+        spans = past.kept_spans(body, self._edits_from(session, part.state, at[0])) if at is not None else None
+        fingerprint = past.fingerprint(self.domain, action, zone, before, reads, absorbed, hidden, spans)
+        if spans is not None and fingerprint != body.get("fingerprint"):
+            spans = None  # the stored digest may be the spoiled part: take it again before calling the row stale
+            fingerprint = past.fingerprint(self.domain, action, zone, before, reads, absorbed, hidden)
+        if fingerprint != body.get("fingerprint"):
+            self._unused(session, past.KIND, "it was scored for another state or domain version", logging.INFO)
+            return False
         if not compact.seed_past(part.summary, since, vocabulary, absorbed, hidden, body):
+            self._unused(session, past.KIND, "its groups do not parse (not a row this code wrote)")
             return False
         kept = compact.past_of(part.summary, vocabulary, absorbed, hidden)
-        if kept is not None:
+        if kept is not None and spans is not None:  # (else `_keep_past` stores it again, anchored here)
             self._pasts.setdefault(session, {})[action] = (id(kept), kept.before, kept.count)
         return True
+
+    def _edits_from(self, session: str, state: State, seq: int) -> list[Edit]:
+        """The edits from `seq` up to the state's last one (none when that is far: reading them
+        would cost more than what they spare)."""
+        if not 0 <= seq <= state.last_seq or state.last_seq - seq > past.ANCHOR_EDITS:
+            return []
+        return [e for e in self.store.edits(session, since_seq=seq - 1) if e.seq <= state.last_seq]
+
+    def _unused(self, session: str, kind: str, why: str, level: int = logging.WARNING) -> None:
+        """Log a stored derived row that was not used (it is recomputed from the log)."""
+        message, fix = Errors.DERIVED_UNUSED.text(kind=kind, session=session, why=why)
+        log.log(level, "[%s] %s (fix: %s)", Errors.DERIVED_UNUSED.code, message, fix)
 
     def _keep_past(self, session: str, action: str, part: RenderPart) -> None:
         """Store the settled past this render of `action` used, if it is new and long (`memory.past`)."""
@@ -468,11 +494,12 @@ class ContextEditor:
         stored = self._pasts.setdefault(session, {})
         if stored.get(action) == mark:
             return
+        spans = compact.past_spans(absorbed, hidden, kept.reads)
         fingerprint = past.fingerprint(self.domain, action, self._zone(session, latest=True), kept.before, kept.reads,
-                                       absorbed, hidden)
+                                       absorbed, hidden, spans)
         if fingerprint is not None:
             self.store.put_derived(session, past.KIND, past.key_of(self.domain, action),
-                                   {"fingerprint": fingerprint, **compact.past_body(kept)})
+                                   past.row(part.state, fingerprint, spans, kept))
         stored[action] = mark
 
     def rebuild_memory(self, session: str) -> SummaryZone:
@@ -761,14 +788,23 @@ class ContextEditor:
         this log (its last edit is the stored one at its seq); else an empty state to fold from."""
         empty = State(self.domain.name, self.domain.version_hash, session, history_cap=self.history_cap)
         body = self.store.derived(session, SNAPSHOT_KIND).get(0)
-        if body is None or body["message_index"] + 1 > head[0] or body["last_seq"] + 1 > head[1]:
+        if body is None:
             return empty, None
-        snap = State.from_snapshot(body).capped(self.history_cap)
+        try:
+            snap = State.from_snapshot(body).capped(self.history_cap)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            self._unused(session, SNAPSHOT_KIND, f"it does not parse ({type(exc).__name__}: {exc})")
+            return empty, None
+        if snap.message_index + 1 > head[0] or snap.last_seq + 1 > head[1]:
+            self._unused(session, SNAPSHOT_KIND, "it is ahead of the log (the log was cut back)")
+            return empty, None
         if snap.last_seq < 0:
             return snap, None
         edits = self.store.edits(session, since_seq=snap.last_seq - 1)
         if not edits or edits[0].seq != snap.last_seq or edits[0].hash != snap.last_hash:
-            return empty, None  # a snapshot of another log (rewritten, or restored from elsewhere): ignore it
+            # a snapshot of another log (rewritten, or restored from elsewhere): ignore it
+            self._unused(session, SNAPSHOT_KIND, "its last edit is not in this log")
+            return empty, None
         return snap, edits[1:]
 
     def _cached(self, session: str) -> State | None:

@@ -50,7 +50,7 @@ def test_a_reopened_session_starts_from_its_snapshot_and_equals_the_full_fold(tm
     assert reopened.state("long").to_json()["fields"] == writer.state("other").to_json()["fields"]
 
 
-def test_a_snapshot_of_another_log_is_ignored(tmp_path):
+def test_a_snapshot_of_another_log_is_ignored(tmp_path, caplog):
     url = f"sqlite:///{tmp_path / 's.db'}"
     writer = ContextEditor("ecommerce", url)
     writer.ingest("long", turns(SNAPSHOT_EVERY + 5))
@@ -60,6 +60,20 @@ def test_a_snapshot_of_another_log_is_ignored(tmp_path):
     reopened = ContextEditor("ecommerce", url)
     assert reopened.state("long") == full_fold(reopened, "long")
     assert reopened.state("long").fields
+    assert "[CE509]" in caplog.text and "not in this log" in caplog.text
+
+
+def test_a_snapshot_that_does_not_parse_is_logged_and_the_log_folded(tmp_path, caplog):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    writer = ContextEditor("ecommerce", url)
+    writer.ingest("long", turns(SNAPSHOT_EVERY + 5))
+    snap = writer.store.derived("long", SNAPSHOT_KIND)[0]
+    for spoiled in ({**snap, "fields": {"color": {"value": "red"}}}, {"v": 2}, {**snap, "alerts": 7}):
+        writer.store.put_derived("long", SNAPSHOT_KIND, 0, spoiled)
+        caplog.clear()
+        reopened = ContextEditor("ecommerce", url)
+        assert reopened.state("long") == full_fold(reopened, "long") == writer.state("long")
+        assert "[CE509]" in caplog.text and "snapshot" in caplog.text
 
 
 def test_a_snapshot_written_before_the_compact_form_is_still_read(tmp_path):

@@ -515,26 +515,32 @@ def past_ready(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
         and not set(journal[known.version:version])
 
 
-PAST_FORMAT = 1  # bump when what a past holds, or how lines are scored, changes: stored ones go stale
+PAST_FORMAT = 2  # bump when what a past holds, or how lines are scored, changes: stored ones go stale
 
 
-def past_fingerprint(absorbed: Absorbed, hidden: Hidden, reads: Iterable[int], salt: str) -> str:
-    """A digest of everything the scoring of a settled past read: the present values, everything
-    hidden, and the provenance and hidden spans of the messages whose lines it scored (`reads`);
-    `salt` names the rest (domain version, action, bounds)."""
-    provenance, texts = absorbed
+def past_spans(absorbed: Absorbed, hidden: Hidden, reads: Iterable[int]) -> str:
+    """A digest of the provenance and hidden spans of the messages whose lines a settled past
+    scored (`reads`): the part of its fingerprint that grows with the session. Spans are only
+    ever added to a message, so it stays the same while no edit gives one to a read message
+    (a stored past keeps it, `memory.past.kept_spans`)."""
+    order = sorted(reads)
 
     def of(spans: Mapping[int, Any]) -> list[Any]:
-        got = [spans.get(i, ()) for i in order]
         # A state folded another way (from a snapshot) may list one message's spans in another order.
-        return [v if len(v) < 2 else sorted(map(tuple, v)) for v in got]
+        return [(i, v if len(v) < 2 else sorted(map(tuple, v))) for i in order if (v := spans.get(i))]
 
-    order = sorted(reads)
-    parts: list[Any] = [PAST_FORMAT, salt, sorted(texts), order, of(provenance)]
+    return hashlib.blake2b(repr([order, of(absorbed[0]), of(hidden.spans)]).encode("utf-8"), digest_size=16).hexdigest()
+
+
+def past_fingerprint(absorbed: Absorbed, hidden: Hidden, spans: str, salt: str) -> str:
+    """A digest of everything the scoring of a settled past read: the present values, everything
+    hidden, and (`spans`, from `past_spans`) the provenance and hidden spans of the messages whose
+    lines it scored; `salt` names the rest (domain version, action, bounds)."""
+    parts: list[Any] = [PAST_FORMAT, salt, sorted(absorbed[1]), spans]
     for f in fields(hidden):  # every field, so one added later is never left out
         value = getattr(hidden, f.name)
-        parts.append(of(value) if f.name == "spans" else
-                     sorted(map(repr, value.items())) if isinstance(value, dict) else sorted(map(repr, value)))
+        if f.name != "spans":
+            parts.append(sorted(map(repr, value.items())) if isinstance(value, dict) else sorted(map(repr, value)))
     return hashlib.blake2b(repr(parts).encode("utf-8"), digest_size=16).hexdigest()
 
 
