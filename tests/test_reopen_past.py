@@ -96,12 +96,13 @@ def test_the_stored_spans_digest_holds_only_for_its_own_log_and_untouched_reads(
     for body in writer.store.derived(SESSION, past.KIND).values():
         seq, hash_ = past.anchor(body)
         since = writer.store.edits(SESSION, since_seq=seq - 1)
-        assert (since[0].seq, since[0].hash) == (seq, hash_) and past.kept_spans(body, since) == body["spans"]
-        assert past.kept_spans(body, [replace(since[0], hash="0" * 64), *since[1:]]) is None  # another log
+        reads = past.reads_of(body)
+        assert (since[0].seq, since[0].hash) == (seq, hash_) and past.kept_spans(body, reads, since) == body["spans"]
+        assert past.kept_spans(body, reads, [replace(since[0], hash="0" * 64), *since[1:]]) is None  # another log
         late = next(e for e in writer.store.edits(SESSION) if e.provenance is not None)
-        touched = replace(late, seq=since[-1].seq + 1, provenance=replace(late.provenance, message_index=body["reads"][0]))
-        assert past.kept_spans(body, [*since, touched]) is None  # a span given to a message the past read
-        assert past.kept_spans({**body, "at": "x"}, since) is None
+        touched = replace(late, seq=since[-1].seq + 1, provenance=replace(late.provenance, message_index=reads[0]))
+        assert past.kept_spans(body, reads, [*since, touched]) is None  # a span given to a message the past read
+        assert past.kept_spans({**body, "at": "x"}, reads, since) is None
 
 
 @pytest.mark.parametrize("spoil", ["stale", "corrupt", "missing", "spans", "anchor"])
@@ -140,11 +141,11 @@ def test_the_fingerprint_names_the_domain_version_and_the_state(tmp_path, small_
     action = list(writer.domain.actions)[key]
     zone, state = writer._zone(SESSION), writer.state(SESSION)
     vocabulary, hidden, absorbed, _ = writer.renderer.state_view(state, writer.domain.actions[action])
-    args = (zone, body["before"], body["reads"], absorbed, hidden)
+    args = (zone, body["before"], past.reads_of(body), absorbed, hidden)
     assert past.fingerprint(writer.domain, action, *args) == body["fingerprint"]
     assert past.fingerprint(replace(writer.domain, version_hash="another"), action, *args) != body["fingerprint"]
     provenance, texts = absorbed
-    assert past.fingerprint(writer.domain, action, zone, body["before"], body["reads"], (provenance, [*texts, "new value"]),
+    assert past.fingerprint(writer.domain, action, zone, body["before"], args[2], (provenance, [*texts, "new value"]),
                             hidden) != body["fingerprint"]
 
 

@@ -85,7 +85,7 @@ class Prior:
     offer_round: int | None = None
 
 
-_shared: dict[str, Extractor] = {}  # domain version -> its extractor (`Extractor.shared`)
+_shared: dict[tuple[Any, ...], Extractor] = {}  # domain version and files -> its extractor (`Extractor.shared`)
 
 
 class Extractor:
@@ -99,12 +99,15 @@ class Extractor:
     def shared(cls, domain: Domain) -> Extractor:
         """The extractor of this domain version in this process. It holds nothing but what it
         compiles from the domain (matchers, ask words, caches), so every editor of the version
-        uses one: a new editor (a reopened session) extracts its first messages warm."""
-        known = _shared.get(domain.version_hash)
+        uses one: a new editor (a reopened session) extracts its first messages warm. Keyed by
+        where the domain file and its NER weights are too (the version hash names the weights by
+        their hash only): a copy elsewhere loads its own files."""
+        key = (domain.version_hash, domain.path, tuple(sorted((lang, str(m.path)) for lang, m in domain.ner_models.items())))
+        known = _shared.get(key)
         if known is None:
             if len(_shared) >= VERSIONS:
                 _shared.pop(next(iter(_shared)))
-            known = _shared[domain.version_hash] = cls(domain)
+            known = _shared[key] = cls(domain)
         return known
 
     @cached_property

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..model import State
+from ..model import State, pack_ints
 from .history import ID, Hidden, shown_text, words
 TOP_ENTITIES = 8
 MIN_WEIGHT = 1.5
@@ -137,9 +137,10 @@ def covered_spans(state: State) -> Absorbed:
         got = fold.seen.get(name)
         dropped = fs.entries - len(fs.history)
         if got is None and fs.earlier is not None:  # entries a capped state holds in compact form only
-            for index, a, b in fs.earlier.triples(fs.earlier.accepted):
-                fold.by_message[index] = fold.by_message.get(index, ()) + ((a, b),)
-                fold.journal.append(index)
+            flat, by_message = fs.earlier.accepted, fold.by_message
+            fold.journal.extend(flat[0::3])  # (one pass in C: a reopened long session holds thousands)
+            for index, a, b in zip(flat[0::3], flat[1::3], flat[2::3]):
+                by_message[index] = by_message.get(index, ()) + ((a, b),)
         read = got[1] if got is not None else dropped
         # Every accepted value counts, superseded ones too: the state took that sentence in and
         # has moved on (a change of mind is not a fact to keep repeating).
@@ -546,14 +547,15 @@ def past_fingerprint(absorbed: Absorbed, hidden: Hidden, spans: str, salt: str) 
 
 def past_body(past: _Past) -> dict[str, Any]:
     """The stored form of a settled past (`seed_past` reads it back)."""
-    return {"before": past.before, "count": past.count, "reads": sorted(past.reads),
+    return {"before": past.before, "count": past.count, "reads": pack_ints(sorted(past.reads)),
             "groups": [[text, *entry[:4], list(entry[4])] for text, entry in past.groups.items()]}
 
 
 def seed_past(lines: list[SummaryLine], window_from: int, vocabulary: set[str], absorbed: Absorbed, hidden: Hidden,
-              body: Mapping[str, Any]) -> bool:
+              body: Mapping[str, Any], reads: Iterable[int]) -> bool:
     """Let the next `zone_lines` call on these lines and this live state's view go on from a
-    stored settled past (the caller checked its fingerprint). False when it does not fit."""
+    stored settled past (the caller checked its fingerprint, and read its `reads`). False when it
+    does not fit."""
     journal, version = _journal(absorbed)
     before, count = body.get("before"), body.get("count")
     if journal is None or before != past_before(window_from) or not isinstance(count, int) or not 0 <= count <= len(lines):
@@ -561,14 +563,13 @@ def seed_past(lines: list[SummaryLine], window_from: int, vocabulary: set[str], 
     try:
         groups = {str(text): [int(rnd), [int(i) for i in src], str(rank), int(first), tuple(str(v) for v in values)]
                   for text, rnd, src, rank, first, values in body["groups"]}
-        reads = {int(i) for i in body["reads"]}
     except (KeyError, TypeError, ValueError):
         return False  # not a past this code wrote: score the lines again
     view = _view(vocabulary, absorbed, hidden)
     if len(_scores) >= ZONE_VIEWS:
         _scores.clear()
     _scores[view] = _Scored(journal, lines, [_UNSCORED] * len(lines), version, (vocabulary, absorbed, hidden, False),
-                            _Past(before, count, groups, reads=reads))
+                            _Past(before, count, groups, reads=set(reads)))
     return True
 
 

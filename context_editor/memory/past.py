@@ -10,7 +10,7 @@ hidden and the provenance of the past's messages (`compact.past_fingerprint`). A
 session loads only its latest stages (`SummaryZone.from_bodies(latest=True)`) and goes on from
 the stored past when the fingerprint matches what its state gives now; otherwise (no row, a row
 of another version or state, a row that does not parse) it reads the whole zone and scores it
-from the log, as before, and stores the past again (a row not used is logged, CE509).
+from the log, as before, and stores the past again (a row not used is logged, `Errors.DERIVED_UNUSED`).
 The fingerprint's big input, the spans of every message the past read, is stored with it as a
 digest, with the edit the state had reached (`at`): a reopened session whose edits since then
 gave no span to those messages takes the digest as stored (spans are only ever added), so the
@@ -20,10 +20,10 @@ kind of derived data, and `rebuild_memory` drops them.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from ..domain import ActionSpec, Domain
-from ..model import Edit, State
+from ..model import Edit, State, unpack_ints
 from ..inject import compact
 from ..inject.compact import STAGE_ROUNDS, stage_of
 from .summary import SummaryZone
@@ -80,14 +80,21 @@ def anchor(body: dict[str, Any]) -> tuple[int, str] | None:
     return None
 
 
-def kept_spans(body: dict[str, Any], since: list[Edit]) -> str | None:
+def reads_of(body: dict[str, Any]) -> Sequence[int] | None:
+    """The messages whose lines a stored past scored, if its row says so in a form this code writes."""
+    try:
+        return unpack_ints(body.get("reads"))  # type: ignore[arg-type]  # anything else raises
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def kept_spans(body: dict[str, Any], reads: Sequence[int], since: list[Edit]) -> str | None:
     """The stored digest of the spans a past read, when it still holds for a state whose edits
     from the row's anchor on are `since`: the anchor is in this log (its seq and hash), and no
     edit after it gave a span to a message up to the last one the past read (spans are only ever
     added, so the read messages' spans are what they were). None: compute it again."""
-    at, reads = anchor(body), body.get("reads")
-    if at is None or not since or (since[0].seq, since[0].hash) != at or not isinstance(reads, list) or not reads \
-            or not all(isinstance(i, int) for i in reads):
+    at = anchor(body)
+    if at is None or not since or (since[0].seq, since[0].hash) != at or not reads:
         return None
     last = max(reads)
     if any(e.provenance is not None and e.provenance.message_index <= last for e in since[1:]):
