@@ -489,7 +489,7 @@ _INT32 = next(t for t in ("i", "l") if array(t).itemsize == 4)
 
 def pack_ints(values: Iterable[int]) -> str | list[int]:
     """Integers as derived rows store them: base64 of 32-bit little-endian ones, which a reopen
-    reads ~10× faster than a JSON list (a long session's snapshot holds thousands); the list when
+    reads ~4× faster than a JSON list (a long session's snapshot holds thousands); the list when
     one does not fit in 32 bits."""
     try:
         packed = array(_INT32, values)
