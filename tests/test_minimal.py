@@ -59,8 +59,13 @@ def domain_file(tmp_path: Path, name: str, history_rounds: int = 4) -> Path:
     return path
 
 
-def turns(xml: str) -> dict[str, str]:
-    return {line["src"]: line["text"] for line in shown_lines(ET.fromstring(xml))}
+def roles(editor: ContextEditor, session: str = "c"):
+    """The session's message roles by index: they name the lines a minimal context leaves unnumbered."""
+    return {m.index: m.role for m in editor.store.messages(session)}.get
+
+
+def turns(xml: str, editor: ContextEditor, session: str = "c") -> dict[str, str]:
+    return {line["src"]: line["text"] for line in shown_lines(ET.fromstring(xml), roles(editor, session))}
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
@@ -74,7 +79,7 @@ def test_each_value_once_and_what_the_state_did_not_take_stays(tmp_path, languag
     state = (root.find("state").text or "").strip().splitlines()
     name = "Sino" if language == "en" else "鼎泰丰"
     assert f"name: {name} r1" in state and "time: 19:00 r1" in state
-    shown = turns(ctx.xml)
+    shown = turns(ctx.xml, editor)
     assert "m0" not in shown  # every value of it is in the state
     assert shown["m2"] == OPEN[language]  # a date the state has no field for stays
     assert OFFER[language] in shown["m3"]  # the offer is still open
@@ -122,9 +127,9 @@ def test_a_short_conversation_is_sent_as_the_user_said_it_unless_a_smaller_form_
             continue
         assert small.tokens < structured.tokens or not says_all
         said = {f"m{m.index}": m.content for m in messages if m.role == "user"}
-        assert said.items() <= turns(small.xml).items()  # every user turn verbatim
+        assert said.items() <= turns(small.xml, editor).items()  # every user turn verbatim
         fields = editor.state("c").fields
-        shown = {int(src[1:]) for src in turns(small.xml)}
+        shown = {int(src[1:]) for src in turns(small.xml, editor)}
         for name in ("name", "city", "time"):  # only the values no shown turn said
             assert (f"{name}: " in small.xml) == (fields[name].provenance.message_index not in shown)
         forms.append("conversation")
@@ -141,8 +146,8 @@ def test_the_budget_drops_an_open_line_whole_and_names_it(tmp_path):
     cut = ET.fromstring(tight.xml).find("truncated_context")
     assert cut is not None and cut.get("budget") == str(full.tokens - 5)
     gone = set(cut.get("lines", "").split())
-    assert gone and not gone & set(turns(tight.xml))  # named, and not shown
-    assert "m4" in turns(tight.xml)  # the latest user message outlives them
+    assert gone and not gone & set(turns(tight.xml, editor))  # named, and not shown
+    assert "m4" in turns(tight.xml, editor)  # the latest user message outlives them
 
 
 def test_one_envelope_of_several_minimal_domains(tmp_path):
@@ -159,7 +164,7 @@ def test_one_envelope_of_several_minimal_domains(tmp_path):
     assert ("hotel", "city", "Boston") in lines  # carried, and said once per domain
     assert "# restaurant\nname: Sino r1" in ctx.xml and len(list(root.iter("state"))) == 1
     assert root.get("domain") is None  # each group names its domain
-    assert list(turns(ctx.xml)) == ["m2"]  # the rest is in the states
+    assert list(turns(ctx.xml, trip[0][0], "t")) == ["m2"]  # the rest is in the states
     assert ctx.tokens == count_tokens(ctx.xml)
 
 
@@ -181,10 +186,10 @@ def test_the_conversation_form_keeps_of_the_assistant_only_the_clauses_with_valu
         editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
     ctx = editor.render("c", "track")
     assert ctx.tokens == count_tokens(ctx.xml)
-    shown = turns(ctx.xml)
+    shown = turns(ctx.xml, editor)
     assert shown["m0"] == SAID[language][0][1] and shown["m2"] == SAID[language][2][1]  # the user's words verbatim
     assert shown["m1"] == KEPT[language]  # one line for the message, its value clauses only
-    assert [line["src"] for line in shown_lines(ET.fromstring(ctx.xml))].count("m1") == 1
+    assert [line["src"] for line in shown_lines(ET.fromstring(ctx.xml), roles(editor))].count("m1") == 1
     assert editor.why_message("c", "m1", action="track")["shown"]["line"] == KEPT[language]
 
 
@@ -207,7 +212,7 @@ def test_a_line_whose_value_the_user_restated_is_absorbed_by_the_newer_value(tmp
     assert minimal.moved_on(time)[0].message_index == 0  # where the replaced value was read
     ctx = editor.render("c", "track")
     assert "time: 20:00 r2" in ctx.xml
-    assert "m0" not in turns(ctx.xml)  # its 7pm was read, then replaced: nothing of it is open
+    assert "m0" not in turns(ctx.xml, editor)  # its 7pm was read, then replaced: nothing of it is open
     assert editor.why_message("c", "m0", action="track")["shown"]["as"] is None
     assert ctx.tokens == count_tokens(ctx.xml)
 
@@ -230,7 +235,50 @@ def test_an_older_open_line_is_reduced_to_its_clauses_with_open_values(tmp_path,
     for role, text in DIGEST[language][3:]:
         editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
     ctx = editor.render("c", "track")
-    shown = turns(ctx.xml)
+    shown = turns(ctx.xml, editor)
     assert shown["m2"] == DIGESTED[language]  # older than the loaded window: a digest of it
     assert editor.why_message("c", "m2", action="track")["shown"]["line"] == DIGESTED[language]
     assert ctx.tokens == count_tokens(ctx.xml)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_line_says_its_number_only_where_the_order_does_not_tell_it(tmp_path, language):
+    """`line_numbers: gaps` (the default): "user: …" is the user's next turn after the line
+    before, as in a transcript; "mN user: …" only where a turn of that role is skipped. `why`
+    reads every line's source back from the session's message roles; `line_numbers: all`
+    numbers every line, two tokens each."""
+    every = domain_file(tmp_path, "restaurant")
+    numbered = every.parent / "numbered" / every.name
+    numbered.parent.mkdir()
+    numbered.write_text(every.read_text("utf-8").replace("    minimal: true\n", "    minimal: true\n    line_numbers: all\n"), "utf-8")
+    editor, plain = ContextEditor(every, "memory://"), ContextEditor(numbered, "memory://")
+    forms = []
+    for role, text in TALK[language] + MORE[language]:
+        for e in (editor, plain):
+            e.add("c", {"role": role, "content": text, "timestamp": STAMP})
+        if role != "user":
+            continue
+        ctx, all_numbered = editor.render("c", "track"), plain.render("c", "track")
+        assert ctx.tokens == count_tokens(ctx.xml) and all_numbered.tokens == count_tokens(all_numbered.xml)
+        messages = editor.store.messages("c")
+        lines = shown_lines(ET.fromstring(ctx.xml), roles(editor))
+        # Read back, each line names the message it was taken from, in the order of the
+        # conversation, and says its number exactly where the message before it of its role is not shown.
+        last = -1
+        for line in lines:
+            index = int(line["src"][1:])
+            assert line["text"] in messages[index].content and line["role"] == messages[index].role
+            skipped = any(m.role == line["role"] for m in messages[last + 1:index])
+            assert (f"\nm{index} {line['role']}: " in ctx.xml) == skipped
+            assert editor.why_message("c", f"m{index}", action="track")["shown"]["line"] == line["text"]
+            last = index
+        bare = sum(1 for line in lines if f"\n{line['src']} " not in ctx.xml)
+        if lines == shown_lines(ET.fromstring(all_numbered.xml)):  # the same lines, every one numbered
+            assert all_numbered.tokens == ctx.tokens + 2 * bare
+            forms.append("same")
+        else:  # numbered, the conversation lost to the state form: each candidate is cheaper unnumbered
+            assert ctx.tokens < all_numbered.tokens
+            forms.append("other")
+        assert bare or not lines
+    assert forms[0] == "same"
+    assert any(f"\nm{i} user: " in ctx.xml for i in range(2, 12))  # the last render skips absorbed user turns

@@ -127,6 +127,9 @@ class ActionSpec:
     safety_margin: int = 0
     state_lines: bool = False  # each field one text line in <state>, not a <field> element (fewer tokens)
     minimal: bool = False  # each value once: turns the state absorbed left out, the cheaper of state and dialogue (inject/minimal.py)
+    # A minimal context's line numbers: "gaps" leaves a line's "mN" out where the order tells it
+    # (render._implied_sources), "all" writes it on every line.
+    line_numbers: str = "gaps"
 
 
 @dataclass(frozen=True)
@@ -302,7 +305,8 @@ def _build(d: dict[str, Any], path: Path) -> Domain:
                          int(a.get("budget_tokens", 800)), a.get("template"), a.get("description", ""),
                          scope=a.get("scope", name), history_rounds=int(a.get("history_rounds", 20)),
                          max_history=int(a.get("max_history", 6)), safety_margin=int(a.get("safety_margin", 0)),
-                         state_lines=bool(a.get("state_lines", False)), minimal=bool(a.get("minimal", False)))
+                         state_lines=bool(a.get("state_lines", False)), minimal=bool(a.get("minimal", False)),
+                         line_numbers=str(a.get("line_numbers", "gaps")))
         for name, a in d["actions"].items()}
     tools = {name: ToolSpec(tuple(t.get("keep") or ()), int(t.get("max_items", 3))) for name, t in (d.get("tools") or {}).items()}
     models = reloaded_models(d.get(STORED_KEY) or {})

@@ -947,7 +947,34 @@ def _flat_lines(plan: _Plan, zone: list[tuple[str, int, compact.ZoneLine]], turn
                 "reason": "retrieved" if m.index in plan.wanted_back else None,
                 "parts": [{"sep": "", "text": tag(seen["content"], tier, position)}]})
         out.append(line)
-    return _joined_lines([d for _, d in sorted(out, key=lambda x: x[0])])
+    lines = _joined_lines([d for _, d in sorted(out, key=lambda x: x[0])])
+    return _implied_sources(plan, zone, lines) if plan.spec.line_numbers == "gaps" else lines
+
+
+def _implied_sources(plan: _Plan, zone: list[tuple[str, int, compact.ZoneLine]],
+                     lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The lines with the number left out where the order tells it (`compact.implied`: the
+    message is the first after the previous line's with the line's role): "user: …" as in a
+    transcript, "m9 user: …" where a turn of that role is skipped. The number costs two tokens a
+    line, and while the whole conversation is sent every user turn follows the one before. Only
+    what this render knows is left out: a message between two lines that is not loaded (older
+    than the window, a system or oversized one) keeps the next line's number, so `why` finds
+    every line from the session's messages. The lines given are not changed."""
+    roles = {i: z.role for _, _, z in zone for i in z.sources}
+
+    def role_of(index: int) -> str | None:
+        seen = plan.seen.get(index)
+        return seen["role"] if seen is not None else roles.get(index)
+
+    out, last = [], -1
+    for d in lines:
+        src = str(d["src"])
+        if " " not in src and d["times"] is None and \
+                compact.implied(role_of, last, str(d["role"]).split(":", 1)[0]) == int(src[1:]):
+            d = {**d, "src": ""}
+        out.append(d)
+        last = int(src.rsplit(" m", 1)[-1].lstrip("m"))
+    return out
 
 
 def _joined_lines(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
