@@ -282,3 +282,38 @@ def test_a_line_says_its_number_only_where_the_order_does_not_tell_it(tmp_path, 
         assert bare or not lines
     assert forms[0] == "same"
     assert any(f"\nm{i} user: " in ctx.xml for i in range(2, 12))  # the last render skips absorbed user turns
+
+
+# A user turn with words no rule reads: the state form leaves it out once the state holds its values.
+BIRTHDAY = {"en": "Great, thank you so much. It is my mother's birthday and the whole family is coming along, "
+                  "so we are all really looking forward to it, and we will certainly be there on time.",
+            "zh": "太好了，谢谢你。那天是我妈妈的生日，全家人都会一起来，我们都非常期待，一定会准时到的，麻烦你了。"}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_conversation_form_always_keeps_the_user_turns_the_state_form_would_leave_out(tmp_path, language):
+    """`conversation_form: always` (the importers' `track`): while the whole conversation is
+    loaded it is sent as the user said it whenever it fits, so a turn whose words no rule read
+    ("my mother's birthday") is not lost with the values the state took from around it; the
+    default (`smaller`) sends the state form once that is smaller and says every value-like span."""
+    smaller = domain_file(tmp_path, "restaurant", history_rounds=5)  # the whole conversation is loaded
+    always = smaller.parent / "always" / smaller.name
+    always.parent.mkdir()
+    always.write_text(smaller.read_text("utf-8").replace("    minimal: true\n", "    minimal: true\n    conversation_form: always\n"), "utf-8")
+    talk = TALK[language] + MORE[language]
+    talk = [*talk[:8], ("user", BIRTHDAY[language]), *talk[9:]]
+    editors = {"smaller": ContextEditor(smaller, "memory://"), "always": ContextEditor(always, "memory://")}
+    for role, text in talk:
+        for e in editors.values():
+            e.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    ctx = {k: e.render("c", "track") for k, e in editors.items()}
+    birthday = "birthday" if language == "en" else "生日"
+    assert birthday not in ctx["smaller"].xml and "<state>" in ctx["smaller"].xml  # the state form: smaller, every span said
+    shown = turns(ctx["always"].xml, editors["always"])
+    assert {f"m{i}": text for i, (role, text) in enumerate(talk) if role == "user"}.items() <= shown.items()
+    assert shown["m8"] == BIRTHDAY[language]
+    assert editors["always"].why_message("c", "m8", action="track")["shown"]["line"] == BIRTHDAY[language]
+    assert ctx["always"].tokens == count_tokens(ctx["always"].xml) and ctx["smaller"].tokens < ctx["always"].tokens
+    # Not whole within the budget: the state form, as before (the budget is exact either way).
+    tight = editors["always"].render("c", "track", budget=ctx["smaller"].tokens)
+    assert tight.xml == ctx["smaller"].xml

@@ -121,9 +121,11 @@ MINIMAL_ROUNDS = 4  # rounds before the latest the track action loads: a convers
 def track_action(fields: list[str], description: str) -> dict[str, Any]:
     """The general action every imported domain gets: all fields and the latest user message,
     each value once (`minimal`): the tracked state, the turns it did not absorb, the message the
-    latest one replies to while pending, or the conversation itself while it is shorter.
+    latest one replies to while pending, or while the whole conversation is loaded the conversation
+    itself (`conversation_form: always`: a tracking context must not lose the words extraction did
+    not read, which the state form leaves out with the turns the state absorbed).
 
     Its budget leaves room for every field so that measuring context size never truncates.
     """
     return {"description": description, "fields": fields, "recent_rounds": 1, "history_rounds": MINIMAL_ROUNDS,
-            "budget_tokens": 600 + 40 * len(fields), "state_lines": True, "minimal": True}
+            "budget_tokens": 600 + 40 * len(fields), "state_lines": True, "minimal": True, "conversation_form": "always"}

@@ -430,9 +430,15 @@ class Renderer:
                 fallback: Callable[[list[str]], RenderedContext]) -> RenderedContext:
         """Fit the plan to its budget and check the outcome: `again` renders anew (once the piece
         counts proved unreliable), `fallback` takes the fields a template lost."""
-        kept, probe = self._fit(plan, state)
-        if plan.dialogue:
-            plan, kept, probe = self._cheaper(plan, state, kept, probe)
+        talk = self._talk(plan, state) if plan.dialogue and plan.spec.conversation_form == "always" else None
+        fitted = self._fit(talk, state) if talk is not None else None
+        if talk is not None and fitted is not None and not fitted[1].dropped:
+            # The conversation as the user said it, whole: the state form is not rendered at all.
+            plan, (kept, probe) = talk, fitted
+        else:
+            kept, probe = self._fit(plan, state)
+            if plan.dialogue and talk is None:
+                plan, kept, probe = self._cheaper(plan, state, kept, probe)
         xml, tokens, dropped = probe.xml, probe.tokens, probe.dropped
         counter = segment_counter(self.model)
         if counter.additive and not counter.proven and counter.tokenizer.count(xml) != tokens:
@@ -459,13 +465,8 @@ class Renderer:
         """A minimal plan whose whole conversation is loaded, or the conversation as the user said
         it (every user turn verbatim, what the assistant said as the plan shows it, and only the
         state values no shown turn was the source of): whichever counts fewer tokens. The other
-        form is taken only whole (nothing dropped) and strictly smaller."""
-        latest = {m.index for unit in plan.latest for m in unit}
-        said = [u for u in plan.dialogue if any(m.role == "user" for m in u) and not latest.intersection(m.index for m in u)]
-        recent = sorted(said + plan.recent, key=lambda u: u[0].index)
-        shown = {m.index for unit in recent + plan.latest for m in unit}
-        talk = replace(plan, recent=recent, dialogue=[], said=[], spans=(), zone={**plan.zone, "replies": plan.said},
-                       optional=[n for n in plan.optional if self._source_of(plan, state, n) not in shown])
+        form is taken only whole (nothing dropped) and strictly smaller (`conversation_form: smaller`)."""
+        talk = self._talk(plan, state)
         talk_kept, talk_probe = self._fit(talk, state)
         if talk_probe.dropped:
             return plan, kept, probe
@@ -476,6 +477,17 @@ class Renderer:
         if talk_probe.tokens >= probe.tokens and all(minimal.says(text, v) for v in plan.spans):
             return plan, kept, probe
         return talk, talk_kept, talk_probe
+
+    def _talk(self, plan: _Plan, state: State) -> _Plan:
+        """The conversation as the user said it, of a minimal plan whose whole conversation is
+        loaded: every user turn verbatim, what the assistant said as the plan shows it (`said`),
+        and only the state values no shown turn was the source of."""
+        latest = {m.index for unit in plan.latest for m in unit}
+        said = [u for u in plan.dialogue if any(m.role == "user" for m in u) and not latest.intersection(m.index for m in u)]
+        recent = sorted(said + plan.recent, key=lambda u: u[0].index)
+        shown = {m.index for unit in recent + plan.latest for m in unit}
+        return replace(plan, recent=recent, dialogue=[], said=[], spans=(), zone={**plan.zone, "replies": plan.said},
+                       optional=[n for n in plan.optional if self._source_of(plan, state, n) not in shown])
 
     def _source_of(self, plan: _Plan, state: State, name: str) -> int | None:
         """The message a field's value was read from (None: no message of this conversation)."""
