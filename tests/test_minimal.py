@@ -317,3 +317,34 @@ def test_conversation_form_always_keeps_the_user_turns_the_state_form_would_leav
     # Not whole within the budget: the state form, as before (the budget is exact either way).
     tight = editors["always"].render("c", "track", budget=ctx["smaller"].tokens)
     assert tight.xml == ctx["smaller"].xml
+
+
+# A user line of the loaded window, not the latest: the state took one of its values, not the other.
+CLAUSES = {"en": [("user", "A table at Sino in Boston, please."), ("assistant", "Sure."), ("user", "Thank you."),
+                  ("assistant", "Anything else?"), ("user", "Make it 7pm, and my sister flies in on June 12."),
+                  ("assistant", "Noted."), ("user", "That is all.")],
+           "zh": [("user", "在上海订鼎泰丰。"), ("assistant", "好的。"), ("user", "谢谢。"), ("assistant", "还有别的吗？"),
+                  ("user", "改成晚上7点吧，我妹妹6月12日到。"), ("assistant", "记下了。"), ("user", "就这些。")]}
+CLAUSE = {"en": "and my sister flies in on June 12.", "zh": "我妹妹6月12日到。"}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_user_clauses_all_keeps_of_a_user_line_only_the_clauses_the_state_did_not_take(tmp_path, language):
+    """`user_clauses: all` (the importers' `track`): a user line of the loaded window that is not
+    shown as a turn keeps only its clauses with a value the state did not take (the time is said
+    by the state line); `older` (the default) does so only for lines older than the loaded window."""
+    older = domain_file(tmp_path, "restaurant", history_rounds=1)  # rounds 2-4 of 4 loaded: not whole
+    every = older.parent / "all" / older.name
+    every.parent.mkdir()
+    every.write_text(older.read_text("utf-8").replace("    minimal: true\n", "    minimal: true\n    user_clauses: all\n"), "utf-8")
+    editors = {"older": ContextEditor(older, "memory://"), "all": ContextEditor(every, "memory://")}
+    for role, text in CLAUSES[language]:
+        for e in editors.values():
+            e.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    ctx = {k: e.render("c", "track") for k, e in editors.items()}
+    for k, e in editors.items():
+        assert "time: 19:00 r3" in ctx[k].xml and ctx[k].tokens == count_tokens(ctx[k].xml)
+    assert turns(ctx["older"].xml, editors["older"])["m4"] == CLAUSES[language][4][1]  # whole
+    assert turns(ctx["all"].xml, editors["all"])["m4"] == CLAUSE[language]  # the clause the state did not take
+    assert editors["all"].why_message("c", "m4", action="track")["shown"]["line"] == CLAUSE[language]
+    assert ctx["all"].tokens < ctx["older"].tokens

@@ -135,6 +135,9 @@ class ActionSpec:
     # every value-like span); "always" sends the conversation unless it does not fit the budget (the
     # state form drops user turns the state absorbed, and with them the words extraction did not read).
     conversation_form: str = "smaller"
+    # A minimal action's user lines that are not shown as turns: "older" reduces those older than the
+    # loaded window to their clauses with open values (a digest), "all" every one (minimal.zone).
+    user_clauses: str = "older"
 
 
 @dataclass(frozen=True)
@@ -312,7 +315,8 @@ def _build(d: dict[str, Any], path: Path) -> Domain:
                          max_history=int(a.get("max_history", 6)), safety_margin=int(a.get("safety_margin", 0)),
                          state_lines=bool(a.get("state_lines", False)), minimal=bool(a.get("minimal", False)),
                          line_numbers=str(a.get("line_numbers", "gaps")),
-                         conversation_form=str(a.get("conversation_form", "smaller")))
+                         conversation_form=str(a.get("conversation_form", "smaller")),
+                         user_clauses=str(a.get("user_clauses", "older")))
         for name, a in d["actions"].items()}
     tools = {name: ToolSpec(tuple(t.get("keep") or ()), int(t.get("max_items", 3))) for name, t in (d.get("tools") or {}).items()}
     models = reloaded_models(d.get(STORED_KEY) or {})

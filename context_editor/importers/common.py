@@ -123,9 +123,11 @@ def track_action(fields: list[str], description: str) -> dict[str, Any]:
     each value once (`minimal`): the tracked state, the turns it did not absorb, the message the
     latest one replies to while pending, or while the whole conversation is loaded the conversation
     itself (`conversation_form: always`: a tracking context must not lose the words extraction did
-    not read, which the state form leaves out with the turns the state absorbed).
+    not read, which the state form leaves out with the turns the state absorbed); a user line
+    not shown as a turn keeps only its clauses with values the state did not take (`user_clauses: all`).
 
     Its budget leaves room for every field so that measuring context size never truncates.
     """
     return {"description": description, "fields": fields, "recent_rounds": 1, "history_rounds": MINIMAL_ROUNDS,
-            "budget_tokens": 600 + 40 * len(fields), "state_lines": True, "minimal": True, "conversation_form": "always"}
+            "budget_tokens": 600 + 40 * len(fields), "state_lines": True, "minimal": True, "conversation_form": "always",
+            "user_clauses": "all"}

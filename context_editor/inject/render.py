@@ -578,7 +578,8 @@ class Renderer:
             replying = minimal.pending(history.chains(visible), [latest] if latest else [])
             offers = offers_by if offers_by is not None else minimal.open_offers(state)
             envelope = set(domains_by) if domains_by else {self.domain.name}
-            zone = minimal.zone(zone, offers, state.round - minimal.REPLY_ROUNDS, minimal.foreign(summary, envelope))
+            zone = minimal.zone(zone, offers, state.round - minimal.REPLY_ROUNDS, minimal.foreign(summary, envelope),
+                                user_clauses=spec.user_clauses == "all")
             # Shown whole while pending: the user's reply holds a value the state did not read (the
             # question gives it its meaning), or it left open an offer no summary line holds.
             asked = latest is not None and any(minimal.unread(summary, m.index, absorbed) for m in latest if m.role == "user")
