@@ -59,6 +59,14 @@ def domain_file(tmp_path: Path, name: str, history_rounds: int = 4) -> Path:
     return path
 
 
+def with_option(path: Path, key: str, value: str) -> Path:
+    """A copy of a `domain_file` (in a folder of its own) whose minimal `track` sets `key: value`."""
+    out = path.parent / f"{key}-{value}" / path.name
+    out.parent.mkdir()
+    out.write_text(path.read_text("utf-8").replace("    minimal: true\n", f"    minimal: true\n    {key}: {value}\n"), "utf-8")
+    return out
+
+
 def roles(editor: ContextEditor, session: str = "c"):
     """The session's message roles by index: they name the lines a minimal context leaves unnumbered."""
     return {m.index: m.role for m in editor.store.messages(session)}.get
@@ -248,9 +256,7 @@ def test_a_line_says_its_number_only_where_the_order_does_not_tell_it(tmp_path, 
     reads every line's source back from the session's message roles; `line_numbers: all`
     numbers every line, two tokens each."""
     every = domain_file(tmp_path, "restaurant")
-    numbered = every.parent / "numbered" / every.name
-    numbered.parent.mkdir()
-    numbered.write_text(every.read_text("utf-8").replace("    minimal: true\n", "    minimal: true\n    line_numbers: all\n"), "utf-8")
+    numbered = with_option(every, "line_numbers", "all")
     editor, plain = ContextEditor(every, "memory://"), ContextEditor(numbered, "memory://")
     forms = []
     for role, text in TALK[language] + MORE[language]:
@@ -297,9 +303,7 @@ def test_conversation_form_always_keeps_the_user_turns_the_state_form_would_leav
     ("my mother's birthday") is not lost with the values the state took from around it; the
     default (`smaller`) sends the state form once that is smaller and says every value-like span."""
     smaller = domain_file(tmp_path, "restaurant", history_rounds=5)  # the whole conversation is loaded
-    always = smaller.parent / "always" / smaller.name
-    always.parent.mkdir()
-    always.write_text(smaller.read_text("utf-8").replace("    minimal: true\n", "    minimal: true\n    conversation_form: always\n"), "utf-8")
+    always = with_option(smaller, "conversation_form", "always")
     talk = TALK[language] + MORE[language]
     talk = [*talk[:8], ("user", BIRTHDAY[language]), *talk[9:]]
     editors = {"smaller": ContextEditor(smaller, "memory://"), "always": ContextEditor(always, "memory://")}
@@ -334,9 +338,7 @@ def test_user_clauses_all_keeps_of_a_user_line_only_the_clauses_the_state_did_no
     shown as a turn keeps only its clauses with a value the state did not take (the time is said
     by the state line); `older` (the default) does so only for lines older than the loaded window."""
     older = domain_file(tmp_path, "restaurant", history_rounds=1)  # rounds 2-4 of 4 loaded: not whole
-    every = older.parent / "all" / older.name
-    every.parent.mkdir()
-    every.write_text(older.read_text("utf-8").replace("    minimal: true\n", "    minimal: true\n    user_clauses: all\n"), "utf-8")
+    every = with_option(older, "user_clauses", "all")
     editors = {"older": ContextEditor(older, "memory://"), "all": ContextEditor(every, "memory://")}
     for role, text in CLAUSES[language]:
         for e in editors.values():
