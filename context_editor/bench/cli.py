@@ -77,7 +77,7 @@ def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, 
 
 
 MECHANISMS = ("answers", "offers", "no_preference", "envelope", "carry", "activation", "compact", "minimal", "line_numbers",
-              "conversation_form", "user_clauses")
+              "user_clauses")
 DIALOGUE_SWITCHES = ("answers", "offers", "no_preference")  # switched off in the domain files; the others are the harness's
 
 
@@ -85,7 +85,6 @@ def switch_off(ds: Dataset, mechanisms: list[str]) -> None:
     """Write `dialogue: {<mechanism>: false}` into every imported domain (an ablation run); without
     `minimal`, the `track` action is the one before it (`minimal: false`, the latest round loaded
     only); without `line_numbers`, its lines say their "mN" on every line (`line_numbers: all`);
-    without `conversation_form`, it sends the smaller of the conversation and the state form;
     without `user_clauses`, its user lines in the loaded window stay whole;
     without `compact` as well, it shows its state as <field> elements (`state_lines: false`)."""
     for path in ds.domain_files.values() if "minimal" in mechanisms else ():
@@ -93,8 +92,6 @@ def switch_off(ds: Dataset, mechanisms: list[str]) -> None:
         path.write_text(text.replace(f"    history_rounds: {MINIMAL_ROUNDS}\n", "    history_rounds: 0\n"), "utf-8")
     for path in ds.domain_files.values() if "line_numbers" in mechanisms else ():  # "mN" on every line of it
         path.write_text(path.read_text("utf-8").replace("    minimal: true\n", "    minimal: true\n    line_numbers: all\n"), "utf-8")
-    for path in ds.domain_files.values() if "conversation_form" in mechanisms else ():  # the smaller form again
-        path.write_text(path.read_text("utf-8").replace("conversation_form: always", "conversation_form: smaller"), "utf-8")
     for path in ds.domain_files.values() if "user_clauses" in mechanisms else ():  # user lines verbatim in the window
         path.write_text(path.read_text("utf-8").replace("user_clauses: all", "user_clauses: older"), "utf-8")
     for path in ds.domain_files.values() if "compact" in mechanisms else ():
