@@ -10,6 +10,7 @@ exact count of the whole output, itself included.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from dataclasses import dataclass, field, replace
@@ -97,6 +98,43 @@ def lost_fields(xml: str, expected: dict[str, str]) -> list[str]:
     on_line = {(n, text) for _, n, text in lines} | {(f"{d}.{n}", text) for d, n, text in lines if d}
     return [n for n, text in expected.items()
             if (n, xml_safe(text).strip()) not in shown and (n, " ".join(xml_safe(text).split())) not in on_line]
+
+
+# The bundled templates that show each field they are given as `<field name="…">text</field>` in
+# their <state> (SHA-256 of the source as the loader reads it, first 16 hex digits: default.xml.j2
+# and place_order.xml.j2, which extends it). Their output is well-formed XML whatever the values
+# (every `{{ }}` is escaped, and stripped of what XML cannot hold), and a protected field is never
+# left out of `fields`: so parsing it finds every protected field with its text, unless the
+# parser changes that text. `_shows_fields` says when it cannot; then the output is parsed. An
+# edited template has another hash and is parsed at every render until it is checked and pinned
+# here (tests/test_render_counts.py holds the property on random values).
+FIELD_ELEMENT_TEMPLATES = frozenset({"b293c6534993e88f", "37ca0230f3106478"})
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_]+")
+
+
+def _shows_fields(plan: _Plan, expected: dict[str, str]) -> bool:
+    """Whether `lost_fields` of this plan's output is certainly empty, without parsing it: a pinned
+    template showing fields as elements (not as lines, not an envelope of several domains), field
+    names an attribute holds as they are, and no carriage return in a value (XML reads it as a
+    line feed)."""
+    return not plan.spec.state_lines and not plan.sections and _pinned(plan.template) \
+        and all(_PLAIN_NAME.fullmatch(n) and "\r" not in text for n, text in expected.items())
+
+
+def _pinned(template: Template) -> bool:
+    """Whether a template and every template it extends are in FIELD_ELEMENT_TEMPLATES."""
+    cached: bool | None = getattr(template, "_ce_pinned", None)
+    if cached is None:
+        cached = template.name is not None and _pinned_chain(template.environment, template.name)
+        template._ce_pinned = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _pinned_chain(env: Environment, name: str, depth: int = 0) -> bool:
+    source, parents = _source(env, name)
+    return depth <= 8 and parents is not None and \
+        hashlib.sha256(source.encode()).hexdigest()[:16] in FIELD_ELEMENT_TEMPLATES and \
+        all(_pinned_chain(env, parent, depth + 1) for parent in parents)
 
 
 # One field of a `state_lines` state (templates/default.xml.j2): "name: value (r3 initial)"; of a
@@ -445,8 +483,8 @@ class Renderer:
                                      missing=", ".join(m["name"] for m in plan.missing) or "none", alerts=len(plan.alerts),
                                      needed=tokens + plan.spec.safety_margin)
         fields = self._kept_fields(plan, kept)
-        lost = lost_fields(xml, {n: self._field_of(plan, state, n)["text"] for n in plan.protected
-                                 if self._spec_of(plan, n).pii != "drop"})
+        expected = {n: self._field_of(plan, state, n)["text"] for n in plan.protected if self._spec_of(plan, n).pii != "drop"}
+        lost = [] if _shows_fields(plan, expected) else lost_fields(xml, expected)
         if lost:
             return fallback(lost)
         visible = [m for m in messages if m.role != "system"]
