@@ -443,6 +443,7 @@ class Renderer:
         self._turns.clear()
         self._fitted.clear()
         history.forget_scores()
+        compact.forget_entities()
 
     def action(self, name: str) -> ActionSpec:
         if name not in self.domain.actions:
@@ -629,8 +630,10 @@ class Renderer:
 
     def state_view(self, state: State, spec: ActionSpec) -> tuple[set[str], history.Hidden, compact.Absorbed, Any]:
         """What the action's render reads off the state (its vocabulary, what it may not see, what
-        the state absorbed), worked out once per state: the edit chain's head names the state."""
-        key = (state.session, state.last_seq, state.last_hash, state.round, state.message_index, spec.name)
+        the state absorbed), worked out once per state of the fields: the edit chain's head names
+        them (all three read only the fields, which only edits change), so a message that brought
+        no edit (most do not) renders with the view of the message before."""
+        key = (state.session, state.last_seq, state.last_hash, spec.name)
         view = self._views.get(key)
         if view is None:
             if len(self._views) >= MEMO:
