@@ -33,7 +33,8 @@ from .compact import STAGE_ROUNDS
 from .budget import Window, resolve_budget
 from .diskcache import template_bytecode
 from .tokens import SegmentCounter, cuts, max_token_bytes, segment_counter, tokenizer_for
-from .xmltext import text_node, xml_safe
+from . import xmltext
+from .xmltext import escaped, text_node, xml_safe
 
 log = logging.getLogger(__name__)
 CRITICAL_COMPRESSION_FAILURE = "CRITICAL_COMPRESSION_FAILURE"
@@ -159,6 +160,8 @@ def state_lines(root: ElementTree.Element) -> list[tuple[str | None, str, str]]:
 
 
 def _finalize(value: Any) -> Any:
+    if type(value) is str:  # as autoescape would write it (it leaves Markup as it is)
+        return escaped(value)
     if isinstance(value, Markup):  # already made safe by the `text` filter
         return value
     if isinstance(value, _Tag):
@@ -444,6 +447,7 @@ class Renderer:
         self._fitted.clear()
         history.forget_scores()
         compact.forget_entities()
+        xmltext.forget()
 
     def action(self, name: str) -> ActionSpec:
         if name not in self.domain.actions:
