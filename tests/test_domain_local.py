@@ -20,6 +20,7 @@ from context_editor.domain import rulepacks
 lang_lexicon = importlib.import_module("context_editor.lang.lexicon")  # the module (the package exports a function of that name)
 from context_editor.resources import rules_dir
 from context_editor.errors import DomainError
+from context_editor.memory import summary
 from context_editor.store import open_store
 
 DOMAIN = """\
@@ -116,6 +117,20 @@ def test_stored_document_holds_what_ran_and_the_hash_covers_it(tmp_path):
     assert set(resolved["templates"]) == {"intake.xml.j2"}
     (tmp_path / "d" / "insurers.csv").write_text(GAZETTEER + "AXA,安盛\n", "utf-8")
     assert load_domain(path).version_hash != domain.version_hash  # the gazetteer is part of the version
+
+
+def test_enum_matchers_are_compiled_once_per_domain_version_and_shared(tmp_path):
+    path = write_domain(tmp_path / "d")
+    first = ContextEditor(path, "memory://")
+    again = ContextEditor(load_domain(path), "memory://")  # a new editor (a reopen) compiles nothing
+    assert again.extractor.enum_matchers is first.extractor.enum_matchers
+    assert summary._entity_matchers(first.domain, "中国平安的保单") == [first.extractor.enum_matchers["insurer"]]
+    (tmp_path / "d" / "insurers.csv").write_text(GAZETTEER + "AXA,安盛\n", "utf-8")
+    changed = ContextEditor(path, "memory://")  # another version: its own vocabulary, never the cached one
+    assert changed.extractor.enum_matchers["insurer"] is not first.extractor.enum_matchers["insurer"]
+    said = [{"role": "user", "content": "安盛的保单", "timestamp": "2024-06-01T10:00:00+08:00"}]
+    assert changed.ingest("s", said).get("insurer") == "AXA"
+    assert first.ingest("s", said).get("insurer") is None
 
 
 def test_replay_is_identical_after_the_package_and_local_rules_change(tmp_path, package_rules):

@@ -34,7 +34,7 @@ from ..lang import detect_language
 from ..model import NO_PREFERENCE, Candidate, Message, Provenance
 from .confirm import AskMatcher, confirmation, decline, offer_spans, pick, thing_questions, yes_no_questions
 from .cues import load_cues
-from .enums import EnumMatcher
+from .enums import EnumMatcher, enum_matchers
 from .negation import is_negated
 from .numbers.bounds import meets
 from .prefilter import Present
@@ -130,7 +130,7 @@ class Extractor:
 
     @cached_property
     def enum_matchers(self) -> dict[str, EnumMatcher]:
-        return {name: EnumMatcher(spec) for name, spec in self.domain.fields.items() if spec.synonyms}
+        return enum_matchers(self.domain)  # compiled once per domain version, not per editor
 
     @cached_property
     def ner_fields(self) -> dict[str, set[str]]:

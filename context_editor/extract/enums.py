@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from ..domain import FieldSpec
+from ..domain import Domain, FieldSpec
 from .prefilter import Present
 
 _LATIN = re.compile(r"[A-Za-z0-9]")
@@ -62,3 +62,19 @@ class EnumMatcher:
         for m in self.pattern.finditer(text):
             key = " ".join(m.group(0).lower().split())
             yield m.start(), m.end(), m.group(0), self.by_phrase[key]
+
+
+VERSIONS = 32  # domain versions whose matchers are kept (a process serves a few)
+_compiled: dict[str, dict[str, EnumMatcher]] = {}
+
+
+def enum_matchers(domain: Domain) -> dict[str, EnumMatcher]:
+    """Field -> the matcher of each enum field of `domain`, compiled once per domain version in the
+    process and shared by every reader (the extractor of each new editor, the summary zone): the
+    version hash covers the document, its gazetteers included, so one version has one vocabulary."""
+    known = _compiled.get(domain.version_hash)
+    if known is None:
+        if len(_compiled) >= VERSIONS:
+            _compiled.pop(next(iter(_compiled)))
+        known = _compiled[domain.version_hash] = {name: EnumMatcher(spec) for name, spec in domain.fields.items() if spec.synonyms}
+    return known

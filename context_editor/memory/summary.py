@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..domain import Domain
-from ..extract.enums import ALL, EnumMatcher
+from ..extract.enums import ALL, EnumMatcher, enum_matchers
 from ..extract.prefilter import Present
 from ..lang import detect_language
 from ..inject.compact import FACT, NOTE, STAGE_ROUNDS, UNLOADED, VALUE, SummaryLine, stage_of
@@ -62,19 +62,11 @@ def _value_spans(text: str, matchers: Sequence[EnumMatcher] = ()) -> tuple[tuple
     return tuple(sorted(set(spans)))
 
 
-_MATCHERS: dict[int, tuple[Domain, list[EnumMatcher]]] = {}  # by domain object: compiled once per loaded domain
-
-
 def _entity_matchers(domain: Domain, text: str) -> list[EnumMatcher]:
     """The domain's entity matchers that can match somewhere in `text` (the literal pre-filter, once
     per message: each of its sentences is then scanned by these alone)."""
-    known = _MATCHERS.get(id(domain))
-    if known is None or known[0] is not domain:
-        if len(_MATCHERS) >= 32:
-            _MATCHERS.clear()
-        known = _MATCHERS[id(domain)] = (domain, [EnumMatcher(spec) for spec in domain.fields.values() if spec.synonyms])
     present = Present(text)
-    return [m for m in known[1] if m.pattern is not None and present.could_match(m.pattern)]
+    return [m for m in enum_matchers(domain).values() if m.pattern is not None and present.could_match(m.pattern)]
 
 
 def _pieces(text: str) -> list[tuple[int, str]]:
