@@ -108,7 +108,7 @@ def lost_fields(xml: str, expected: dict[str, str]) -> list[str]:
 # left out of `fields`: so parsing it finds every protected field with its text, unless the
 # parser changes that text. `_shows_fields` says when it cannot; then the output is parsed. An
 # edited template has another hash and is parsed at every render until it is checked and pinned
-# here (tests/test_render_counts.py holds the property on random values).
+# here (tests/test_render.py holds the property on random values).
 FIELD_ELEMENT_TEMPLATES = frozenset({"b293c6534993e88f", "37ca0230f3106478"})
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_]+")
 
