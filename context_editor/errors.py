@@ -346,6 +346,9 @@ class Errors:
                                 "pass --upgrade (upgrade=True) to move the session to the new version (recorded as an "
                                 "edit), or ingest with the domain version the session was processed with",
                                 SessionDomainError)
+    DERIVED_UNUSED = _e("CE509", "the stored {kind} of session {session!r} was not used: {why}",
+                        "nothing to do: it is derived data, recomputed from the log and stored again; if this "
+                        "repeats for every session, something else writes the store's derived rows")
     NO_STORE = Entry("CE504", "no store at {path}",
                      "check --store (or $CONTEXT_EDITOR_STORE); `context-editor ingest` creates a store", StoreError)
 

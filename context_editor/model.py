@@ -8,12 +8,14 @@ in any backend and replayable byte for byte.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from array import array
 import json
 import re
 import dataclasses
 import os
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Iterable, Iterator, Literal, TypeVar
@@ -482,6 +484,33 @@ class HistoryEntry:
         }
 
 
+_INT32 = next(t for t in ("i", "l") if array(t).itemsize == 4)
+
+
+def pack_ints(values: Iterable[int]) -> str | list[int]:
+    """Integers as derived rows store them: base64 of 32-bit little-endian ones, which a reopen
+    reads ~4× faster than a JSON list (a long session's snapshot holds thousands); the list when
+    one does not fit in 32 bits."""
+    try:
+        packed = array(_INT32, values)
+    except OverflowError:
+        return list(values)
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return base64.b64encode(packed.tobytes()).decode("ascii")
+
+
+def unpack_ints(stored: str | list[int]) -> array[int]:
+    """The integers `pack_ints` stored (or a plain list of them). ValueError/TypeError: not such a form."""
+    if not isinstance(stored, str):
+        return array("q", stored)
+    packed = array(_INT32)
+    packed.frombytes(base64.b64decode(stored, validate=True))
+    if sys.byteorder == "big":
+        packed.byteswap()
+    return array("q", packed.tolist())  # (from a list: twice as fast as from the array)
+
+
 @dataclass(slots=True)
 class Earlier:
     """What the history entries a state no longer holds in memory (`State.history_cap`) leave
@@ -513,12 +542,12 @@ class Earlier:
         return zip(it, it, it)
 
     def to_json(self) -> dict[str, Any]:
-        return {"dropped": self.dropped, "accepted": self.accepted.tolist(), "spans": self.spans.tolist(),
+        return {"dropped": self.dropped, "accepted": pack_ints(self.accepted), "spans": pack_ints(self.spans),
                 "texts": list(self.texts)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Earlier:
-        return cls(d["dropped"], array("q", d["accepted"]), array("q", d["spans"]), dict.fromkeys(d["texts"]))
+        return cls(d["dropped"], unpack_ints(d["accepted"]), unpack_ints(d["spans"]), dict.fromkeys(d["texts"]))
 
 
 @dataclass(slots=True)
@@ -652,7 +681,8 @@ class State:
     def snapshot(self) -> dict[str, Any]:
         """The whole fold as JSON (derived data: a reopened session folds only the edits after it).
         Compact (v2): a provenance is a list, without the domain version when it is the state's,
-        so a long session's histories parse in a few milliseconds."""
+        so a long session's histories parse in a few milliseconds; v3: the span arrays of the
+        entries held in compact form (`Earlier`, as long as the history) packed (`pack_ints`)."""
         dv = self.domain_version
 
         def prov(p: Provenance | None) -> list[Any] | None:
@@ -662,7 +692,7 @@ class State:
                     p.message_id, None if p.domain_version == dv else p.domain_version]
 
         return {
-            "v": 2, "domain": self.domain, "domain_version": dv, "session": self.session, "phase": self.phase,
+            "v": 3, "domain": self.domain, "domain_version": dv, "session": self.session, "phase": self.phase,
             "round": self.round, "message_index": self.message_index, "last_seq": self.last_seq,
             "last_hash": self.last_hash, "last_message_hash": self.last_message_hash,
             "alerts": [[a.code, a.round, a.message, a.field] for a in self.alerts],

@@ -198,7 +198,7 @@ class ContextEditor:
         self.upgrade = upgrade
         self._bound: dict[str, str | None] = {}  # session -> the version it moves from (None: already on ours)
         self.store = store if isinstance(store, Store) else open_store(store)
-        self.extractor = Extractor(self.domain)
+        self.extractor = Extractor.shared(self.domain)  # compiled once per domain version
         self.validator = FieldValidator(self.domain)
         self.machine = PhaseMachine(self.domain) if self.domain.machine else None
         self.window = Window(context_window, output_reserve) if context_window else None
@@ -220,6 +220,9 @@ class ContextEditor:
         self._tails: dict[str, tuple[int, list[Message]]] = {}  # session -> (first round, its messages since): `_window`
         self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
         self._open_offers: dict[str, Prior] = {}  # session -> an offer the user's last message only asked about
+        # session -> the messages since its last edit, read by `_live`, whose priors are worked out
+        # when the next message is added (`_read_priors`): a render needs none of them.
+        self._unread: dict[str, list[Message]] = {}
         self._salts = salts
         # In a replay, the values the recorded log was given from outside it: a user's memory, carries.
         self._recalled = None if recalled is None else [e for e in recalled if e.source in GIVEN_SOURCES]
@@ -294,6 +297,7 @@ class ContextEditor:
         self._warned.pop(session, None)
         self._priors.pop(session, None)
         self._open_offers.pop(session, None)
+        self._unread.pop(session, None)
         self._indexed.discard(session)
         self._vectors.pop(session, None)
 
@@ -312,6 +316,7 @@ class ContextEditor:
             # A cached fold is used without asking the store for its head: the append itself
             # refuses a message computed on a head another writer has moved (the retry below).
             state = self._cached(session) or self._live(session)
+            self._read_priors(session)
             msg = self._stamp(session, raw, state, now)
             try:
                 with using(self.domain.lexicon):  # the words this domain version was made with
@@ -417,7 +422,7 @@ class ContextEditor:
             zone = self._latest_zone(session) if latest else None
             if zone is None:
                 zone = SummaryZone.from_bodies(self.domain, self.store.derived(session, SUMMARY_KIND))
-            for m in self.store.messages(session, since_round=zone.resume_round()):
+            for m in self._messages_since(session, zone.resume_round()):
                 zone.add(m)
             for key, body in zone.bodies(zone.settled()).items():
                 self.store.put_derived(session, SUMMARY_KIND, key, body)
@@ -447,17 +452,43 @@ class ContextEditor:
             return True
         key = past.key_of(self.domain, action)
         body = self.store.derived(session, past.KIND, keys=(key, key)).get(key)
-        reads = body.get("reads") if body is not None else None
-        if body is None or not isinstance(reads, list) or not all(isinstance(i, int) for i in reads) or \
-                body.get("fingerprint") != past.fingerprint(self.domain, action, self._zone(session, latest=True),
-                                                            compact.past_before(since), reads, absorbed, hidden):
-            return False  # none stored, or not this view's (stale), or not one this code wrote
-        if not compact.seed_past(part.summary, since, vocabulary, absorbed, hidden, body):
+        if body is None:
+            return False  # none stored: read and score the whole zone
+        reads = past.reads_of(body)
+        if reads is None:
+            self._unused(session, past.KIND, "its reads do not parse (not a row this code wrote)")
+            return False
+        zone, before = self._zone(session, latest=True), compact.past_before(since)
+        at = past.anchor(body)
+        # Its read messages' spans as stored, if no edit since gave them one (O(edits since it was
+        # stored)); else taken again from this state (O(messages read)), and the row stored anew.
+        spans = past.kept_spans(body, reads, self._edits_from(session, part.state, at[0])) if at is not None else None
+        fingerprint = past.fingerprint(self.domain, action, zone, before, reads, absorbed, hidden, spans)
+        if spans is not None and fingerprint != body.get("fingerprint"):
+            spans = None  # the stored digest may be the spoiled part: take it again before calling the row stale
+            fingerprint = past.fingerprint(self.domain, action, zone, before, reads, absorbed, hidden)
+        if fingerprint != body.get("fingerprint"):
+            self._unused(session, past.KIND, "it was scored for another state or domain version", logging.INFO)
+            return False
+        if not compact.seed_past(part.summary, since, vocabulary, absorbed, hidden, body, reads):
+            self._unused(session, past.KIND, "its groups do not parse (not a row this code wrote)")
             return False
         kept = compact.past_of(part.summary, vocabulary, absorbed, hidden)
-        if kept is not None:
+        if kept is not None and spans is not None:  # (else `_keep_past` stores it again, anchored here)
             self._pasts.setdefault(session, {})[action] = (id(kept), kept.before, kept.count)
         return True
+
+    def _edits_from(self, session: str, state: State, seq: int) -> list[Edit]:
+        """The edits from `seq` up to the state's last one (none when that is far: reading them
+        would cost more than what they spare)."""
+        if not 0 <= seq <= state.last_seq or state.last_seq - seq > past.ANCHOR_EDITS:
+            return []
+        return [e for e in self.store.edits(session, since_seq=seq - 1) if e.seq <= state.last_seq]
+
+    def _unused(self, session: str, kind: str, why: str, level: int = logging.WARNING) -> None:
+        """Log a stored derived row that was not used (it is recomputed from the log)."""
+        message, fix = Errors.DERIVED_UNUSED.text(kind=kind, session=session, why=why)
+        log.log(level, "[%s] %s (fix: %s)", Errors.DERIVED_UNUSED.code, message, fix)
 
     def _keep_past(self, session: str, action: str, part: RenderPart) -> None:
         """Store the settled past this render of `action` used, if it is new and long (`memory.past`)."""
@@ -470,11 +501,12 @@ class ContextEditor:
         stored = self._pasts.setdefault(session, {})
         if stored.get(action) == mark:
             return
+        spans = compact.past_spans(absorbed, hidden, kept.reads)
         fingerprint = past.fingerprint(self.domain, action, self._zone(session, latest=True), kept.before, kept.reads,
-                                       absorbed, hidden)
+                                       absorbed, hidden, spans)
         if fingerprint is not None:
             self.store.put_derived(session, past.KIND, past.key_of(self.domain, action),
-                                   {"fingerprint": fingerprint, **compact.past_body(kept)})
+                                   past.row(part.state, fingerprint, spans, kept))
         stored[action] = mark
 
     def rebuild_memory(self, session: str) -> SummaryZone:
@@ -746,11 +778,7 @@ class ContextEditor:
             state.round, state.message_index, state.last_message_hash = tail[-1].round, tail[-1].index, tail[-1].hash
         self._priors.pop(session, None)
         self._open_offers.pop(session, None)
-        for m in tail:  # what the assistant left open since the last user message
-            if m.role != "system":
-                when = m.time() or datetime.now(timezone.utc)
-                self._remember(m, self.extractor.extract(m, when, self._priors.get(session) if m.role == "user" else None)
-                               if self._reads(m) else [])
+        self._unread[session] = [m for m in tail if m.role != "system"]
         self._states[session] = state
         self._states.move_to_end(session)
         while len(self._states) > self._cache_sessions:
@@ -758,19 +786,36 @@ class ContextEditor:
             self._forget(evicted)  # everything kept per session goes with its state: memory stays bounded
         return state
 
+    def _read_priors(self, session: str) -> None:
+        """Work out what the assistant left open since the last user message, from the messages
+        `_live` read after the session's last edit (before the next message is read against it)."""
+        for m in self._unread.pop(session, ()):
+            when = m.time() or datetime.now(timezone.utc)
+            self._remember(m, self.extractor.extract(m, when, self._priors.get(session) if m.role == "user" else None)
+                           if self._reads(m) else [])
+
     def _from_snapshot(self, session: str, head: tuple[int, int]) -> tuple[State, list[Edit] | None]:
         """The session's last stored snapshot and the edits after it, if the snapshot belongs to
         this log (its last edit is the stored one at its seq); else an empty state to fold from."""
         empty = State(self.domain.name, self.domain.version_hash, session, history_cap=self.history_cap)
         body = self.store.derived(session, SNAPSHOT_KIND).get(0)
-        if body is None or body["message_index"] + 1 > head[0] or body["last_seq"] + 1 > head[1]:
+        if body is None:
             return empty, None
-        snap = State.from_snapshot(body).capped(self.history_cap)
+        try:
+            snap = State.from_snapshot(body).capped(self.history_cap)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            self._unused(session, SNAPSHOT_KIND, f"it does not parse ({type(exc).__name__}: {exc})")
+            return empty, None
+        if snap.message_index + 1 > head[0] or snap.last_seq + 1 > head[1]:
+            self._unused(session, SNAPSHOT_KIND, "it is ahead of the log (the log was cut back)")
+            return empty, None
         if snap.last_seq < 0:
             return snap, None
         edits = self.store.edits(session, since_seq=snap.last_seq - 1)
         if not edits or edits[0].seq != snap.last_seq or edits[0].hash != snap.last_hash:
-            return empty, None  # a snapshot of another log (rewritten, or restored from elsewhere): ignore it
+            # a snapshot of another log (rewritten, or restored from elsewhere): ignore it
+            self._unused(session, SNAPSHOT_KIND, "its last edit is not in this log")
+            return empty, None
         return snap, edits[1:]
 
     def _cached(self, session: str) -> State | None:
@@ -834,6 +879,7 @@ class ContextEditor:
             return None
         self.renderer.action(action)  # unknown action: the renderer's error, as without the memo
         state = self._live(session)
+        self._tail(session, state, self._since(state, action))  # the window, read once: the zone's open stage is in it
         return (action, budget, model, self.default_budget, state.last_seq, state.last_hash, state.message_index,
                 state.round, self._zone(session, latest=True).last_index)
 
@@ -890,13 +936,27 @@ class ContextEditor:
         new message reads nothing; it is read again when it does not reach back to `since` or does
         not end at the state's message (another writer appended), and dropped whenever the state is
         refolded or the session forgotten (erasure)."""
+        tail = self._tail(session, state, since)
+        return [m for m in tail[1] if m.round >= since] if tail[0] < since else list(tail[1])
+
+    def _tail(self, session: str, state: State, since: int) -> tuple[int, list[Message]]:
+        """The kept tail (first round, messages) of `_window`, read again when it must be."""
         tail = self._tails.get(session)
         if tail is None or tail[0] > since or not tail[1] or tail[1][-1].index != state.message_index:
             tail = self._tails[session] = (since, [m for m in self.store.messages(session, since_round=since)
                                                    if m.index <= state.message_index])
         elif tail[0] < since - 2 * TAIL_SLACK_ROUNDS:  # drop what no window reaches back to any more
             tail = self._tails[session] = (since - TAIL_SLACK_ROUNDS, [m for m in tail[1] if m.round >= since - TAIL_SLACK_ROUNDS])
-        return [m for m in tail[1] if m.round >= since] if tail[0] < since else list(tail[1])
+        return tail
+
+    def _messages_since(self, session: str, round_: int) -> list[Message]:
+        """The session's messages of rounds >= `round_`: taken from the window's tail when it
+        reaches back that far and ends at the live state's last message (`_live` has just checked
+        the store's head), else read."""
+        tail, state = self._tails.get(session), self._states.get(session)
+        if tail is not None and state is not None and tail[0] <= round_ and tail[1] and tail[1][-1].index == state.message_index:
+            return [m for m in tail[1] if m.round >= round_]
+        return self.store.messages(session, since_round=round_)
 
     def _retrieve(self, session: str, state: State, view: ActionSpec, messages: list[Message],
                   since: int) -> tuple[list[str], list[tuple[Message, float]]]:

@@ -13,8 +13,11 @@ from __future__ import annotations
 import gc
 import tracemalloc
 
+import pytest
+from hypothesis import given, strategies as st
+
 from context_editor import ContextEditor
-from context_editor.model import State
+from context_editor.model import State, pack_ints, unpack_ints
 from context_editor.pipeline import SNAPSHOT_EVERY, SNAPSHOT_KIND
 
 TEXTS = ["我想买耳机，要黑色", "预算2000以内", "I want red headphones", "改成白色", "budget under 300 dollars", "还是黑色吧"]
@@ -50,7 +53,7 @@ def test_a_reopened_session_starts_from_its_snapshot_and_equals_the_full_fold(tm
     assert reopened.state("long").to_json()["fields"] == writer.state("other").to_json()["fields"]
 
 
-def test_a_snapshot_of_another_log_is_ignored(tmp_path):
+def test_a_snapshot_of_another_log_is_ignored(tmp_path, caplog):
     url = f"sqlite:///{tmp_path / 's.db'}"
     writer = ContextEditor("ecommerce", url)
     writer.ingest("long", turns(SNAPSHOT_EVERY + 5))
@@ -60,29 +63,65 @@ def test_a_snapshot_of_another_log_is_ignored(tmp_path):
     reopened = ContextEditor("ecommerce", url)
     assert reopened.state("long") == full_fold(reopened, "long")
     assert reopened.state("long").fields
+    assert "[CE509]" in caplog.text and "not in this log" in caplog.text
 
 
-def test_a_snapshot_written_before_the_compact_form_is_still_read(tmp_path):
-    """Snapshots stored by an earlier version (v1: provenance as dicts) give the same state."""
+def test_a_snapshot_that_does_not_parse_is_logged_and_the_log_folded(tmp_path, caplog):
     url = f"sqlite:///{tmp_path / 's.db'}"
     writer = ContextEditor("ecommerce", url)
     writer.ingest("long", turns(SNAPSHOT_EVERY + 5))
     snap = writer.store.derived("long", SNAPSHOT_KIND)[0]
-    assert snap["v"] == 2 and any(f["history"] for f in snap["fields"].values())
+    for spoiled in ({**snap, "fields": {"color": {"value": "red"}}}, {"v": 2}, {**snap, "alerts": 7}):
+        writer.store.put_derived("long", SNAPSHOT_KIND, 0, spoiled)
+        caplog.clear()
+        reopened = ContextEditor("ecommerce", url)
+        assert reopened.state("long") == full_fold(reopened, "long") == writer.state("long")
+        assert "[CE509]" in caplog.text and "snapshot" in caplog.text
+
+
+def test_a_snapshot_written_before_the_compact_form_is_still_read(tmp_path):
+    """Snapshots stored by an earlier version (v1: provenance as dicts; v1 and v2: the compact
+    span arrays as JSON lists) give the same state."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    writer = ContextEditor("ecommerce", url)
+    writer.ingest("long", turns(SNAPSHOT_EVERY + 5))
+    snap = writer.store.derived("long", SNAPSHOT_KIND)[0]
+    assert snap["v"] == 3 and any(f["history"] for f in snap["fields"].values())
     state = State.from_snapshot(snap)
+
+    assert any("earlier" in f for f in snap["fields"].values()), "a field holds entries in compact form"
 
     def v1(p):
         return None if p is None else {**p.to_dict(), "span": list(p.span)}
 
+    def listed(f):
+        earlier = state.fields[f].earlier
+        return {} if earlier is None else {"earlier": {**snap["fields"][f]["earlier"], "accepted": earlier.accepted.tolist(),
+                                                       "spans": earlier.spans.tolist()}}
+
     old = {k: v for k, v in snap.items() if k != "v"}
     old["fields"] = {name: {**f, "provenance": v1(state.fields[name].provenance),
                             "history": [[h.value, h.round, h.status, h.source, h.reason, v1(h.provenance)]
-                                        for h in state.fields[name].history]}
+                                        for h in state.fields[name].history], **listed(name)}
                      for name, f in snap["fields"].items()}
+    assert all(isinstance(f["earlier"]["accepted"], list) for f in old["fields"].values() if "earlier" in f)
     writer.store.put_derived("long", SNAPSHOT_KIND, 0, old)
     reopened = ContextEditor("ecommerce", url)
     assert State.from_snapshot(old) == state
     assert reopened.state("long") == full_fold(reopened, "long") == writer.state("long")
+
+
+@given(st.lists(st.integers(min_value=-2**40, max_value=2**40)))
+def test_packed_integers_read_back_as_written(values):
+    stored = pack_ints(values)
+    assert unpack_ints(stored).tolist() == values
+    assert isinstance(stored, str) == all(-2**31 <= v < 2**31 for v in values)  # a list when one does not fit
+
+
+@pytest.mark.parametrize("spoiled", ["x", "AAAAAAA=", 7, ["a"]])
+def test_packed_integers_that_do_not_parse_raise(spoiled):
+    with pytest.raises((TypeError, ValueError)):
+        unpack_ints(spoiled)
 
 
 def test_a_process_cycling_through_100_000_sessions_stays_under_its_memory_ceiling(tmp_path):

@@ -73,8 +73,40 @@ def test_a_reopened_session_renders_what_the_writer_renders(store_url, small_pas
         assert contexts(reopened) == contexts(writer)
 
 
-@pytest.mark.parametrize("spoil", ["stale", "corrupt", "missing"])
-def test_a_spoiled_stored_past_falls_back_to_the_log(tmp_path, small_past, spoil):
+def test_a_reopened_render_takes_the_stored_spans_digest_while_no_edit_touched_the_past(tmp_path, small_past, monkeypatch):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    turns = conversation(430)
+    writer = ContextEditor("ecommerce", url)
+    writer.ingest(SESSION, turns[:400])
+    contexts(writer)
+    writer.ingest(SESSION, turns[400:410])  # edits after the rows' anchor, none on a message the past read
+    expected = contexts(writer)
+    taken = []
+    monkeypatch.setattr(compact, "past_spans", lambda *a, _f=compact.past_spans: taken.append(a) or _f(*a))
+    reopened = reopen(url)
+    assert contexts(reopened) == expected
+    assert not taken, "the stored digest of the read messages' spans held: nothing O(history) taken again"
+
+
+def test_the_stored_spans_digest_holds_only_for_its_own_log_and_untouched_reads(tmp_path, small_past):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    writer = ContextEditor("ecommerce", url)
+    writer.ingest(SESSION, conversation(410))
+    contexts(writer)
+    for body in writer.store.derived(SESSION, past.KIND).values():
+        seq, hash_ = past.anchor(body)
+        since = writer.store.edits(SESSION, since_seq=seq - 1)
+        reads = past.reads_of(body)
+        assert (since[0].seq, since[0].hash) == (seq, hash_) and past.kept_spans(body, reads, since) == body["spans"]
+        assert past.kept_spans(body, reads, [replace(since[0], hash="0" * 64), *since[1:]]) is None  # another log
+        late = next(e for e in writer.store.edits(SESSION) if e.provenance is not None)
+        touched = replace(late, seq=since[-1].seq + 1, provenance=replace(late.provenance, message_index=reads[0]))
+        assert past.kept_spans(body, reads, [*since, touched]) is None  # a span given to a message the past read
+        assert past.kept_spans({**body, "at": "x"}, reads, since) is None
+
+
+@pytest.mark.parametrize("spoil", ["stale", "corrupt", "missing", "spans", "anchor"])
+def test_a_spoiled_stored_past_falls_back_to_the_log(tmp_path, small_past, spoil, caplog):
     url = f"sqlite:///{tmp_path / 's.db'}"
     writer = ContextEditor("ecommerce", url)
     writer.ingest(SESSION, conversation(400))
@@ -85,11 +117,17 @@ def test_a_spoiled_stored_past_falls_back_to_the_log(tmp_path, small_past, spoil
         writer.store.put_derived(SESSION, past.KIND, key, {**body, "fingerprint": "0" * 32, "groups": []})
     elif spoil == "corrupt":
         writer.store.put_derived(SESSION, past.KIND, key, {**body, "groups": [["only", "two"]], "reads": "x"})
+    elif spoil == "spans":  # a wrong digest of the read messages' spans: taken again, the row stored anew
+        writer.store.put_derived(SESSION, past.KIND, key, {**body, "spans": "0" * 32})
+    elif spoil == "anchor":  # an anchor of another log: the spans are taken again from this state
+        writer.store.put_derived(SESSION, past.KIND, key, {**body, "at": [body["at"][0], "0" * 64]})
     else:
         writer.store.drop_derived(SESSION, past.KIND)
 
     reopened = reopen(url)
     assert contexts(reopened) == expected
+    if spoil == "corrupt":
+        assert "[CE509]" in caplog.text and "summary_past" in caplog.text
     # The spoiled row was rebuilt from the log: the same row the writer stored.
     assert reopened.store.derived(SESSION, past.KIND)[key] == body
 
@@ -103,11 +141,11 @@ def test_the_fingerprint_names_the_domain_version_and_the_state(tmp_path, small_
     action = list(writer.domain.actions)[key]
     zone, state = writer._zone(SESSION), writer.state(SESSION)
     vocabulary, hidden, absorbed, _ = writer.renderer.state_view(state, writer.domain.actions[action])
-    args = (zone, body["before"], body["reads"], absorbed, hidden)
+    args = (zone, body["before"], past.reads_of(body), absorbed, hidden)
     assert past.fingerprint(writer.domain, action, *args) == body["fingerprint"]
     assert past.fingerprint(replace(writer.domain, version_hash="another"), action, *args) != body["fingerprint"]
     provenance, texts = absorbed
-    assert past.fingerprint(writer.domain, action, zone, body["before"], body["reads"], (provenance, [*texts, "new value"]),
+    assert past.fingerprint(writer.domain, action, zone, body["before"], args[2], (provenance, [*texts, "new value"]),
                             hidden) != body["fingerprint"]
 
 

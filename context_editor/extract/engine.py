@@ -34,7 +34,7 @@ from ..lang import detect_language
 from ..model import NO_PREFERENCE, Candidate, Message, Provenance
 from .confirm import AskMatcher, confirmation, decline, offer_spans, pick, thing_questions, yes_no_questions
 from .cues import load_cues
-from .enums import EnumMatcher, enum_matchers
+from .enums import VERSIONS, EnumMatcher, enum_matchers
 from .negation import is_negated
 from .numbers.bounds import meets
 from .prefilter import Present
@@ -85,12 +85,30 @@ class Prior:
     offer_round: int | None = None
 
 
+_shared: dict[tuple[Any, ...], Extractor] = {}  # domain version and files -> its extractor (`Extractor.shared`)
+
+
 class Extractor:
     """Compiled extraction for one domain."""
 
     def __init__(self, domain: Domain):
         self.domain = domain
         self._takers_of: dict[str, tuple[str, ...]] = {}  # model label -> the fields taking its spans
+
+    @classmethod
+    def shared(cls, domain: Domain) -> Extractor:
+        """The extractor of this domain version in this process. It holds nothing but what it
+        compiles from the domain (matchers, ask words, caches), so every editor of the version
+        uses one: a new editor (a reopened session) extracts its first messages warm. Keyed by
+        where the domain file and its NER weights are too (the version hash names the weights by
+        their hash only): a copy elsewhere loads its own files."""
+        key = (domain.version_hash, domain.path, tuple(sorted((lang, str(m.path)) for lang, m in domain.ner_models.items())))
+        known = _shared.get(key)
+        if known is None:
+            if len(_shared) >= VERSIONS:
+                _shared.pop(next(iter(_shared)))
+            known = _shared[key] = cls(domain)
+        return known
 
     @cached_property
     def ask_matcher(self) -> AskMatcher:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..model import State
+from ..model import State, pack_ints
 from .history import ID, Hidden, shown_text, words
 TOP_ENTITIES = 8
 MIN_WEIGHT = 1.5
@@ -137,9 +137,10 @@ def covered_spans(state: State) -> Absorbed:
         got = fold.seen.get(name)
         dropped = fs.entries - len(fs.history)
         if got is None and fs.earlier is not None:  # entries a capped state holds in compact form only
-            for index, a, b in fs.earlier.triples(fs.earlier.accepted):
-                fold.by_message[index] = fold.by_message.get(index, ()) + ((a, b),)
-                fold.journal.append(index)
+            flat, by_message = fs.earlier.accepted, fold.by_message
+            fold.journal.extend(flat[0::3])  # (one pass in C: a reopened long session holds thousands)
+            for index, a, b in zip(flat[0::3], flat[1::3], flat[2::3]):
+                by_message[index] = by_message.get(index, ()) + ((a, b),)
         read = got[1] if got is not None else dropped
         # Every accepted value counts, superseded ones too: the state took that sentence in and
         # has moved on (a change of mind is not a fact to keep repeating).
@@ -515,39 +516,46 @@ def past_ready(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
         and not set(journal[known.version:version])
 
 
-PAST_FORMAT = 1  # bump when what a past holds, or how lines are scored, changes: stored ones go stale
+PAST_FORMAT = 2  # bump when what a past holds, or how lines are scored, changes: stored ones go stale
 
 
-def past_fingerprint(absorbed: Absorbed, hidden: Hidden, reads: Iterable[int], salt: str) -> str:
-    """A digest of everything the scoring of a settled past read: the present values, everything
-    hidden, and the provenance and hidden spans of the messages whose lines it scored (`reads`);
-    `salt` names the rest (domain version, action, bounds)."""
-    provenance, texts = absorbed
+def past_spans(absorbed: Absorbed, hidden: Hidden, reads: Iterable[int]) -> str:
+    """A digest of the provenance and hidden spans of the messages whose lines a settled past
+    scored (`reads`): the part of its fingerprint that grows with the session. Spans are only
+    ever added to a message, so it stays the same while no edit gives one to a read message
+    (a stored past keeps it, `memory.past.kept_spans`)."""
+    order = sorted(reads)
 
     def of(spans: Mapping[int, Any]) -> list[Any]:
-        got = [spans.get(i, ()) for i in order]
         # A state folded another way (from a snapshot) may list one message's spans in another order.
-        return [v if len(v) < 2 else sorted(map(tuple, v)) for v in got]
+        return [(i, v if len(v) < 2 else sorted(map(tuple, v))) for i in order if (v := spans.get(i))]
 
-    order = sorted(reads)
-    parts: list[Any] = [PAST_FORMAT, salt, sorted(texts), order, of(provenance)]
+    return hashlib.blake2b(repr([order, of(absorbed[0]), of(hidden.spans)]).encode("utf-8"), digest_size=16).hexdigest()
+
+
+def past_fingerprint(absorbed: Absorbed, hidden: Hidden, spans: str, salt: str) -> str:
+    """A digest of everything the scoring of a settled past read: the present values, everything
+    hidden, and (`spans`, from `past_spans`) the provenance and hidden spans of the messages whose
+    lines it scored; `salt` names the rest (domain version, action, bounds)."""
+    parts: list[Any] = [PAST_FORMAT, salt, sorted(absorbed[1]), spans]
     for f in fields(hidden):  # every field, so one added later is never left out
         value = getattr(hidden, f.name)
-        parts.append(of(value) if f.name == "spans" else
-                     sorted(map(repr, value.items())) if isinstance(value, dict) else sorted(map(repr, value)))
+        if f.name != "spans":
+            parts.append(sorted(map(repr, value.items())) if isinstance(value, dict) else sorted(map(repr, value)))
     return hashlib.blake2b(repr(parts).encode("utf-8"), digest_size=16).hexdigest()
 
 
 def past_body(past: _Past) -> dict[str, Any]:
     """The stored form of a settled past (`seed_past` reads it back)."""
-    return {"before": past.before, "count": past.count, "reads": sorted(past.reads),
+    return {"before": past.before, "count": past.count, "reads": pack_ints(sorted(past.reads)),
             "groups": [[text, *entry[:4], list(entry[4])] for text, entry in past.groups.items()]}
 
 
 def seed_past(lines: list[SummaryLine], window_from: int, vocabulary: set[str], absorbed: Absorbed, hidden: Hidden,
-              body: Mapping[str, Any]) -> bool:
+              body: Mapping[str, Any], reads: Iterable[int]) -> bool:
     """Let the next `zone_lines` call on these lines and this live state's view go on from a
-    stored settled past (the caller checked its fingerprint). False when it does not fit."""
+    stored settled past (the caller checked its fingerprint, and read its `reads`). False when it
+    does not fit."""
     journal, version = _journal(absorbed)
     before, count = body.get("before"), body.get("count")
     if journal is None or before != past_before(window_from) or not isinstance(count, int) or not 0 <= count <= len(lines):
@@ -555,14 +563,13 @@ def seed_past(lines: list[SummaryLine], window_from: int, vocabulary: set[str], 
     try:
         groups = {str(text): [int(rnd), [int(i) for i in src], str(rank), int(first), tuple(str(v) for v in values)]
                   for text, rnd, src, rank, first, values in body["groups"]}
-        reads = {int(i) for i in body["reads"]}
     except (KeyError, TypeError, ValueError):
         return False  # not a past this code wrote: score the lines again
     view = _view(vocabulary, absorbed, hidden)
     if len(_scores) >= ZONE_VIEWS:
         _scores.clear()
     _scores[view] = _Scored(journal, lines, [_UNSCORED] * len(lines), version, (vocabulary, absorbed, hidden, False),
-                            _Past(before, count, groups, reads=reads))
+                            _Past(before, count, groups, reads=set(reads)))
     return True
 
 
