@@ -1115,7 +1115,8 @@ class ContextEditor:
             return out
         ctx, query, hits, since = self._draft(session, action, budget, as_of_round, None)
         out["action"] = action
-        out["shown"] = explain.where_shown(ctx.xml, msg, ctx.retrieved)
+        roles = {m.index: m.role for m in self.store.messages(session)}  # a line without its number: compact.implied
+        out["shown"] = explain.where_shown(ctx.xml, msg, ctx.retrieved, roles.get)
         if self.retrieval:
             out["retrieval"] = explain.explain_hit(query, hits, msg, window_from=since)
         return out

@@ -59,8 +59,21 @@ def domain_file(tmp_path: Path, name: str, history_rounds: int = 4) -> Path:
     return path
 
 
-def turns(xml: str) -> dict[str, str]:
-    return {line["src"]: line["text"] for line in shown_lines(ET.fromstring(xml))}
+def with_option(path: Path, key: str, value: str) -> Path:
+    """A copy of a `domain_file` (in a folder of its own) whose minimal `track` sets `key: value`."""
+    out = path.parent / f"{key}-{value}" / path.name
+    out.parent.mkdir()
+    out.write_text(path.read_text("utf-8").replace("    minimal: true\n", f"    minimal: true\n    {key}: {value}\n"), "utf-8")
+    return out
+
+
+def roles(editor: ContextEditor, session: str = "c"):
+    """The session's message roles by index: they name the lines a minimal context leaves unnumbered."""
+    return {m.index: m.role for m in editor.store.messages(session)}.get
+
+
+def turns(xml: str, editor: ContextEditor, session: str = "c") -> dict[str, str]:
+    return {line["src"]: line["text"] for line in shown_lines(ET.fromstring(xml), roles(editor, session))}
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
@@ -74,7 +87,7 @@ def test_each_value_once_and_what_the_state_did_not_take_stays(tmp_path, languag
     state = (root.find("state").text or "").strip().splitlines()
     name = "Sino" if language == "en" else "鼎泰丰"
     assert f"name: {name} r1" in state and "time: 19:00 r1" in state
-    shown = turns(ctx.xml)
+    shown = turns(ctx.xml, editor)
     assert "m0" not in shown  # every value of it is in the state
     assert shown["m2"] == OPEN[language]  # a date the state has no field for stays
     assert OFFER[language] in shown["m3"]  # the offer is still open
@@ -122,9 +135,9 @@ def test_a_short_conversation_is_sent_as_the_user_said_it_unless_a_smaller_form_
             continue
         assert small.tokens < structured.tokens or not says_all
         said = {f"m{m.index}": m.content for m in messages if m.role == "user"}
-        assert said.items() <= turns(small.xml).items()  # every user turn verbatim
+        assert said.items() <= turns(small.xml, editor).items()  # every user turn verbatim
         fields = editor.state("c").fields
-        shown = {int(src[1:]) for src in turns(small.xml)}
+        shown = {int(src[1:]) for src in turns(small.xml, editor)}
         for name in ("name", "city", "time"):  # only the values no shown turn said
             assert (f"{name}: " in small.xml) == (fields[name].provenance.message_index not in shown)
         forms.append("conversation")
@@ -141,8 +154,8 @@ def test_the_budget_drops_an_open_line_whole_and_names_it(tmp_path):
     cut = ET.fromstring(tight.xml).find("truncated_context")
     assert cut is not None and cut.get("budget") == str(full.tokens - 5)
     gone = set(cut.get("lines", "").split())
-    assert gone and not gone & set(turns(tight.xml))  # named, and not shown
-    assert "m4" in turns(tight.xml)  # the latest user message outlives them
+    assert gone and not gone & set(turns(tight.xml, editor))  # named, and not shown
+    assert "m4" in turns(tight.xml, editor)  # the latest user message outlives them
 
 
 def test_one_envelope_of_several_minimal_domains(tmp_path):
@@ -159,7 +172,7 @@ def test_one_envelope_of_several_minimal_domains(tmp_path):
     assert ("hotel", "city", "Boston") in lines  # carried, and said once per domain
     assert "# restaurant\nname: Sino r1" in ctx.xml and len(list(root.iter("state"))) == 1
     assert root.get("domain") is None  # each group names its domain
-    assert list(turns(ctx.xml)) == ["m2"]  # the rest is in the states
+    assert list(turns(ctx.xml, trip[0][0], "t")) == ["m2"]  # the rest is in the states
     assert ctx.tokens == count_tokens(ctx.xml)
 
 
@@ -181,10 +194,10 @@ def test_the_conversation_form_keeps_of_the_assistant_only_the_clauses_with_valu
         editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
     ctx = editor.render("c", "track")
     assert ctx.tokens == count_tokens(ctx.xml)
-    shown = turns(ctx.xml)
+    shown = turns(ctx.xml, editor)
     assert shown["m0"] == SAID[language][0][1] and shown["m2"] == SAID[language][2][1]  # the user's words verbatim
     assert shown["m1"] == KEPT[language]  # one line for the message, its value clauses only
-    assert [line["src"] for line in shown_lines(ET.fromstring(ctx.xml))].count("m1") == 1
+    assert [line["src"] for line in shown_lines(ET.fromstring(ctx.xml), roles(editor))].count("m1") == 1
     assert editor.why_message("c", "m1", action="track")["shown"]["line"] == KEPT[language]
 
 
@@ -207,7 +220,7 @@ def test_a_line_whose_value_the_user_restated_is_absorbed_by_the_newer_value(tmp
     assert minimal.moved_on(time)[0].message_index == 0  # where the replaced value was read
     ctx = editor.render("c", "track")
     assert "time: 20:00 r2" in ctx.xml
-    assert "m0" not in turns(ctx.xml)  # its 7pm was read, then replaced: nothing of it is open
+    assert "m0" not in turns(ctx.xml, editor)  # its 7pm was read, then replaced: nothing of it is open
     assert editor.why_message("c", "m0", action="track")["shown"]["as"] is None
     assert ctx.tokens == count_tokens(ctx.xml)
 
@@ -230,7 +243,110 @@ def test_an_older_open_line_is_reduced_to_its_clauses_with_open_values(tmp_path,
     for role, text in DIGEST[language][3:]:
         editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
     ctx = editor.render("c", "track")
-    shown = turns(ctx.xml)
+    shown = turns(ctx.xml, editor)
     assert shown["m2"] == DIGESTED[language]  # older than the loaded window: a digest of it
     assert editor.why_message("c", "m2", action="track")["shown"]["line"] == DIGESTED[language]
     assert ctx.tokens == count_tokens(ctx.xml)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_line_says_its_number_only_where_the_order_does_not_tell_it(tmp_path, language):
+    """`line_numbers: gaps` (the default): "user: …" is the user's next turn after the line
+    before, as in a transcript; "mN user: …" only where a turn of that role is skipped. `why`
+    reads every line's source back from the session's message roles; `line_numbers: all`
+    numbers every line, two tokens each."""
+    every = domain_file(tmp_path, "restaurant")
+    numbered = with_option(every, "line_numbers", "all")
+    editor, plain = ContextEditor(every, "memory://"), ContextEditor(numbered, "memory://")
+    forms = []
+    for role, text in TALK[language] + MORE[language]:
+        for e in (editor, plain):
+            e.add("c", {"role": role, "content": text, "timestamp": STAMP})
+        if role != "user":
+            continue
+        ctx, all_numbered = editor.render("c", "track"), plain.render("c", "track")
+        assert ctx.tokens == count_tokens(ctx.xml) and all_numbered.tokens == count_tokens(all_numbered.xml)
+        messages = editor.store.messages("c")
+        lines = shown_lines(ET.fromstring(ctx.xml), roles(editor))
+        # Read back, each line names the message it was taken from, in the order of the
+        # conversation, and says its number exactly where the message before it of its role is not shown.
+        last = -1
+        for line in lines:
+            index = int(line["src"][1:])
+            assert line["text"] in messages[index].content and line["role"] == messages[index].role
+            skipped = any(m.role == line["role"] for m in messages[last + 1:index])
+            assert (f"\nm{index} {line['role']}: " in ctx.xml) == skipped
+            assert editor.why_message("c", f"m{index}", action="track")["shown"]["line"] == line["text"]
+            last = index
+        bare = sum(1 for line in lines if f"\n{line['src']} " not in ctx.xml)
+        if lines == shown_lines(ET.fromstring(all_numbered.xml)):  # the same lines, every one numbered
+            assert all_numbered.tokens == ctx.tokens + 2 * bare
+            forms.append("same")
+        else:  # numbered, the conversation lost to the state form: each candidate is cheaper unnumbered
+            assert ctx.tokens < all_numbered.tokens
+            forms.append("other")
+        assert bare or not lines
+    assert forms[0] == "same"
+    assert any(f"\nm{i} user: " in ctx.xml for i in range(2, 12))  # the last render skips absorbed user turns
+
+
+# A user turn with words no rule reads: the state form leaves it out once the state holds its values.
+BIRTHDAY = {"en": "Great, thank you so much. It is my mother's birthday and the whole family is coming along, "
+                  "so we are all really looking forward to it, and we will certainly be there on time.",
+            "zh": "太好了，谢谢你。那天是我妈妈的生日，全家人都会一起来，我们都非常期待，一定会准时到的，麻烦你了。"}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_conversation_form_always_keeps_the_user_turns_the_state_form_would_leave_out(tmp_path, language):
+    """`conversation_form: always` (the importers' `track`): while the whole conversation is
+    loaded it is sent as the user said it whenever it fits, so a turn whose words no rule read
+    ("my mother's birthday") is not lost with the values the state took from around it; the
+    default (`smaller`) sends the state form once that is smaller and says every value-like span."""
+    smaller = domain_file(tmp_path, "restaurant", history_rounds=5)  # the whole conversation is loaded
+    always = with_option(smaller, "conversation_form", "always")
+    talk = TALK[language] + MORE[language]
+    talk = [*talk[:8], ("user", BIRTHDAY[language]), *talk[9:]]
+    editors = {"smaller": ContextEditor(smaller, "memory://"), "always": ContextEditor(always, "memory://")}
+    for role, text in talk:
+        for e in editors.values():
+            e.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    ctx = {k: e.render("c", "track") for k, e in editors.items()}
+    birthday = "birthday" if language == "en" else "生日"
+    assert birthday not in ctx["smaller"].xml and "<state>" in ctx["smaller"].xml  # the state form: smaller, every span said
+    shown = turns(ctx["always"].xml, editors["always"])
+    assert {f"m{i}": text for i, (role, text) in enumerate(talk) if role == "user"}.items() <= shown.items()
+    assert shown["m8"] == BIRTHDAY[language]
+    assert editors["always"].why_message("c", "m8", action="track")["shown"]["line"] == BIRTHDAY[language]
+    assert ctx["always"].tokens == count_tokens(ctx["always"].xml) and ctx["smaller"].tokens < ctx["always"].tokens
+    # Not whole within the budget: the state form, as before (the budget is exact either way).
+    tight = editors["always"].render("c", "track", budget=ctx["smaller"].tokens)
+    assert tight.xml == ctx["smaller"].xml
+
+
+# A user line of the loaded window, not the latest: the state took one of its values, not the other.
+CLAUSES = {"en": [("user", "A table at Sino in Boston, please."), ("assistant", "Sure."), ("user", "Thank you."),
+                  ("assistant", "Anything else?"), ("user", "Make it 7pm, and my sister flies in on June 12."),
+                  ("assistant", "Noted."), ("user", "That is all.")],
+           "zh": [("user", "在上海订鼎泰丰。"), ("assistant", "好的。"), ("user", "谢谢。"), ("assistant", "还有别的吗？"),
+                  ("user", "改成晚上7点吧，我妹妹6月12日到。"), ("assistant", "记下了。"), ("user", "就这些。")]}
+CLAUSE = {"en": "and my sister flies in on June 12.", "zh": "我妹妹6月12日到。"}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_user_clauses_all_keeps_of_a_user_line_only_the_clauses_the_state_did_not_take(tmp_path, language):
+    """`user_clauses: all` (the importers' `track`): a user line of the loaded window that is not
+    shown as a turn keeps only its clauses with a value the state did not take (the time is said
+    by the state line); `older` (the default) does so only for lines older than the loaded window."""
+    older = domain_file(tmp_path, "restaurant", history_rounds=1)  # rounds 2-4 of 4 loaded: not whole
+    every = with_option(older, "user_clauses", "all")
+    editors = {"older": ContextEditor(older, "memory://"), "all": ContextEditor(every, "memory://")}
+    for role, text in CLAUSES[language]:
+        for e in editors.values():
+            e.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    ctx = {k: e.render("c", "track") for k, e in editors.items()}
+    for k, e in editors.items():
+        assert "time: 19:00 r3" in ctx[k].xml and ctx[k].tokens == count_tokens(ctx[k].xml)
+    assert turns(ctx["older"].xml, editors["older"])["m4"] == CLAUSES[language][4][1]  # whole
+    assert turns(ctx["all"].xml, editors["all"])["m4"] == CLAUSE[language]  # the clause the state did not take
+    assert editors["all"].why_message("c", "m4", action="track")["shown"]["line"] == CLAUSE[language]
+    assert ctx["all"].tokens < ctx["older"].tokens

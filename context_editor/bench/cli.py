@@ -76,17 +76,24 @@ def _scaling_input(ds: Dataset, harness: Harness) -> tuple[str, list[tuple[str, 
     return domain, utterances
 
 
-MECHANISMS = ("answers", "offers", "no_preference", "envelope", "carry", "activation", "compact", "minimal")
+MECHANISMS = ("answers", "offers", "no_preference", "envelope", "carry", "activation", "compact", "minimal", "line_numbers",
+              "user_clauses")
 DIALOGUE_SWITCHES = ("answers", "offers", "no_preference")  # switched off in the domain files; the others are the harness's
 
 
 def switch_off(ds: Dataset, mechanisms: list[str]) -> None:
     """Write `dialogue: {<mechanism>: false}` into every imported domain (an ablation run); without
     `minimal`, the `track` action is the one before it (`minimal: false`, the latest round loaded
-    only); without `compact` as well, it shows its state as <field> elements (`state_lines: false`)."""
+    only); without `line_numbers`, its lines say their "mN" on every line (`line_numbers: all`);
+    without `user_clauses`, its user lines in the loaded window stay whole;
+    without `compact` as well, it shows its state as <field> elements (`state_lines: false`)."""
     for path in ds.domain_files.values() if "minimal" in mechanisms else ():
         text = path.read_text("utf-8").replace("    minimal: true\n", "    minimal: false\n")
         path.write_text(text.replace(f"    history_rounds: {MINIMAL_ROUNDS}\n", "    history_rounds: 0\n"), "utf-8")
+    for path in ds.domain_files.values() if "line_numbers" in mechanisms else ():  # "mN" on every line of it
+        path.write_text(path.read_text("utf-8").replace("    minimal: true\n", "    minimal: true\n    line_numbers: all\n"), "utf-8")
+    for path in ds.domain_files.values() if "user_clauses" in mechanisms else ():  # user lines verbatim in the window
+        path.write_text(path.read_text("utf-8").replace("user_clauses: all", "user_clauses: older"), "utf-8")
     for path in ds.domain_files.values() if "compact" in mechanisms else ():
         path.write_text(path.read_text("utf-8").replace("state_lines: true", "state_lines: false"), "utf-8")
     mechanisms = [m for m in mechanisms if m in DIALOGUE_SWITCHES]

@@ -127,6 +127,17 @@ class ActionSpec:
     safety_margin: int = 0
     state_lines: bool = False  # each field one text line in <state>, not a <field> element (fewer tokens)
     minimal: bool = False  # each value once: turns the state absorbed left out, the cheaper of state and dialogue (inject/minimal.py)
+    # A minimal context's line numbers: "gaps" leaves a line's "mN" out where the order tells it
+    # (render._implied_sources), "all" writes it on every line.
+    line_numbers: str = "gaps"
+    # While a minimal action's whole conversation is loaded: "smaller" sends the conversation as the
+    # user said it or the state form, whichever counts fewer tokens (the state form only while it says
+    # every value-like span); "always" sends the conversation unless it does not fit the budget (the
+    # state form drops user turns the state absorbed, and with them the words extraction did not read).
+    conversation_form: str = "smaller"
+    # A minimal action's user lines that are not shown as turns: "older" reduces those older than the
+    # loaded window to their clauses with open values (a digest), "all" every one (minimal.zone).
+    user_clauses: str = "older"
 
 
 @dataclass(frozen=True)
@@ -302,7 +313,10 @@ def _build(d: dict[str, Any], path: Path) -> Domain:
                          int(a.get("budget_tokens", 800)), a.get("template"), a.get("description", ""),
                          scope=a.get("scope", name), history_rounds=int(a.get("history_rounds", 20)),
                          max_history=int(a.get("max_history", 6)), safety_margin=int(a.get("safety_margin", 0)),
-                         state_lines=bool(a.get("state_lines", False)), minimal=bool(a.get("minimal", False)))
+                         state_lines=bool(a.get("state_lines", False)), minimal=bool(a.get("minimal", False)),
+                         line_numbers=str(a.get("line_numbers", "gaps")),
+                         conversation_form=str(a.get("conversation_form", "smaller")),
+                         user_clauses=str(a.get("user_clauses", "older")))
         for name, a in d["actions"].items()}
     tools = {name: ToolSpec(tuple(t.get("keep") or ()), int(t.get("max_items", 3))) for name, t in (d.get("tools") or {}).items()}
     models = reloaded_models(d.get(STORED_KEY) or {})

@@ -20,9 +20,9 @@ import hashlib
 import re
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..model import State, pack_ints
+from ..model import ROLES, State, pack_ints
 from .history import ID, Hidden, shown_text, words
 TOP_ENTITIES = 8
 MIN_WEIGHT = 1.5
@@ -628,22 +628,52 @@ def entity_graph(texts: list[str], known_values: list[str], relations: Iterable[
 
 
 _SHOWN_LINE = re.compile(r"^\s*(?P<src>m\d+(?: m\d+)?)(?: ×(?P<times>\d+))? (?P<role>\w+(?::[\w.-]+)?)(?: \((?P<reason>\w+)\))?: (?P<text>.*)$")
+# A minimal context's line without its number (`implied`): a message role first, as in a transcript.
+_IMPLIED_LINE = re.compile(r"^\s*(?P<role>(?:" + "|".join(r for r in ROLES if r != "system")
+                           + r")(?::[\w.-]+)?)(?: \((?P<reason>\w+)\))?: (?P<text>.*)$")
 
 
-def shown_lines(summary: Any) -> list[dict[str, str]]:
+def implied(role_of: Callable[[int], str | None], after: int, role: str) -> int | None:
+    """The message a minimal context's line without its number stands for: the first message
+    after message `after` (the previous line's last source; -1 before the first line) whose role
+    is the line's (`role_of`: a message index -> its role, None where it is not known; None when
+    such a gap comes first). A transcript's order names its lines the same way: the context says
+    "user: …" where the user's next turn follows, and "m9 user: …" only where it skips one."""
+    index = after + 1
+    while (known := role_of(index)) is not None:
+        if known == role:
+            return index
+        index += 1
+    return None
+
+
+def shown_lines(summary: Any, role_of: Callable[[int], str | None] | None = None) -> list[dict[str, str]]:
     """The lines a rendered `<summary>` element shows (an ElementTree element of the context's
     XML), or a minimal context's turns (its `<context>` root element, where they are text between
     the elements): {"src": "m7" or "m3 m9", "role", "text", and "times", "reason" when given}, in
     order. The inverse of the templates' one-text-line-per-line form, for tools and tests (a
-    turn of several lines is its first line here)."""
-    out = []
+    turn of several lines is its first line here). A minimal context leaves a line's number out
+    where the order tells it (`implied`); `role_of` (the session's message roles by index)
+    names those lines' sources, which are "" without it. (A continuation line of a turn that
+    itself starts like a line, "user: …", reads as one, as it would in a transcript.)"""
+    out: list[dict[str, str]] = []
     if summary is not None and summary.tag == "context":
         texts = [summary.text or "", *(child.tail or "" for child in summary)]
     else:
         texts = [level.text or "" for level in (summary.iter() if summary is not None else ()) if level.tag in ("session", "stage")]
+    last: int | None = -1  # the previous line's last source (None: not known, nor then the next ones)
     for text in texts:
         for raw in text.splitlines():
             m = _SHOWN_LINE.match(raw)
             if m:
-                out.append({k: v for k, v in m.groupdict().items() if v is not None})
+                line = {k: v for k, v in m.groupdict().items() if v is not None}
+            elif summary is not None and summary.tag == "context" and (m := _IMPLIED_LINE.match(raw)):
+                line = {k: v for k, v in m.groupdict().items() if v is not None}
+                index = implied(role_of, last, line["role"].split(":", 1)[0]) \
+                    if role_of is not None and last is not None else None
+                line = {"src": f"m{index}" if index is not None else "", **line}
+            else:
+                continue
+            last = int(line["src"].split()[-1][1:]) if line["src"] else None
+            out.append(line)
     return out

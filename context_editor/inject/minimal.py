@@ -150,11 +150,13 @@ def foreign(summary: Sequence[compact.SummaryLine], domains: set[str]) -> set[in
     return {line.index for line in summary if line.domains and not domains.intersection(line.domains)}
 
 
-def zone(lines: dict[str, list[compact.ZoneLine]], offers: Offers, since: int, elsewhere: set[int]) -> dict[str, list[compact.ZoneLine]]:
+def zone(lines: dict[str, list[compact.ZoneLine]], offers: Offers, since: int, elsewhere: set[int],
+         user_clauses: bool = False) -> dict[str, list[compact.ZoneLine]]:
     """The summary lines a minimal context keeps: no notes (they hold no value), the user's facts
     and open values, and of the assistant's and tools' sentences with open values those of rounds
     from `since` on (what a window of as many rounds would still show) and those holding an offer
-    still open; none of messages that speak for other domains (`elsewhere`)."""
+    still open; none of messages that speak for other domains (`elsewhere`). `user_clauses`: the
+    user's lines of the loaded window are reduced to their clauses with open values too."""
     def offered(z: compact.ZoneLine) -> bool:
         text = z.text.lower()
         return any(t and t in text for i in z.sources for t in offers.get(i, ()))
@@ -165,9 +167,12 @@ def zone(lines: dict[str, list[compact.ZoneLine]], offers: Offers, since: int, e
     out = {"notes": [], "replies": [z for z in lines["replies"] if own(z) and (z.round >= since or offered(z))],
            "values": [z for z in lines["values"] if own(z)], "facts": [z for z in lines["facts"] if own(z) and z.open]}
     # The assistant's and tools' lines hold only their clauses with open values; the user's own
-    # words too once their turn is older than the loaded window (a digest of older turns).
-    return {tier: [replace(z, text=open_clauses(z)) if tier == "replies" or z.stage < 0 else z for z in kept]
-            for tier, kept in out.items()}
+    # words too once their turn is older than the loaded window (a digest of older turns), or with
+    # `user_clauses` any user line (the latest user message is a turn, verbatim): a request whose
+    # values the state took is said by the state ("人均消费是1000元以上的…4.5分以上的饭店" once
+    # `price_per_person` and `rating` hold them), the clause with the value it did not take stays.
+    return {tier: [replace(z, text=open_clauses(z)) if tier == "replies" or z.stage < 0 or user_clauses else z
+                   for z in kept] for tier, kept in out.items()}
 
 
 def open_clauses(z: compact.ZoneLine) -> str:

@@ -473,9 +473,15 @@ class Renderer:
                 fallback: Callable[[list[str]], RenderedContext]) -> RenderedContext:
         """Fit the plan to its budget and check the outcome: `again` renders anew (once the piece
         counts proved unreliable), `fallback` takes the fields a template lost."""
-        kept, probe = self._fit(plan, state)
-        if plan.dialogue:
-            plan, kept, probe = self._cheaper(plan, state, kept, probe)
+        talk = self._talk(plan, state) if plan.dialogue and plan.spec.conversation_form == "always" else None
+        fitted = self._fit(talk, state) if talk is not None else None
+        if talk is not None and fitted is not None and not fitted[1].dropped:
+            # The conversation as the user said it, whole: the state form is not rendered at all.
+            plan, (kept, probe) = talk, fitted
+        else:
+            kept, probe = self._fit(plan, state)
+            if plan.dialogue and talk is None:
+                plan, kept, probe = self._cheaper(plan, state, kept, probe)
         xml, tokens, dropped = probe.xml, probe.tokens, probe.dropped
         counter = segment_counter(self.model)
         if counter.additive and not counter.proven and counter.tokenizer.count(xml) != tokens:
@@ -502,13 +508,8 @@ class Renderer:
         """A minimal plan whose whole conversation is loaded, or the conversation as the user said
         it (every user turn verbatim, what the assistant said as the plan shows it, and only the
         state values no shown turn was the source of): whichever counts fewer tokens. The other
-        form is taken only whole (nothing dropped) and strictly smaller."""
-        latest = {m.index for unit in plan.latest for m in unit}
-        said = [u for u in plan.dialogue if any(m.role == "user" for m in u) and not latest.intersection(m.index for m in u)]
-        recent = sorted(said + plan.recent, key=lambda u: u[0].index)
-        shown = {m.index for unit in recent + plan.latest for m in unit}
-        talk = replace(plan, recent=recent, dialogue=[], said=[], spans=(), zone={**plan.zone, "replies": plan.said},
-                       optional=[n for n in plan.optional if self._source_of(plan, state, n) not in shown])
+        form is taken only whole (nothing dropped) and strictly smaller (`conversation_form: smaller`)."""
+        talk = self._talk(plan, state)
         talk_kept, talk_probe = self._fit(talk, state)
         if talk_probe.dropped:
             return plan, kept, probe
@@ -519,6 +520,17 @@ class Renderer:
         if talk_probe.tokens >= probe.tokens and all(minimal.says(text, v) for v in plan.spans):
             return plan, kept, probe
         return talk, talk_kept, talk_probe
+
+    def _talk(self, plan: _Plan, state: State) -> _Plan:
+        """The conversation as the user said it, of a minimal plan whose whole conversation is
+        loaded: every user turn verbatim, what the assistant said as the plan shows it (`said`),
+        and only the state values no shown turn was the source of."""
+        latest = {m.index for unit in plan.latest for m in unit}
+        said = [u for u in plan.dialogue if any(m.role == "user" for m in u) and not latest.intersection(m.index for m in u)]
+        recent = sorted(said + plan.recent, key=lambda u: u[0].index)
+        shown = {m.index for unit in recent + plan.latest for m in unit}
+        return replace(plan, recent=recent, dialogue=[], said=[], spans=(), zone={**plan.zone, "replies": plan.said},
+                       optional=[n for n in plan.optional if self._source_of(plan, state, n) not in shown])
 
     def _source_of(self, plan: _Plan, state: State, name: str) -> int | None:
         """The message a field's value was read from (None: no message of this conversation)."""
@@ -609,7 +621,8 @@ class Renderer:
             replying = minimal.pending(history.chains(visible), [latest] if latest else [])
             offers = offers_by if offers_by is not None else minimal.open_offers(state)
             envelope = set(domains_by) if domains_by else {self.domain.name}
-            zone = minimal.zone(zone, offers, state.round - minimal.REPLY_ROUNDS, minimal.foreign(summary, envelope))
+            zone = minimal.zone(zone, offers, state.round - minimal.REPLY_ROUNDS, minimal.foreign(summary, envelope),
+                                user_clauses=spec.user_clauses == "all")
             # Shown whole while pending: the user's reply holds a value the state did not read (the
             # question gives it its meaning), or it left open an offer no summary line holds.
             asked = latest is not None and any(minimal.unread(summary, m.index, absorbed) for m in latest if m.role == "user")
@@ -992,7 +1005,34 @@ def _flat_lines(plan: _Plan, zone: list[tuple[str, int, compact.ZoneLine]], turn
                 "reason": "retrieved" if m.index in plan.wanted_back else None,
                 "parts": [{"sep": "", "text": tag(seen["content"], tier, position)}]})
         out.append(line)
-    return _joined_lines([d for _, d in sorted(out, key=lambda x: x[0])])
+    lines = _joined_lines([d for _, d in sorted(out, key=lambda x: x[0])])
+    return _implied_sources(plan, zone, lines) if plan.spec.line_numbers == "gaps" else lines
+
+
+def _implied_sources(plan: _Plan, zone: list[tuple[str, int, compact.ZoneLine]],
+                     lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The lines with the number left out where the order tells it (`compact.implied`: the
+    message is the first after the previous line's with the line's role): "user: …" as in a
+    transcript, "m9 user: …" where a turn of that role is skipped. The number costs two tokens a
+    line, and while the whole conversation is sent every user turn follows the one before. Only
+    what this render knows is left out: a message between two lines that is not loaded (older
+    than the window, a system or oversized one) keeps the next line's number, so `why` finds
+    every line from the session's messages. The lines given are not changed."""
+    roles = {i: z.role for _, _, z in zone for i in z.sources}
+
+    def role_of(index: int) -> str | None:
+        seen = plan.seen.get(index)
+        return seen["role"] if seen is not None else roles.get(index)
+
+    out, last = [], -1
+    for d in lines:
+        src = str(d["src"])
+        if " " not in src and d["times"] is None and \
+                compact.implied(role_of, last, str(d["role"]).split(":", 1)[0]) == int(src[1:]):
+            d = {**d, "src": ""}
+        out.append(d)
+        last = int(src.rsplit(" m", 1)[-1].lstrip("m"))
+    return out
 
 
 def _joined_lines(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Any
+from typing import Any, Callable
 
 from ..inject import pii
 from ..inject.compact import shown_lines
@@ -38,9 +38,11 @@ def masked(text: str) -> str:
     return text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS] + "…"
 
 
-def where_shown(xml: str, msg: Message, retrieved: list[int]) -> dict[str, Any]:
+def where_shown(xml: str, msg: Message, retrieved: list[int],
+                role_of: Callable[[int], str | None] | None = None) -> dict[str, Any]:
     """Where a rendered context shows `msg`: {"as": section, "reason": …}; "as" is None when it is
-    not there at all."""
+    not there at all. `role_of`: the session's message roles by index, which name the lines of a
+    minimal context that leave their number out (`compact.implied`)."""
     root = ET.fromstring(xml)
     ref = f"m{msg.index}"
     if msg.index in retrieved:
@@ -49,7 +51,7 @@ def where_shown(xml: str, msg: Message, retrieved: list[int]) -> dict[str, Any]:
         for turn in root.findall(f"{section}/turn"):
             if turn.get("round") == str(msg.round) and turn.get("role") == msg.role:
                 return {"as": section, "reason": turn.get("reason")}
-    for line in shown_lines(root):  # a minimal context: turns and summary lines, one list, between its elements
+    for line in shown_lines(root, role_of):  # a minimal context: turns and summary lines, one list, between its elements
         if ref in line["src"].split():
             return {"as": "turns", "reason": line.get("reason"), "line": line["text"]}
     for group in root.findall("summary/*"):
