@@ -243,11 +243,11 @@ def action_rows(editor: ContextEditor, session: str, action: str, arriving: Iter
         editor.render(session, action)
         fresh.append(time.perf_counter() - t)
         fresh_cpu.append(time.process_time() - c)
-    return [{"what": f"render p50, repeated, {label}", "now_ms": ms(p50(times)),
+    return [{"what": f"render p50, repeated, {label}", "part": "render", "now_ms": ms(p50(times)),
              "cpu_ms": ms(p50(cpu)), "floor_ms": ms(p50(floors)), "floor": "one exact count of the final XML",
              "ratio": round(p50(times) / max(p50(floors), 1e-9), 1), "target": "≤ 2 ms",
              "met": p50(times) <= 0.002},
-            {"what": f"render p50 right after a new message, {label}",
+            {"what": f"render p50 right after a new message, {label}", "part": "render",
              "now_ms": ms(p50(fresh)), "cpu_ms": ms(p50(fresh_cpu)), "floor_ms": ms(p50(floors)),
              "floor": "one exact count of the final XML",
              "ratio": round(p50(fresh) / max(p50(floors), 1e-9), 1), "target": "≤ 2 ms",
@@ -275,7 +275,7 @@ def minimal_rows(size: int, repeat: int, tmp: Path, sgd: Path = SGD_DEV) -> list
         assert editor.domain.actions[action].minimal
         rows += action_rows(editor, "m", action, arriving, repeat, f"ecommerce `{action}` declared minimal, at {size:,} messages")
     if not sgd.is_dir():
-        return rows + [{"what": "render p50 right after a new message, SGD `track` (minimal)", "skipped": f"no {sgd}"}]
+        return rows + [{"what": "render p50 right after a new message, SGD `track` (minimal)", "part": "render", "skipped": f"no {sgd}"}]
     data = load_sgd(sgd, tmp / "sgd-domains", limit=400)
     single = Counter(d.domains[0] for d in data.dialogues if len(d.domains) == 1)
     domain = single.most_common(1)[0][0]

@@ -216,6 +216,7 @@ class ContextEditor:
         self._zones: dict[str, SummaryZone] = {}
         self._pasts: dict[str, dict[str, tuple[int, int, int]]] = {}  # session -> action -> the settled past stored last
         self._rendered: dict[str, dict[Any, tuple[tuple[Any, ...], RenderedContext]]] = {}  # session -> its latest renders
+        self._warned: dict[str, set[str]] = {}  # session -> actions whose out-of-band ratio was logged (`_check_ratio`)
         self._tails: dict[str, tuple[int, list[Message]]] = {}  # session -> (first round, its messages since): `_window`
         self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
         self._open_offers: dict[str, Prior] = {}  # session -> an offer the user's last message only asked about
@@ -293,6 +294,7 @@ class ContextEditor:
         self._pasts.pop(session, None)
         self._tails.pop(session, None)
         self._rendered.pop(session, None)
+        self._warned.pop(session, None)
         self._priors.pop(session, None)
         self._open_offers.pop(session, None)
         self._unread.pop(session, None)
@@ -863,7 +865,7 @@ class ContextEditor:
                     renders.clear()
                 renders[key[:4]] = (key, _copy(ctx))
         self._record_llm(session)
-        self._check_ratio(ctx)
+        self._check_ratio(session, ctx)
         self._account(session, ctx)
         return ctx
 
@@ -1014,18 +1016,17 @@ class ContextEditor:
         raise AssertionError("unreachable")  # the loop returns or raises
 
     def _account(self, session: str, ctx: RenderedContext) -> None:
-        """Add a render to the session's token account (what was sent, and the raw window it replaced)."""
-        usage = self.store.derived(session, USAGE_KIND).get(0) or {"renders": 0, "context_tokens": 0, "source_tokens": 0, "out_of_band": 0}
+        """Add a render to the session's token account (what was sent, and the raw window it
+        replaced): one atomic addition in the store, so renders in other processes are not lost."""
         out_of_band = any(a["code"] == COMPACTION_RATIO_OUT_OF_BAND for a in ctx.alerts)
-        usage = {"renders": usage["renders"] + 1, "context_tokens": usage["context_tokens"] + ctx.tokens,
-                 "source_tokens": usage["source_tokens"] + ctx.source_tokens,
-                 "out_of_band": usage.get("out_of_band", 0) + int(out_of_band)}
-        self.store.put_derived(session, USAGE_KIND, 0, usage)
+        self.store.add_derived(session, USAGE_KIND, 0, {"renders": 1, "context_tokens": ctx.tokens,
+                                                        "source_tokens": ctx.source_tokens, "out_of_band": int(out_of_band)})
 
     def usage(self, session: str) -> dict[str, Any]:
         """The session's token account: renders, context tokens sent, the raw-window tokens they
         stood for, and their cost at `price_per_mtok` (None when no price is set)."""
-        usage = self.store.derived(session, USAGE_KIND).get(0) or {"renders": 0, "context_tokens": 0, "source_tokens": 0, "out_of_band": 0}
+        stored = self.store.derived(session, USAGE_KIND).get(0, {})
+        usage = {k: stored.get(k, 0) for k in ("renders", "context_tokens", "source_tokens", "out_of_band")}
         price = self.price_per_mtok
         return {**usage, "cost": None if price is None else round(usage["context_tokens"] * price / 1e6, 6),
                 "raw_cost": None if price is None else round(usage["source_tokens"] * price / 1e6, 6)}
@@ -1039,9 +1040,11 @@ class ContextEditor:
         limit = int(getattr(self.summarizer, "max_chars", MAX_CHARS))  # a summarizer may be told a longer line
         return text if len(text) <= limit else distil(text, self.summarizer, max_chars=limit)[0]
 
-    def _check_ratio(self, ctx: RenderedContext) -> None:
+    def _check_ratio(self, session: str, ctx: RenderedContext) -> None:
         """Flag a render whose compaction ratio leaves the band (too big for what it replaces, or
-        too little kept), once the raw window is large enough for the ratio to mean compaction."""
+        too little kept), once the raw window is large enough for the ratio to mean compaction.
+        Every such render carries the alert; the log says it once per session and action (an
+        action whose context is always a little over its window would otherwise log every render)."""
         if self.compaction_band is None or ctx.source_tokens < MIN_RATIO_SOURCE:
             return
         low, high = self.compaction_band
@@ -1051,7 +1054,10 @@ class ContextEditor:
                                                                     high=high, source=ctx.source_tokens)
             ctx.alerts.append({"code": COMPACTION_RATIO_OUT_OF_BAND, "catalog": Errors.COMPACTION_RATIO_OUT_OF_BAND.code,
                                "message": message, "fix": fix})
-            log.warning("%s (fix: %s)", message, fix)
+            warned = self._warned.setdefault(session, set())
+            if ctx.action not in warned:
+                warned.add(ctx.action)
+                log.warning("%s (fix: %s)", message, fix)
 
     def _renderer(self, model: str | None) -> Renderer:
         """The editor's renderer, or one counting with another model's tokenizer (a few are kept)."""
@@ -1167,6 +1173,6 @@ def render_together(parts: Iterable[tuple[ContextEditor, str]], action: str, bud
     pieces = [editor._render_part(session, action, as_of_round, model) for editor, session in pairs]
     lead, session = pairs[0]
     ctx = render_many(pieces, action, budget=budget if budget is not None else lead.default_budget)
-    lead._check_ratio(ctx)
+    lead._check_ratio(session, ctx)
     lead._account(session, ctx)
     return ctx

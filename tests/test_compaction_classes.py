@@ -6,6 +6,7 @@ leaves the configured band carries COMPACTION_RATIO_OUT_OF_BAND."""
 from __future__ import annotations
 
 import json
+import logging
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -114,7 +115,7 @@ def long_chat(editor: ContextEditor, rounds: int = 30) -> None:
                          "timestamp": f"2024-05-01T10:{i:02d}:30+08:00"})
 
 
-def test_a_ratio_outside_the_band_is_an_alert_for_the_caller():
+def test_a_ratio_outside_the_band_is_an_alert_for_the_caller(caplog):
     inside = ContextEditor("ecommerce", "memory://")
     long_chat(inside)
     ctx = inside.render("s", "recommend_product")
@@ -127,6 +128,18 @@ def test_a_ratio_outside_the_band_is_an_alert_for_the_caller():
     assert f"{ctx.compaction_ratio:.2f} times the {ctx.source_tokens} tokens" in alert["message"] and "0.5-1.0" in alert["message"]
     assert "COMPACTION_RATIO_OUT_OF_BAND" not in ctx.xml  # for the operator, not the model
     assert strict.usage("s")["out_of_band"] == 1
+    # Every render carries the alert and is counted; the log says it once per session and action.
+    assert [r for r in caplog.records if COMPACTION_RATIO_OUT_OF_BAND in r.getMessage()]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="context_editor.pipeline"):
+        strict.add("s", {"role": "user", "content": "还有别的推荐吗？", "timestamp": "2024-05-01T11:00:00+08:00"})
+        assert strict.render("s", "recommend_product").alerts[0]["code"] == COMPACTION_RATIO_OUT_OF_BAND
+    assert strict.usage("s")["out_of_band"] == 2
+    assert not [r for r in caplog.records if COMPACTION_RATIO_OUT_OF_BAND in r.getMessage()]
+    with caplog.at_level(logging.WARNING, logger="context_editor.pipeline"):
+        strict._check_ratio("s", ctx)  # this session and action: said already
+        strict._check_ratio("s3", ctx)  # another session: said once
+    assert len([r for r in caplog.records if COMPACTION_RATIO_OUT_OF_BAND in r.getMessage()]) == 1
     short = ContextEditor("ecommerce", "memory://", compaction_band=(0.5, 1.0))
     long_chat(short, 2)  # too little history for a ratio to mean compaction
     assert short.render("s", "recommend_product").alerts == []

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from context_editor import ContextEditor, load_domain
 from context_editor.errors import BudgetError
@@ -325,3 +328,56 @@ def test_lost_fields_needs_the_element_with_its_value():
     assert lost_fields(xml, {"budget_max": "3000 CNY", "flight_exclusions": "layover", "color": "red"}) == [
         "budget_max", "flight_exclusions", "color"]
     assert lost_fields("<context><state>", {"budget_max": "2000 CNY"}) == ["budget_max"]
+
+
+VALUE_TEXT = st.lists(st.one_of(st.characters(blacklist_categories=()), st.sampled_from(
+    ["<", ">", "&", "]]>", '"', "'", "\r", "\n", "\x85", "\u2028", "\x0b", "\x00", "\ud800", " ", "\t", "&amp;"])),
+    max_size=12).map("".join)
+
+
+@pytest.mark.parametrize("domain,action", [("ecommerce", "place_order"), ("travel", "book_flight")])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(VALUE_TEXT, min_size=1, max_size=6))
+def test_a_pinned_template_shows_every_protected_field_whatever_its_text(domain, action, texts, monkeypatch):
+    """The guard skips parsing the output of a pinned template (`_shows_fields`) only where parsing
+    would find every protected field: the same render's context with any field texts, parsed."""
+    from jinja2 import Template
+    from context_editor.inject import render as R
+
+    editor = ContextEditor(domain, "memory://")
+    said = {"ecommerce": ["我想买蓝牙耳机，预算2000，要黑色", "好的"], "travel": ["I want to fly to Sanya on 2024-05-10, budget 5000 CNY", "ok"]}
+    for i, text in enumerate(said[domain]):
+        editor.add("s", {"role": "user" if i % 2 == 0 else "assistant", "content": text, "timestamp": "2024-05-01T10:00:00+08:00"})
+    seen = []
+    real = Template.render
+    monkeypatch.setattr(Template, "render", lambda self, *a, **k: seen.append((self, k)) or real(self, *a, **k))
+    editor.render("s", action)
+    editor.add("s", {"role": "user", "content": said[domain][0], "timestamp": "2024-05-01T10:01:00+08:00"})
+    editor.render("s", action)  # it fitted last time: rendered once, unmarked
+    template, ctx = seen[-1]
+    assert R._pinned(template) and "\x00" not in real(template, **ctx)
+    plan = SimpleNamespace(spec=editor.domain.actions[action], sections={}, template=template)
+    fields = [{**f, "text": texts[i % len(texts)]} for i, f in enumerate(ctx["fields"])]
+    assert fields
+    xml = real(template, **{**ctx, "fields": fields, "tokens": 123})
+    expected = {f["name"]: f["text"] for f in fields}
+    if R._shows_fields(plan, expected):
+        assert R.lost_fields(xml, expected) == []
+    assert not R._shows_fields(plan, {**expected, "x": "a\rb"})
+
+
+def test_only_the_pinned_templates_skip_the_guard():
+    """A domain's own default.xml.j2 (or any edit of the bundled one) is parsed at every render."""
+    from jinja2 import ChoiceLoader, DictLoader, Environment, FileSystemLoader
+    from context_editor.inject import render as R
+
+    editor = ContextEditor("ecommerce", "memory://")
+    assert R._pinned(editor.renderer.env.get_template("place_order.xml.j2"))
+    assert R._pinned(editor.renderer.env.get_template("default.xml.j2"))
+    assert not R._pinned(editor.renderer.env.get_template("minimal.xml.j2"))
+    bundled = FileSystemLoader(str(R.TEMPLATES_DIR))
+    source = bundled.get_source(Environment(), "default.xml.j2")[0]
+    own = Environment(loader=ChoiceLoader([DictLoader({"default.xml.j2": source.replace("<state>", "<state >")}), bundled]))
+    assert not R._pinned_chain(own, "place_order.xml.j2") and not R._pinned_chain(own, "default.xml.j2")
+    same = Environment(loader=ChoiceLoader([DictLoader({"default.xml.j2": source}), bundled]))
+    assert R._pinned_chain(same, "place_order.xml.j2")

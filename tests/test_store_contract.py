@@ -347,6 +347,32 @@ def test_derived_data_is_replaced_per_key_kept_per_session_and_dropped_by_kind(s
 
 
 
+def test_derived_counts_are_added_atomically(store_url):
+    """`add_derived` (a session's token account): counts are added to the item, created when
+    absent, a count it lacks starting at 0 and its other keys kept; concurrent writers (threads,
+    and for a database a second store instance, as another process) lose no addition."""
+    store = open_store(store_url)
+    store.put_derived("a", "usage", 0, {"renders": 2, "note": "kept"})
+    store.add_derived("a", "usage", 0, {"renders": 1, "tokens": 40})
+    store.add_derived("b", "usage", 0, {"renders": 1, "tokens": 7})
+    assert store.derived("a", "usage") == {0: {"renders": 3, "note": "kept", "tokens": 40}}
+    assert store.derived("b", "usage") == {0: {"renders": 1, "tokens": 7}}
+    with pytest.raises(ValueError):
+        store.add_derived("a", "usage", 0, {"renders') + 1 --": 1})
+    with pytest.raises(ValueError):
+        store.add_derived("a", "usage", 0, {"renders": 1.5})  # type: ignore[dict-item]
+    writers = [store] if store_url == "memory://" else [store, open_store(store_url)]
+
+    def add(i: int) -> None:
+        writers[i % len(writers)].add_derived("c", "usage", 0, {"renders": 1, "tokens": i})
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(add, range(200)))
+    assert store.derived("c", "usage") == {0: {"renders": 200, "tokens": sum(range(200))}}
+    for w in writers:
+        w.close()
+
+
 def test_erase_empties_the_parts_keeps_the_commitments_and_cleans_up_in_one_go(store):
     """`Store.erase`: the tombstoned parts lose salt and payload (their commitments stay in the
     hashed bodies), the tombstones are stored signed, the session's derived data goes but the kept

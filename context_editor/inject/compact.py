@@ -595,14 +595,28 @@ def _ids(text: str) -> frozenset[str]:
     return frozenset(ID.findall(text))
 
 
+@lru_cache(maxsize=1 << 14)
+def _found(text: str, values: tuple[str, ...]) -> frozenset[str]:
+    """The identifiers and the given values a text mentions (a render asks again for the same
+    turns and values after each new message)."""
+    return _ids(text) | {v for v in values if v and v in text}
+
+
+def forget_entities() -> None:
+    """Drop the remembered identifiers of texts (after an erasure: they are keyed by the texts)."""
+    _ids.cache_clear()
+    _found.cache_clear()
+
+
 def entity_graph(texts: list[str], known_values: list[str], relations: Iterable[str] = ()) -> list[Entity]:
     """Identifiers and known values, weighted by mentions and co-mentions plus the weight the
     values of relation fields (`relations`) propagate along links; the top nodes."""
     seeds = {r for r in relations if r}
+    values = (*known_values, *seeds)
     mentions: dict[str, int] = {}
     links: dict[str, set[str]] = {}
     for text in texts:
-        found = set(_ids(text)) | {v for v in [*known_values, *seeds] if v and v in text}
+        found = _found(text, values)
         for name in found:
             mentions[name] = mentions.get(name, 0) + 1
             links.setdefault(name, set()).update(found - {name})

@@ -10,6 +10,7 @@ exact count of the whole output, itself included.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from dataclasses import dataclass, field, replace
@@ -32,7 +33,8 @@ from .compact import STAGE_ROUNDS
 from .budget import Window, resolve_budget
 from .diskcache import template_bytecode
 from .tokens import SegmentCounter, cuts, max_token_bytes, segment_counter, tokenizer_for
-from .xmltext import text_node, xml_safe
+from . import xmltext
+from .xmltext import escaped, text_node, xml_safe
 
 log = logging.getLogger(__name__)
 CRITICAL_COMPRESSION_FAILURE = "CRITICAL_COMPRESSION_FAILURE"
@@ -99,6 +101,43 @@ def lost_fields(xml: str, expected: dict[str, str]) -> list[str]:
             if (n, xml_safe(text).strip()) not in shown and (n, " ".join(xml_safe(text).split())) not in on_line]
 
 
+# The bundled templates that show each field they are given as `<field name="…">text</field>` in
+# their <state> (SHA-256 of the source as the loader reads it, first 16 hex digits: default.xml.j2
+# and place_order.xml.j2, which extends it). Their output is well-formed XML whatever the values
+# (every `{{ }}` is escaped, and stripped of what XML cannot hold), and a protected field is never
+# left out of `fields`: so parsing it finds every protected field with its text, unless the
+# parser changes that text. `_shows_fields` says when it cannot; then the output is parsed. An
+# edited template has another hash and is parsed at every render until it is checked and pinned
+# here (tests/test_render.py holds the property on random values).
+FIELD_ELEMENT_TEMPLATES = frozenset({"b293c6534993e88f", "37ca0230f3106478"})
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_]+")
+
+
+def _shows_fields(plan: _Plan, expected: dict[str, str]) -> bool:
+    """Whether `lost_fields` of this plan's output is certainly empty, without parsing it: a pinned
+    template showing fields as elements (not as lines, not an envelope of several domains), field
+    names an attribute holds as they are, and no carriage return in a value (XML reads it as a
+    line feed)."""
+    return not plan.spec.state_lines and not plan.sections and _pinned(plan.template) \
+        and all(_PLAIN_NAME.fullmatch(n) and "\r" not in text for n, text in expected.items())
+
+
+def _pinned(template: Template) -> bool:
+    """Whether a template and every template it extends are in FIELD_ELEMENT_TEMPLATES."""
+    cached: bool | None = getattr(template, "_ce_pinned", None)
+    if cached is None:
+        cached = template.name is not None and _pinned_chain(template.environment, template.name)
+        template._ce_pinned = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _pinned_chain(env: Environment, name: str, depth: int = 0) -> bool:
+    source, parents = _source(env, name)
+    return depth <= 8 and parents is not None and \
+        hashlib.sha256(source.encode()).hexdigest()[:16] in FIELD_ELEMENT_TEMPLATES and \
+        all(_pinned_chain(env, parent, depth + 1) for parent in parents)
+
+
 # One field of a `state_lines` state (templates/default.xml.j2): "name: value (r3 initial)"; of a
 # `minimal` one (templates/minimal.xml.j2): "name: value r3", after the line "# domain" of its
 # domain in an envelope of several.
@@ -121,6 +160,8 @@ def state_lines(root: ElementTree.Element) -> list[tuple[str | None, str, str]]:
 
 
 def _finalize(value: Any) -> Any:
+    if type(value) is str:  # as autoescape would write it (it leaves Markup as it is)
+        return escaped(value)
     if isinstance(value, Markup):  # already made safe by the `text` filter
         return value
     if isinstance(value, _Tag):
@@ -405,6 +446,8 @@ class Renderer:
         self._turns.clear()
         self._fitted.clear()
         history.forget_scores()
+        compact.forget_entities()
+        xmltext.forget()
 
     def action(self, name: str) -> ActionSpec:
         if name not in self.domain.actions:
@@ -451,8 +494,8 @@ class Renderer:
                                      missing=", ".join(m["name"] for m in plan.missing) or "none", alerts=len(plan.alerts),
                                      needed=tokens + plan.spec.safety_margin)
         fields = self._kept_fields(plan, kept)
-        lost = lost_fields(xml, {n: self._field_of(plan, state, n)["text"] for n in plan.protected
-                                 if self._spec_of(plan, n).pii != "drop"})
+        expected = {n: self._field_of(plan, state, n)["text"] for n in plan.protected if self._spec_of(plan, n).pii != "drop"}
+        lost = [] if _shows_fields(plan, expected) else lost_fields(xml, expected)
         if lost:
             return fallback(lost)
         visible = [m for m in messages if m.role != "system"]
@@ -604,8 +647,10 @@ class Renderer:
 
     def state_view(self, state: State, spec: ActionSpec) -> tuple[set[str], history.Hidden, compact.Absorbed, Any]:
         """What the action's render reads off the state (its vocabulary, what it may not see, what
-        the state absorbed), worked out once per state: the edit chain's head names the state."""
-        key = (state.session, state.last_seq, state.last_hash, state.round, state.message_index, spec.name)
+        the state absorbed), worked out once per state of the fields: the edit chain's head names
+        them (all three read only the fields, which only edits change), so a message that brought
+        no edit (most do not) renders with the view of the message before."""
+        key = (state.session, state.last_seq, state.last_hash, spec.name)
         view = self._views.get(key)
         if view is None:
             if len(self._views) >= MEMO:

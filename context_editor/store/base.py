@@ -382,6 +382,17 @@ class TermIndex:
         return heapq.nsmallest(limit, ((i, s) for i, s in scores.items()), key=lambda x: (-x[1], -x[0]))
 
 
+COUNT_NAME = re.compile(r"[a-z_][a-z0-9_]*")  # the names `Store.add_derived` takes (they go into JSON paths)
+
+
+def count_names(counts: dict[str, int]) -> list[str]:
+    """The names of `Store.add_derived`'s counts, checked: a store writes them into SQL text."""
+    for name, n in counts.items():
+        if not COUNT_NAME.fullmatch(name) or not isinstance(n, int):
+            raise ValueError(f"add_derived: {name!r}: {n!r} is not a count")
+    return list(counts)
+
+
 class Store(ABC):
     """Abstract store. Implementations: MemoryStore, SQLiteStore (and PostgreSQL)."""
 
@@ -513,6 +524,12 @@ class Store(ABC):
     @abstractmethod
     def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
         """Store (or replace) one item of derived data, e.g. a summary-zone stage."""
+
+    @abstractmethod
+    def add_derived(self, session: str, kind: str, key: int, counts: dict[str, int]) -> None:
+        """Add integer counts to one item of derived data (created with them when absent; a count
+        the item lacks starts at 0), as one atomic step: writers in other processes lose nothing
+        (a session's token account). Count names are identifiers (`COUNT_NAME`)."""
 
     @abstractmethod
     def derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, dict[str, Any]]:

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..model import ERASED, GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter
-from .base import (KeyRecord, SessionInfo, Store, StoredSession, TermIndex, Forget, Tombstone, check_batch, check_records,
+from .base import (KeyRecord, SessionInfo, Store, StoredSession, TermIndex, Forget, Tombstone, check_batch, check_records, count_names,
                    domain_text, new_head, parse_domain_row, records_head)
 
 
@@ -171,6 +171,12 @@ class MemoryStore(Store):
 
     def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
         self._derived.setdefault((session, kind), {})[key] = copy.deepcopy(body)
+
+    def add_derived(self, session: str, kind: str, key: int, counts: dict[str, int]) -> None:
+        with self._lock:
+            item = self._derived.setdefault((session, kind), {}).setdefault(key, {})
+            for name in count_names(counts):
+                item[name] = item.get(name, 0) + counts[name]
 
     def derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, dict[str, Any]]:
         items = self._derived.get((session, kind), {})

@@ -25,7 +25,7 @@ from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
 from .base import (EDIT_COLUMNS, ERASABLE, KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, Head, KeyRecord, KnownHeads, SessionInfo, Store, StoredSession, Tombstone, Forget, payload_rows,
-                   astuple_key, check_batch, check_records, domain_text, edit_from_row, edit_row, message_from_row,
+                   astuple_key, check_batch, check_records, count_names, domain_text, edit_from_row, edit_row, message_from_row,
                    message_row, new_head, key_range, parse_domain_row, raw_session_rows, records_head, redacted,
                    stored_sessions)
 
@@ -438,6 +438,14 @@ class PostgresStore(Store):
             self._conn().execute("INSERT INTO derived VALUES (%s, %s, %s, %s) ON CONFLICT (session, kind, key) "
                                  "DO UPDATE SET body = excluded.body",
                                  (session, kind, key, json.dumps(body, ensure_ascii=False)))
+
+    def add_derived(self, session: str, kind: str, key: int, counts: dict[str, int]) -> None:
+        sums = ", ".join(f"'{n}', coalesce((derived.body::jsonb ->> '{n}')::bigint, 0) + (excluded.body::jsonb ->> '{n}')::bigint"
+                         for n in count_names(counts))
+        with _database_errors(f"storing derived {kind} of session {session!r}"):
+            self._conn().execute(f"INSERT INTO derived VALUES (%s, %s, %s, %s) ON CONFLICT (session, kind, key) "
+                                 f"DO UPDATE SET body = (derived.body::jsonb || jsonb_build_object({sums}))::text",
+                                 (session, kind, key, json.dumps(counts)))
 
     def derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, dict[str, Any]]:
         lo, hi = keys if keys is not None else (-2**63, 2**63 - 1)
