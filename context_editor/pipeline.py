@@ -20,7 +20,7 @@ from collections import OrderedDict
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, TypeGuard
 
 from . import registry
 from .conversation import check_value, normalise_message
@@ -147,6 +147,12 @@ class _Chain:
         sealed = e.sealed(self.seq, self.prev, (self.salts(), self.salts()) if self.salts else None)
         self.prev = sealed.hash
         return sealed
+
+
+def _reaches(tail: tuple[int, list[Message]] | None, round_: int, state: State) -> TypeGuard[tuple[int, list[Message]]]:
+    """Whether a kept tail (first round, messages) holds every message of rounds >= `round_` up to
+    the state's last one: `_window`'s tail is read again otherwise, the summary zone reads the store."""
+    return tail is not None and tail[0] <= round_ and bool(tail[1]) and tail[1][-1].index == state.message_index
 
 
 class ContextEditor:
@@ -942,7 +948,7 @@ class ContextEditor:
     def _tail(self, session: str, state: State, since: int) -> tuple[int, list[Message]]:
         """The kept tail (first round, messages) of `_window`, read again when it must be."""
         tail = self._tails.get(session)
-        if tail is None or tail[0] > since or not tail[1] or tail[1][-1].index != state.message_index:
+        if not _reaches(tail, since, state):
             tail = self._tails[session] = (since, [m for m in self.store.messages(session, since_round=since)
                                                    if m.index <= state.message_index])
         elif tail[0] < since - 2 * TAIL_SLACK_ROUNDS:  # drop what no window reaches back to any more
@@ -954,7 +960,7 @@ class ContextEditor:
         reaches back that far and ends at the live state's last message (`_live` has just checked
         the store's head), else read."""
         tail, state = self._tails.get(session), self._states.get(session)
-        if tail is not None and state is not None and tail[0] <= round_ and tail[1] and tail[1][-1].index == state.message_index:
+        if state is not None and _reaches(tail, round_, state):
             return [m for m in tail[1] if m.round >= round_]
         return self.store.messages(session, since_round=round_)
 
