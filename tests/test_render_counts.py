@@ -4,6 +4,8 @@ must land where the exact bisection does; anything else falls back to counting w
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -31,6 +33,24 @@ def test_piece_counts_add_up_to_the_whole_count_on_any_text(text):
         counter = SegmentCounter(tokenizer_for(model))
         assert counter.additive and counter.proven  # renders trust these sums without a whole count
         assert counter.count(text) == counter.tokenizer.count(text), (model, counter.pieces(text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(PIECES | st.sampled_from(["²", "½", "٣", "Ⅻ", "〇", "0", "tokens=\"", "\" "]), max_size=10).map("".join),
+       st.lists(PIECES | st.sampled_from(["²", "٣", "9", "\" budget=\"5\">"]), max_size=10).map("".join),
+       st.integers(0, 10**7))
+def test_the_tokens_line_counted_from_its_zero_filling(before, after, n):
+    """`_numbered`: the count of the line holding `tokens=` filled with a number, told from its
+    count filled with "0", equals the count of the filled line, whatever is around the slot (a
+    numeric character beside it: not told, counted)."""
+    line = before + render_module._TOKENS_SLOT + after
+    for model in ADDITIVE:
+        counter = SegmentCounter(tokenizer_for(model))
+        numbered = render_module._numbered(line, counter)
+        beside = line[len(before) - 1: len(before)] + line[-len(after):][:1] if after else line[len(before) - 1: len(before)]
+        assert (numbered is None) == any(unicodedata.category(c)[0] == "N" for c in beside), (model, line)
+        if numbered is not None:  # the filled line's base count (counted whole by the tokenizer)
+            assert numbered(n) == counter.piece(line.replace(render_module._TOKENS_SLOT, str(n))), (model, line, n)
 
 
 @settings(max_examples=200, deadline=None)

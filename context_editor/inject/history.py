@@ -358,11 +358,13 @@ def rule_score(msg: Message, ctx: dict[str, Any]) -> float:
 
 UNAGED_VIEWS = 64  # (vocabulary, sources, references) views whose unaged scores are kept
 _unaged_memo: dict[tuple[Any, ...], dict[tuple[int, str], float]] = {}
+_graded: dict[tuple[float, int | None], float] = {}  # (unaged score, age if it ages) -> rule score
 
 
 def forget_scores() -> None:
     """Drop the remembered scores (after an erasure: they are keyed by the messages' texts)."""
     _unaged_memo.clear()
+    _graded.clear()
 
 
 def _rule_scores(messages: list[Message], ctx: dict[str, Any]) -> list[float]:
@@ -375,6 +377,7 @@ def _rule_scores(messages: list[Message], ctx: dict[str, Any]) -> list[float]:
             _unaged_memo.clear()
         memo = _unaged_memo[view] = {}
     out = []
+    now, retrieved, low, high = ctx["round"], ctx.get("retrieved", ()), *MIDDLING
     for m in messages:
         key = (m.index, m.content)
         unaged = memo.get(key)
@@ -382,7 +385,15 @@ def _rule_scores(messages: list[Message], ctx: dict[str, Any]) -> list[float]:
             if len(memo) >= UNAGED_VIEWS * 64:
                 memo.clear()
             unaged = memo[key] = _unaged(m, ctx)
-        out.append(float(grade(_aged(m, ctx, unaged))))
+        # Only a middling score ages (`_aged`): the others grade alike at every age.
+        aged = low < unaged < high and m.index not in retrieved
+        graded = (unaged, now - m.round if aged else None)
+        score = _graded.get(graded)
+        if score is None:
+            if len(_graded) >= UNAGED_VIEWS * 64:
+                _graded.clear()
+            score = _graded[graded] = float(grade(_aged(m, ctx, unaged)))
+        out.append(score)
     return out
 
 
