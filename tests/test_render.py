@@ -6,6 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -335,14 +336,10 @@ VALUE_TEXT = st.lists(st.one_of(st.characters(blacklist_categories=()), st.sampl
     max_size=12).map("".join)
 
 
-@pytest.mark.parametrize("domain,action", [("ecommerce", "place_order"), ("travel", "book_flight")])
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(texts=st.lists(VALUE_TEXT, min_size=1, max_size=6))
-def test_a_pinned_template_shows_every_protected_field_whatever_its_text(domain, action, texts, monkeypatch):
-    """The guard skips parsing the output of a pinned template (`_shows_fields`) only where parsing
-    would find every protected field: the same render's context with any field texts, parsed."""
+def _captured(domain: str, action: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, dict[str, Any], Any]:
+    """A real render's template and context (a render right after a new message, unmarked), and
+    the template's own render function."""
     from jinja2 import Template
-    from context_editor.inject import render as R
 
     editor = ContextEditor(domain, "memory://")
     said = {"ecommerce": ["我想买蓝牙耳机，预算2000，要黑色", "好的"], "travel": ["I want to fly to Sanya on 2024-05-10, budget 5000 CNY", "ok"]}
@@ -350,20 +347,55 @@ def test_a_pinned_template_shows_every_protected_field_whatever_its_text(domain,
         editor.add("s", {"role": "user" if i % 2 == 0 else "assistant", "content": text, "timestamp": "2024-05-01T10:00:00+08:00"})
     seen = []
     real = Template.render
-    monkeypatch.setattr(Template, "render", lambda self, *a, **k: seen.append((self, k)) or real(self, *a, **k))
-    editor.render("s", action)
-    editor.add("s", {"role": "user", "content": said[domain][0], "timestamp": "2024-05-01T10:01:00+08:00"})
-    editor.render("s", action)  # it fitted last time: rendered once, unmarked
+    with monkeypatch.context() as m:
+        m.setattr(Template, "render", lambda self, *a, **k: seen.append((self, k)) or real(self, *a, **k))
+        editor.render("s", action)
+        editor.add("s", {"role": "user", "content": said[domain][0], "timestamp": "2024-05-01T10:01:00+08:00"})
+        editor.render("s", action)  # it fitted last time: rendered once, unmarked
     template, ctx = seen[-1]
-    assert R._pinned(template) and "\x00" not in real(template, **ctx)
-    plan = SimpleNamespace(spec=editor.domain.actions[action], sections={}, template=template)
+    assert "\x00" not in real(template, **ctx) and ctx["fields"]
+    return template, {**ctx, "spec": editor.domain.actions[action]}, real
+
+
+@pytest.mark.parametrize("domain,action", [("ecommerce", "place_order"), ("travel", "book_flight")])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(VALUE_TEXT, min_size=1, max_size=6))
+def test_a_pinned_template_shows_every_protected_field_whatever_its_text(domain, action, texts, monkeypatch):
+    """The guard skips parsing the output of a pinned template (`_shows_fields`) only where parsing
+    would find every protected field: the same render's context with any field texts, parsed."""
+    from context_editor.inject import render as R
+
+    template, ctx, real = _captured(domain, action, monkeypatch)
+    spec = ctx.pop("spec")
+    assert R._pinned(template)
+    plan = SimpleNamespace(spec=spec, sections={}, template=template)
     fields = [{**f, "text": texts[i % len(texts)]} for i, f in enumerate(ctx["fields"])]
-    assert fields
     xml = real(template, **{**ctx, "fields": fields, "tokens": 123})
     expected = {f["name"]: f["text"] for f in fields}
     if R._shows_fields(plan, expected):
         assert R.lost_fields(xml, expected) == []
     assert not R._shows_fields(plan, {**expected, "x": "a\rb"})
+
+
+@pytest.mark.parametrize("domain,action", [("ecommerce", "place_order"), ("travel", "book_flight")])
+@pytest.mark.parametrize("lines", [True, False])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(VALUE_TEXT | st.sampled_from(["a  b", "2000\rCNY", "x\u2028y", "p\x85q", "  ", "\r\n"]),
+                      min_size=1, max_size=6))
+def test_the_guard_finds_every_field_the_template_shows_whatever_its_text(domain, action, lines, texts, monkeypatch):
+    """The protected-field guard on the bundled templates' output, as fields (elements) and as
+    state lines, with any field texts: every field shown is found, so no render is refused (or
+    sent to the default template) for a value holding two spaces, a carriage return or a line
+    separator. (Before: such a value on a state line, or a carriage return in an element, was
+    taken for lost: CRITICAL_LOST with the default template.)"""
+    from context_editor.inject import render as R
+
+    template, ctx, real = _captured(domain, action, monkeypatch)
+    ctx.pop("spec")
+    fields = [{**f, "text": texts[i % len(texts)]} for i, f in enumerate(ctx["fields"])]
+    xml = real(template, **{**ctx, "fields": fields, "tokens": 123, "state_lines": lines})
+    assert R.lost_fields(xml, {f["name"]: f["text"] for f in fields}) == []
+    assert R.lost_fields(xml, {fields[0]["name"]: texts[0] + " more"}) == [fields[0]["name"]]
 
 
 def test_only_the_pinned_templates_skip_the_guard():

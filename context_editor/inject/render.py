@@ -87,7 +87,10 @@ def lost_fields(xml: str, expected: dict[str, str]) -> list[str]:
     for, holding that value. A substring test is not enough: "no layovers" in a recent turn must
     not pass for a dropped `flight_exclusions: layover`. A context that is not XML loses them all."""
     try:
-        root = ElementTree.fromstring(xml)
+        # A parser reads a raw carriage return as a line feed (and "\r\n" as one); the character
+        # reference keeps it as written. Jinja writes every line end of a template as "\n", so a
+        # "\r" in the output comes from a value, inside text or an attribute value.
+        root = ElementTree.fromstring(xml.replace("\r", "&#13;"))
     except ElementTree.ParseError:
         return list(expected)
     shown = {(el.get("name"), (el.text or "").strip()) for el in root.iter("field")}
@@ -95,8 +98,9 @@ def lost_fields(xml: str, expected: dict[str, str]) -> list[str]:
     shown |= {(f"{group.get('domain')}.{el.get('name')}", (el.text or "").strip())
               for group in root.iter("state") if group.get("domain") for el in group.iter("field")}
     # An action with `state_lines` shows a field as the line "name: value (rN source)" (set in
-    # round N), its value on one line.
-    lines = state_lines(root)
+    # round N), its value on one line; compared with its whitespace runs made one space (the
+    # template writes a value's line feeds as spaces).
+    lines = [(d, n, " ".join(text.split())) for d, n, text in state_lines(root)]
     on_line = {(n, text) for _, n, text in lines} | {(f"{d}.{n}", text) for d, n, text in lines if d}
     return [n for n, text in expected.items()
             if (n, xml_safe(text).strip()) not in shown and (n, " ".join(xml_safe(text).split())) not in on_line]
@@ -151,7 +155,7 @@ def state_lines(root: ElementTree.Element) -> list[tuple[str | None, str, str]]:
     out = []
     for group in root.iter("state"):
         domain = group.get("domain")
-        for raw in (group.text or "").splitlines():
+        for raw in (group.text or "").split("\n"):  # only "\n" ends a line of XML text (not U+2028, U+0085, "\r" kept)
             head = GROUP_LINE.match(raw)
             if head:
                 domain = head.group(1)
