@@ -431,7 +431,7 @@ def select_history(action: ActionSpec, state: State, older: list[Message], vocab
     }
     deduped = dedupe_tool_results(older)
     scores = _scores(scorer or rule_score, deduped + found, ctx)
-    units = [Unit(u, max(scores[m.index] for m in u)) for u in chains(deduped)]
+    units = [Unit(u, scores[u[0].index] if len(u) == 1 else max(scores[m.index] for m in u)) for u in chains(deduped)]
     rank = {m.index: i for i, m in enumerate(found)}
     back = [Unit([m], scores[m.index], "retrieved") for m in found]
     keep = sorted((u for u in units + back if u.score >= KEEP), key=lambda u: (-u.score, -u.messages[0].index))

@@ -631,7 +631,10 @@ class Renderer:
         # The zone includes the recent rounds' lines: hidden while their turns are shown
         # (`_kept_zone`), they keep a fact of a recent turn the budget drops, or name it.
         lines = compact.zone_lines(summary, window_from, vocabulary, absorbed, hidden, minimal=spec.minimal)
-        zone = {tier: _retrieved_last([line for line in lines if _zone_tier(line) == tier], wanted_back) for tier in ZONE_TIERS}
+        tiers: dict[str, list[compact.ZoneLine]] = {tier: [] for tier in ZONE_TIERS}
+        for line in lines:
+            tiers[_zone_tier(line)].append(line)
+        zone = {tier: _retrieved_last(tiers[tier], wanted_back) for tier in ZONE_TIERS}
         recent = [u for u in units if u is not latest]
         entities = compact.entity_graph([seen[m.index]["content"] for m in visible],
                                         [v for n in names if isinstance(v := state.get(n), str)
