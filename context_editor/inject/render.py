@@ -523,7 +523,7 @@ class Renderer:
         if lost:
             return fallback(lost)
         visible = [m for m in messages if m.role != "system"]
-        source = counter.count_lines([f"{m.role}: {m.content}" for m in visible])
+        source = counter.count_said([(m.role, m.content) for m in visible])
         shown = [m.index for u in plan.ranked[: kept["history"]] if u.reason == "retrieved" for m in u.messages]
         return RenderedContext(plan.action, xml, tokens, plan.budget, fields, [m["name"] for m in plan.missing], dropped, source,
                                tokenizer_for(self.model).estimated, sorted(shown))

@@ -254,7 +254,7 @@ class SegmentCounter:
             hashlib.sha256(_pattern(base.name).encode()).hexdigest()[:16] in PROVEN_PATTERNS
         self._base = base
         self._cache: dict[str, int] = {}
-        self._lines: dict[str, int] = {}  # base counts of whole lines (`count_lines`)
+        self._lines: dict[tuple[Any, bool], int] = {}  # base counts of whole lines (`count_lines`, `count_said`)
 
     def pieces(self, text: str, cut: re.Pattern[str] = _CUT) -> list[str]:
         return cut.split(text)
@@ -285,17 +285,30 @@ class SegmentCounter:
         count with its newline, each remembered (a render counts the same window's turns again)."""
         if not self.additive or any(not line[:1] or line[:1].isspace() or line[:1] == "/" for line in lines[1:]):
             return self.count("\n".join(lines))
-        last = len(lines) - 1
+        return self.total(self._summed(lines, str))
+
+    def count_said(self, said: list[tuple[str, str]]) -> int:
+        """`count_lines` of the lines "role: text" (a render's raw window), each line's count
+        remembered by its (role, text): a render of the same window builds no line again."""
+        if not self.additive or any(not role[:1] or role[:1].isspace() or role[:1] == "/" for role, _ in said[1:]):
+            return self.count_lines([f"{role}: {text}" for role, text in said])
+        return self.total(self._summed(said, lambda pair: f"{pair[0]}: {pair[1]}"))
+
+    def _summed(self, items: list[Any], line_of: Callable[[Any], str]) -> int:
+        """The sum of the base counts of each item's line with its newline (none after the last),
+        each kept by (item, whether a newline follows)."""
+        last = len(items) - 1
         total = 0
-        for i, line in enumerate(lines):
-            key = line + "\n" if i < last else line
+        for i, item in enumerate(items):
+            key = (item, i < last)
             n = self._lines.get(key)
             if n is None:
                 if len(self._lines) >= SEGMENT_CACHE:
                     self._lines.clear()
-                n = self._lines[key] = sum(self.piece(p) for p in self.pieces(key))
+                line = line_of(item) + "\n" if i < last else line_of(item)
+                n = self._lines[key] = sum(self.piece(p) for p in self.pieces(line))
             total += n
-        return self.total(total)
+        return total
 
 
 class TiktokenCounter:
