@@ -350,3 +350,30 @@ def test_user_clauses_all_keeps_of_a_user_line_only_the_clauses_the_state_did_no
     assert turns(ctx["all"].xml, editors["all"])["m4"] == CLAUSE[language]  # the clause the state did not take
     assert editors["all"].why_message("c", "m4", action="track")["shown"]["line"] == CLAUSE[language]
     assert ctx["all"].tokens < ctx["older"].tokens
+
+
+# An offer the user took: the state holds the name it read ("Rosie's", "海底捞"), the assistant said
+# more of it ("Rosie's by the harbour", "海底捞外滩店": a longer name, a branch).
+TAKEN = {"en": [("user", "A table for 4 in Boston at 7pm, please."),
+                ("assistant", "Sure. How about Rosie's by the harbour, a quiet place?"), ("user", "Sure, that works.")],
+         "zh": [("user", "晚上7点在上海找家餐厅，4位。"), ("assistant", "好的。推荐海底捞外滩店，环境安静，可以吗？"), ("user", "可以。")]}
+TAKEN_CLAUSE = {"en": "How about Rosie's by the harbour", "zh": "推荐海底捞外滩店"}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_conversation_form_shows_the_clause_a_value_was_read_from_in_place_of_its_state_line(tmp_path, language):
+    """The conversation as the user said it shows the assistant's clause a present value was read
+    from, and not the value's state line: the words hold all that was said of it (SGD's "Alchemy
+    John MD" was read as `John MD`), once; the value stays explainable by `why`."""
+    editor = ContextEditor(domain_file(tmp_path, "restaurant"), "memory://")  # the whole conversation is loaded
+    for role, text in TAKEN[language]:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    name = editor.state("c").fields["name"]
+    assert name.value == ("Rosie's" if language == "en" else "海底捞") and name.provenance.message_index == 1
+    ctx = editor.render("c", "track")
+    assert ctx.tokens == count_tokens(ctx.xml)
+    shown = turns(ctx.xml, editor)
+    assert shown["m1"] == TAKEN_CLAUSE[language]  # the clause with the name, not the pleasantry after it
+    assert "name:" not in ctx.xml and "<state>" not in ctx.xml  # every value is said by a shown line
+    assert editor.why_message("c", "m1", action="track")["shown"]["line"] == TAKEN_CLAUSE[language]
+    assert editor.why("c", "name")["provenance"]["message_index"] == 1

@@ -507,7 +507,7 @@ class Renderer:
     def _cheaper(self, plan: _Plan, state: State, kept: dict[str, int], probe: _Probe) -> tuple[_Plan, dict[str, int], _Probe]:
         """A minimal plan whose whole conversation is loaded, or the conversation as the user said
         it (every user turn verbatim, what the assistant said as the plan shows it, and only the
-        state values no shown turn was the source of): whichever counts fewer tokens. The other
+        state values no shown turn or clause was the source of): whichever counts fewer tokens. The other
         form is taken only whole (nothing dropped) and strictly smaller (`conversation_form: smaller`)."""
         talk = self._talk(plan, state)
         talk_kept, talk_probe = self._fit(talk, state)
@@ -524,21 +524,28 @@ class Renderer:
     def _talk(self, plan: _Plan, state: State) -> _Plan:
         """The conversation as the user said it, of a minimal plan whose whole conversation is
         loaded: every user turn verbatim, what the assistant said as the plan shows it (`said`),
-        and only the state values no shown turn was the source of."""
+        and only the state values no shown turn or clause was the source of."""
         latest = {m.index for unit in plan.latest for m in unit}
         said = [u for u in plan.dialogue if any(m.role == "user" for m in u) and not latest.intersection(m.index for m in u)]
         recent = sorted(said + plan.recent, key=lambda u: u[0].index)
         shown = {m.index for unit in recent + plan.latest for m in unit}
+        # The assistant's clauses a value was read from say it (`minimal.said_lines`).
+        clauses: dict[int, list[str]] = {}
+        for z in plan.said:
+            clauses.setdefault(z.sources[0], []).append(z.text.lower())
         return replace(plan, recent=recent, dialogue=[], said=[], spans=(), zone={**plan.zone, "replies": plan.said},
-                       optional=[n for n in plan.optional if self._source_of(plan, state, n) not in shown])
+                       optional=[n for n in plan.optional if not self._said(plan, state, n, shown, clauses)])
 
-    def _source_of(self, plan: _Plan, state: State, name: str) -> int | None:
-        """The message a field's value was read from (None: no message of this conversation)."""
+    def _said(self, plan: _Plan, state: State, name: str, shown: set[int], clauses: dict[int, list[str]]) -> bool:
+        """Whether the conversation form shows where a field's value was read: its message is shown
+        as a turn, or its span in a clause shown of an assistant's or tool's message."""
         if plan.sections:
             domain, name = name.split(".", 1)
             state = plan.sections[domain][1]
         p = state.fields[name].provenance
-        return p.message_index if p is not None and p.message_index >= 0 else None
+        if p is None or p.message_index < 0:
+            return False
+        return p.message_index in shown or any(p.text.lower() in c for c in clauses.get(p.message_index, ()))
 
     def _fallback(self, plan: _Plan, state: State, messages: list[Message], lost: list[str],
                   summary: list[compact.SummaryLine] | None, anchors: dict[str, dict[str, Any]] | None,
