@@ -290,33 +290,68 @@ def test_a_line_says_its_number_only_where_the_order_does_not_tell_it(tmp_path, 
     assert any(f"\nm{i} user: " in ctx.xml for i in range(2, 12))  # the last render skips absorbed user turns
 
 
-# A user turn with words no rule reads: the state form leaves it out once the state holds its values.
-BIRTHDAY = {"en": "Great, thank you so much. It is my mother's birthday and the whole family is coming along, "
-                  "so we are all really looking forward to it, and we will certainly be there on time.",
-            "zh": "太好了，谢谢你。那天是我妈妈的生日，全家人都会一起来，我们都非常期待，一定会准时到的，麻烦你了。"}
+# A statement about the booking that no rule reads (no field holds a seat's place), and no
+# pleasantry: it shares words with the action's description.
+SEATING = {"en": "Great, thank you so much. Please keep us a quiet table by the window, far from the kitchen and the door, "
+                 "because the people dining with us are elderly and hard of hearing, and they will want to talk.",
+           "zh": "太好了，谢谢你。我们用餐想要一个安静的位子，最好靠窗，同桌的都是老人家。"}
+DESCRIPTION = '"Track a table booking: the restaurant, its city, the people dining and the time. 预订餐厅的位子：餐厅、城市、用餐人数和时间。"'
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
-def test_conversation_form_always_keeps_the_user_turns_the_state_form_would_leave_out(tmp_path, language):
-    """`conversation_form: always` (the importers' `track`): while the whole conversation is
-    loaded it is sent as the user said it whenever it fits, so a turn whose words no rule read
-    ("my mother's birthday") is not lost with the values the state took from around it; the
-    default (`smaller`) sends the state form once that is smaller and says every value-like span."""
+def test_the_state_form_must_be_smaller_by_more_than_the_statements_no_value_was_read_from(tmp_path, language, monkeypatch):
+    """`conversation_form: smaller` (the default): while the whole conversation is loaded, the
+    state form is sent only when it is smaller than the conversation as the user said it by more
+    than the user's statements it leaves out that no value was read from, that hold no value-like
+    span and that are about the action (`minimal.unread_user`: "a quiet table by the window",
+    words no rule reads). Here it is not: the conversation is sent, the statement with it."""
+    path = with_option(domain_file(tmp_path, "restaurant", history_rounds=5), "description", DESCRIPTION)  # the whole conversation
+    editor = ContextEditor(path, "memory://")
+    talk = TALK[language] + MORE[language]
+    talk = [*talk[:8], ("user", SEATING[language]), *talk[9:]]
+    for role, text in talk:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    ctx = editor.render("c", "track")
+    shown = turns(ctx.xml, editor)
+    assert {f"m{i}": text for i, (role, text) in enumerate(talk) if role == "user"}.items() <= shown.items()
+    assert shown["m8"] == SEATING[language] and ctx.tokens == count_tokens(ctx.xml)
+    assert editor.why_message("c", "m8", action="track")["shown"]["line"] == SEATING[language]
+    with monkeypatch.context() as m:  # the other candidate, the state form: smaller, without the statement
+        m.setattr(minimal, "whole", lambda messages: False)
+        editor._rendered.clear()
+        structured = editor.render("c", "track")
+    window = "window" if language == "en" else "靠窗"
+    assert window not in structured.xml and "<state>" in structured.xml and structured.tokens < ctx.tokens
+
+
+# Every value restated: the state form holds the conversation's values in fewer tokens, and the
+# user's statements all hold one (nothing is left unread).
+RESTATED_ALL = {"en": [("user", "Hello there, I would really like to book a nice table at Sino in Boston for 4 people, please."),
+                       ("assistant", "Sure. Anything else?"),
+                       ("user", "Sorry, to be clear: the table is for 4 people, at Sino, in Boston, please."),
+                       ("assistant", "Done."), ("user", "Thanks.")],
+                "zh": [("user", "你好，麻烦你帮我在上海订一家餐厅，就订鼎泰丰吧，谢谢你了。"), ("assistant", "好的。还有别的吗？"),
+                       ("user", "不好意思，再确认一下，还是在上海订鼎泰丰，没错吧。"), ("assistant", "好的。"), ("user", "谢谢。")]}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_conversation_form_always_sends_the_conversation_whenever_it_fits(tmp_path, language):
+    """`conversation_form: always`: while the whole conversation is loaded it is sent as the user
+    said it whenever it fits the budget, though the state form (which the default, `smaller`,
+    sends here: smaller, every value-like span said, no statement left unread) is smaller."""
     smaller = domain_file(tmp_path, "restaurant", history_rounds=5)  # the whole conversation is loaded
     always = with_option(smaller, "conversation_form", "always")
-    talk = TALK[language] + MORE[language]
-    talk = [*talk[:8], ("user", BIRTHDAY[language]), *talk[9:]]
+    talk = RESTATED_ALL[language]
     editors = {"smaller": ContextEditor(smaller, "memory://"), "always": ContextEditor(always, "memory://")}
     for role, text in talk:
         for e in editors.values():
             e.add("c", {"role": role, "content": text, "timestamp": STAMP})
     ctx = {k: e.render("c", "track") for k, e in editors.items()}
-    birthday = "birthday" if language == "en" else "生日"
-    assert birthday not in ctx["smaller"].xml and "<state>" in ctx["smaller"].xml  # the state form: smaller, every span said
+    assert "<state>" in ctx["smaller"].xml and turns(ctx["smaller"].xml, editors["smaller"]) == {"m4": talk[4][1]}
     shown = turns(ctx["always"].xml, editors["always"])
     assert {f"m{i}": text for i, (role, text) in enumerate(talk) if role == "user"}.items() <= shown.items()
-    assert shown["m8"] == BIRTHDAY[language]
-    assert editors["always"].why_message("c", "m8", action="track")["shown"]["line"] == BIRTHDAY[language]
+    assert "<state>" not in ctx["always"].xml  # every value's turn is shown
+    assert editors["always"].why_message("c", "m2", action="track")["shown"]["line"] == talk[2][1]
     assert ctx["always"].tokens == count_tokens(ctx["always"].xml) and ctx["smaller"].tokens < ctx["always"].tokens
     # Not whole within the budget: the state form, as before (the budget is exact either way).
     tight = editors["always"].render("c", "track", budget=ctx["smaller"].tokens)

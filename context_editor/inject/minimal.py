@@ -256,6 +256,28 @@ def _clauses(text: str, spans: Sequence[tuple[int, int]]) -> str:
     return "".join(kept).strip().rstrip("，,；;") if kept else text
 
 
+def unread_user(summary: Sequence[compact.SummaryLine], absorbed: compact.Absorbed, before: int,
+                elsewhere: set[int], vocabulary: set[str]) -> tuple[str, ...]:
+    """The user's statements (sentences not ending in a question mark) of messages before `before`
+    (the latest user message) with no value-like span that no value was read from, by any state
+    of the envelope (`absorbed`), and that are about the action as a note must be (as many words
+    of its `vocabulary`: compact.NOTE_OVERLAP): words no rule took ("I am in the mood for
+    cambodian food.", "门票还是免费的。"), which the state form leaves out and the conversation form
+    says; not pleasantries ("那太好了，帮我省钱了啊。"). A sentence with value-like spans is said by the
+    state form or held by `spans_of`; a question asks for something, its values are its spans or
+    the answer's. None of messages that speak for other domains (`elsewhere`)."""
+    out = []
+    for line in summary:
+        if line.role != "user" or line.spans or line.index >= before or line.index in elsewhere or line.start < 0 \
+                or line.text.rstrip().endswith(("?", "？")):
+            continue
+        end = line.start + len(line.text)
+        if not any(p0 < end and line.start < p1 for p0, p1 in absorbed[0].get(line.index, ())) \
+                and len(history.words(line.text) & vocabulary) >= compact.NOTE_OVERLAP:
+            out.append(line.text)
+    return tuple(out)
+
+
 def spans_of(user: Sequence[compact.SummaryLine], said: Sequence[compact.ZoneLine]) -> tuple[str, ...]:
     """The value-like spans (lowercased) a form of the whole conversation must say word for word
     to lose none: those of the user's sentences and the open ones of the assistant's (`said_lines`)."""

@@ -391,6 +391,7 @@ class _Plan:
     dialogue: list[list[Message]] = field(default_factory=list)
     said: list[compact.ZoneLine] = field(default_factory=list)  # its assistant sentences (minimal.said_lines)
     spans: tuple[str, ...] = ()  # the value-like spans of its user turns and of `said` (lowercased)
+    unread: tuple[str, ...] = ()  # its user sentences no value was read from (minimal.unread_user)
     # A minimal render's lines made so far (`_flat_lines`); not copied by `replace`.
     lines_memo: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] = field(default_factory=dict, init=False, repr=False)
 
@@ -508,7 +509,8 @@ class Renderer:
         """A minimal plan whose whole conversation is loaded, or the conversation as the user said
         it (every user turn verbatim, what the assistant said as the plan shows it, and only the
         state values no shown turn or clause was the source of): whichever counts fewer tokens. The other
-        form is taken only whole (nothing dropped) and strictly smaller (`conversation_form: smaller`)."""
+        form is taken only whole (nothing dropped) and strictly smaller (`conversation_form: smaller`),
+        by more than the user's statements it leaves unread."""
         talk = self._talk(plan, state)
         talk_kept, talk_probe = self._fit(talk, state)
         if talk_probe.dropped:
@@ -517,7 +519,12 @@ class Renderer:
         # word (a state value shown in its own form, "02:15" for "the afternoon 2:15", does not
         # say the user's words; a sentence dropped as absorbed may hold a value extraction missed).
         text = unescape(probe.xml).lower()
-        if talk_probe.tokens >= probe.tokens and all(minimal.says(text, v) for v in plan.spans):
+        # ... and it must be smaller by more than the user's statements no value was read from that
+        # it leaves out (`minimal.unread_user`: "My favorites are scary movies." once the state took
+        # only the date around it): sending them costs the conversation form no more than that.
+        lost = [u for u in plan.unread if u.lower() not in text]
+        extra = segment_counter(self.model).tokenizer.count("\n".join(f"user: {u}" for u in lost)) if lost else 0
+        if talk_probe.tokens >= probe.tokens + extra and all(minimal.says(text, v) for v in plan.spans):
             return plan, kept, probe
         return talk, talk_kept, talk_probe
 
@@ -533,7 +540,7 @@ class Renderer:
         clauses: dict[int, list[str]] = {}
         for z in plan.said:
             clauses.setdefault(z.sources[0], []).append(z.text.lower())
-        return replace(plan, recent=recent, dialogue=[], said=[], spans=(), zone={**plan.zone, "replies": plan.said},
+        return replace(plan, recent=recent, dialogue=[], said=[], spans=(), unread=(), zone={**plan.zone, "replies": plan.said},
                        optional=[n for n in plan.optional if not self._said(plan, state, n, shown, clauses)])
 
     def _said(self, plan: _Plan, state: State, name: str, shown: set[int], clauses: dict[int, list[str]]) -> bool:
@@ -622,6 +629,7 @@ class Renderer:
                                         self._relations(state, present)) if not spec.minimal else []
         said_lines: list[compact.ZoneLine] = []
         spans: tuple[str, ...] = ()
+        unread: tuple[str, ...] = ()
         if spec.minimal:
             # Each value once (inject/minimal.py): older turns only through their open lines, the
             # message the latest user turn replies to while it is pending.
@@ -641,6 +649,8 @@ class Renderer:
                 said_lines = minimal.said_lines(every, user_text, hidden, minimal.foreign(summary, envelope),
                                                 taken_by if taken_by is not None else minimal.taken([state]))
                 spans = minimal.spans_of([z for z in every if z.role == "user"], said_lines)
+                unread = minimal.unread_user(summary, absorbed, latest[0].index if latest else messages[-1].index + 1,
+                                             minimal.foreign(summary, envelope), vocabulary)
         return _Plan(
             action=action, spec=spec, budget=resolved, limit=limit,
             template=self.env.get_template(template_name) if template_name else self._template(spec),
@@ -648,7 +658,7 @@ class Renderer:
             alerts=self._alerts(state, spec, names), fixed_alerts=scorer_alerts + (extra_alerts or []), anchors=anchors, seen=seen,
             recent=recent, latest=[latest] if latest else [], ranked=ranked, entities=entities, zone=zone,
             dialogue=history.chains(visible) if spec.minimal and not found and minimal.whole(messages) and len(visible) == sum(
-                1 for m in messages if m.role != "system") else [], said=said_lines, spans=spans,
+                1 for m in messages if m.role != "system") else [], said=said_lines, spans=spans, unread=unread,
             wanted_back=wanted_back,
             window_from=window_from, oversized=sum(1 for m in messages if m.role != "system" and len(m.content) > too_big))
 
