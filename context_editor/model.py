@@ -282,11 +282,22 @@ class Message:
     def from_stored(cls, body: dict[str, Any], hash_: str, payload: tuple[str, dict[str, Any]] | None) -> Message:
         """A message from its stored body and, for an erasable one, its (salt, payload) row, or
         None once erased (its text then reads as ERASED)."""
-        if "commitment" not in body:
-            return cls.from_dict({**body, "hash": hash_})
-        salt, data = payload if payload is not None else (None, {"content": ERASED, "tool_calls": []})
-        return cls.from_dict({**body, **data, "hash": hash_, "salt": salt,
-                              "commitment": None if salt is not None else body["commitment"]})
+        # Built straight from the body (no merged dict copies): every message of a window is read
+        # this way at each reopen. Keys a body does not have take the field's default.
+        b = body.get
+        salt: str | None
+        if "commitment" in body:
+            data: dict[str, Any] = payload[1] if payload is not None else {"content": ERASED, "tool_calls": []}
+            salt = payload[0] if payload is not None else None
+            content, calls, commitment = data["content"], data["tool_calls"], None if salt is not None else body["commitment"]
+        else:
+            salt, content, calls, commitment = b("salt"), body["content"], b("tool_calls"), None
+        asks, domains = b("asks"), b("domains")
+        return cls(session=body["session"], index=body["index"], round=body["round"], role=body["role"], content=content,
+                   timestamp=b("timestamp"), id=b("id"), name=b("name"), tool_call_id=b("tool_call_id"),
+                   tool_calls=tuple(calls) if calls else (), prev_hash=b("prev_hash", GENESIS_HASH), hash=hash_,
+                   asks=tuple(asks) if asks else (), domains=tuple(domains) if domains else (), salt=salt,
+                   commitment=commitment)
 
     def time(self) -> datetime | None:
         return datetime.fromisoformat(self.timestamp) if self.timestamp else None

@@ -134,6 +134,20 @@ def test_enum_matchers_are_compiled_once_per_domain_version_and_shared(tmp_path)
     assert first.ingest("s", said).get("insurer") is None
 
 
+def test_per_version_keeps_one_compiled_copy_per_key_and_drops_the_oldest_past_its_limit():
+    from context_editor.domain.versions import PerVersion
+    made = []
+    kept = PerVersion[str, list[str]](limit=2)
+    def make(key):
+        return lambda: made.append(key) or [key]
+    first = kept.get("a", make("a"))
+    assert kept.get("a", make("a")) is first and made == ["a"]  # made once, then shared
+    kept.get("b", make("b"))
+    kept.get("c", make("c"))  # past the limit: "a", the oldest, goes
+    assert len(kept) == 2 and kept.get("b", make("b")) == ["b"] and made == ["a", "b", "c"]
+    assert kept.get("a", make("a")) is not first and made == ["a", "b", "c", "a"]
+
+
 def test_replay_is_identical_after_the_package_and_local_rules_change(tmp_path, package_rules):
     path = write_domain(tmp_path / "d")
     url = f"sqlite:///{tmp_path / 'store.db'}"

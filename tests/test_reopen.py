@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from context_editor import ContextEditor
-from context_editor.model import State, pack_ints, unpack_ints
+from context_editor.model import ERASED, Message, State, pack_ints, unpack_ints
 from context_editor.pipeline import SNAPSHOT_EVERY, SNAPSHOT_KIND
 
 TEXTS = ["我想买耳机，要黑色", "预算2000以内", "I want red headphones", "改成白色", "budget under 300 dollars", "还是黑色吧"]
@@ -122,6 +122,37 @@ def test_packed_integers_read_back_as_written(values):
 def test_packed_integers_that_do_not_parse_raise(spoiled):
     with pytest.raises((TypeError, ValueError)):
         unpack_ints(spoiled)
+
+
+_TEXT = st.text(max_size=12)
+_MESSAGES = st.builds(
+    Message, session=_TEXT, index=st.integers(0, 10**6), round=st.integers(0, 10**5),
+    role=st.sampled_from(["user", "assistant", "tool", "system"]), content=st.text(max_size=30),
+    timestamp=st.none() | _TEXT, id=st.none() | _TEXT, name=st.none() | _TEXT, tool_call_id=st.none() | _TEXT,
+    tool_calls=st.lists(st.dictionaries(_TEXT, _TEXT, max_size=2), max_size=2).map(tuple),
+    asks=st.lists(_TEXT, max_size=2).map(tuple), domains=st.lists(_TEXT, max_size=2).map(tuple))
+
+
+@given(_MESSAGES, st.booleans(), st.booleans())
+def test_a_stored_message_reads_back_as_written(message, erasable, erased):
+    """`Message.from_stored` (built straight from the stored body, one pass) gives the message that
+    was sealed: erasable (text in its payload row), erased (text gone, commitment kept) or written
+    before erasure existed (text in the body)."""
+    import json
+    if not erasable:  # a message stored before schema 8: no salt, the text in its body
+        plain = Message(**{**message.to_dict(), "tool_calls": message.tool_calls, "asks": message.asks,
+                           "domains": message.domains, "hash": "h"})
+        assert Message.from_stored(json.loads(plain.body_text()), "h", None) == plain
+        return
+    sealed = message.sealed("p" * 64, salt="s" * 32)
+    body = json.loads(sealed.body_text())
+    if not erased:
+        assert Message.from_stored(body, sealed.hash, (sealed.salt, sealed.payload())) == sealed
+        return
+    gone = Message.from_stored(body, sealed.hash, None)
+    assert gone.erased and gone.content == ERASED and gone.tool_calls == () and gone.salt is None
+    assert gone.commitment == body["commitment"] and gone.hash == sealed.hash and gone.asks == sealed.asks
+    assert gone.body_text() == sealed.body_text()  # its hash still checks
 
 
 def test_a_process_cycling_through_100_000_sessions_stays_under_its_memory_ceiling(tmp_path):

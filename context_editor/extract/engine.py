@@ -29,12 +29,13 @@ from typing import Any
 
 from .. import registry
 from ..domain import Domain, FieldSpec
+from ..domain.versions import PerVersion
 from ..domain.rulepacks import extractor_ref
 from ..lang import detect_language
 from ..model import NO_PREFERENCE, Candidate, Message, Provenance
 from .confirm import AskMatcher, confirmation, decline, offer_spans, pick, thing_questions, yes_no_questions
 from .cues import load_cues
-from .enums import VERSIONS, EnumMatcher, enum_matchers
+from .enums import EnumMatcher, enum_matchers
 from .negation import is_negated
 from .numbers.bounds import meets
 from .prefilter import Present
@@ -85,7 +86,7 @@ class Prior:
     offer_round: int | None = None
 
 
-_shared: dict[tuple[Any, ...], Extractor] = {}  # domain version and files -> its extractor (`Extractor.shared`)
+_shared: PerVersion[tuple[Any, ...], Extractor] = PerVersion()  # domain version and files -> its extractor (`Extractor.shared`)
 
 
 class Extractor:
@@ -103,12 +104,7 @@ class Extractor:
         where the domain file and its NER weights are too (the version hash names the weights by
         their hash only): a copy elsewhere loads its own files."""
         key = (domain.version_hash, domain.path, tuple(sorted((lang, str(m.path)) for lang, m in domain.ner_models.items())))
-        known = _shared.get(key)
-        if known is None:
-            if len(_shared) >= VERSIONS:
-                _shared.pop(next(iter(_shared)))
-            known = _shared[key] = cls(domain)
-        return known
+        return _shared.get(key, lambda: cls(domain))
 
     @cached_property
     def ask_matcher(self) -> AskMatcher:

@@ -15,6 +15,7 @@ import re
 from typing import Iterator
 
 from ..domain import Domain, FieldSpec
+from ..domain.versions import PerVersion
 from .prefilter import Present
 
 _LATIN = re.compile(r"[A-Za-z0-9]")
@@ -76,17 +77,12 @@ class EnumMatcher:
             yield m.start(), m.end(), m.group(0), self.by_phrase[key]
 
 
-VERSIONS = 32  # domain versions whose matchers are kept (a process serves a few)
-_compiled: dict[str, dict[str, EnumMatcher]] = {}
+_compiled: PerVersion[str, dict[str, EnumMatcher]] = PerVersion()  # version hash -> its matchers
 
 
 def enum_matchers(domain: Domain) -> dict[str, EnumMatcher]:
     """Field -> the matcher of each enum field of `domain`, compiled once per domain version in the
     process and shared by every reader (the extractor of each new editor, the summary zone): the
     version hash covers the document, its gazetteers included, so one version has one vocabulary."""
-    known = _compiled.get(domain.version_hash)
-    if known is None:
-        if len(_compiled) >= VERSIONS:
-            _compiled.pop(next(iter(_compiled)))
-        known = _compiled[domain.version_hash] = {name: EnumMatcher(spec) for name, spec in domain.fields.items() if spec.synonyms}
-    return known
+    return _compiled.get(domain.version_hash,
+                         lambda: {name: EnumMatcher(spec) for name, spec in domain.fields.items() if spec.synonyms})
