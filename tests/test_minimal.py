@@ -412,3 +412,32 @@ def test_the_conversation_form_shows_the_clause_a_value_was_read_from_in_place_o
     assert "name:" not in ctx.xml and "<state>" not in ctx.xml  # every value is said by a shown line
     assert editor.why_message("c", "m1", action="track")["shown"]["line"] == TAKEN_CLAUSE[language]
     assert editor.why("c", "name")["provenance"]["message_index"] == 1
+
+
+# The assistant named a place the state reads only part of: the enum knows "Sino", the name is
+# "Golden Sino" (SGD train: "Alchemy John MD" read as `John MD`).
+PART = {"en": [("user", "Hello there, I would really like to book a nice table in Boston for 4 people, please."),
+               ("assistant", "Sure. Golden Sino has a quiet table, shall I book it?"), ("user", "Yes, book it."),
+               ("assistant", "Done."), ("user", "Thanks.")],
+        "zh": [("user", "你好，麻烦你帮我在上海找家餐厅，谢谢你了。"), ("assistant", "好的。为您推荐Golden Sino，环境不错，可以吗？"),
+               ("user", "可以。"), ("assistant", "好的。"), ("user", "谢谢。")]}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_value_read_from_part_of_a_name_keeps_the_whole_name(tmp_path, language, monkeypatch):
+    """A value read from part of a name (the capitalised words around its span: `minimal.named`)
+    leaves the rest of the name a span the state form does not say: the conversation form is
+    sent, with the clause that holds the whole name in place of the value's state line."""
+    editor = ContextEditor(domain_file(tmp_path, "restaurant", history_rounds=5), "memory://")  # the whole conversation
+    for role, text in PART[language]:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    name = editor.state("c").fields["name"]
+    assert name.value == "Sino" and name.provenance.message_index == 1
+    ctx = editor.render("c", "track")
+    assert "Golden Sino" in turns(ctx.xml, editor)["m1"] and "name:" not in ctx.xml
+    assert ctx.tokens == count_tokens(ctx.xml)
+    with monkeypatch.context() as m:  # the other candidate, the state form: smaller, "Sino" alone
+        m.setattr(minimal, "whole", lambda messages: False)
+        editor._rendered.clear()
+        structured = editor.render("c", "track")
+    assert "name: Sino" in structured.xml and "Golden" not in structured.xml and structured.tokens < ctx.tokens

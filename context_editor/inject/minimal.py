@@ -236,6 +236,9 @@ def said_lines(summary: Sequence[compact.SummaryLine], user_text: str, hidden: h
                 if line.start >= 0 and line.start <= p0 and p1 <= end]
         unsaid = [(a, b) for a, b in words_of(line) if not says(user_text, line.text[a:b].lower())
                   and not any(p0 <= a and b <= p1 for p0, p1 in read)]
+        # A value read from part of a name ("John MD" of "Alchemy John MD"): the whole name is a
+        # span the state form does not say.
+        unsaid += [n for p in read if (n := named(line.text, *p)) != p and not says(user_text, line.text[n[0]:n[1]].lower())]
         if unsaid or read:
             # Only its clauses that hold such a span ("抱歉，…，推荐您去讲礼驴肉馆。" keeps the last);
             # whole where part of the message is hidden from this action (masked by its offsets).
@@ -247,6 +250,18 @@ def said_lines(summary: Sequence[compact.SummaryLine], user_text: str, hidden: h
 
 
 _CLAUSE = re.compile(r"[^，,；;]+[，,；;]?\s*")
+_CAPITALS_BEFORE = re.compile(r"(?:(?<![A-Za-z0-9'])[A-Z][A-Za-z]* )+$")
+_CAPITALS_AFTER = re.compile(r"(?: [A-Z][A-Za-z]*(?![A-Za-z0-9']))+")
+
+
+def named(text: str, a: int, b: int) -> tuple[int, int]:
+    """The span a..b of `text` grown over the capitalised words right before and after it, one
+    space apart: the whole name a value was read from part of ("Alchemy John MD" around "John MD",
+    "Lotus Thai" around "Lotus", "推荐Golden Sino" around "Sino"). Latin words only: a Chinese name is
+    a span of its own."""
+    before = _CAPITALS_BEFORE.search(text, 0, a)
+    after = _CAPITALS_AFTER.match(text, b)
+    return (before.start() if before else a, after.end() if after else b)
 
 
 def _clauses(text: str, spans: Sequence[tuple[int, int]]) -> str:
