@@ -76,6 +76,16 @@ def turns(xml: str, editor: ContextEditor, session: str = "c") -> dict[str, str]
     return {line["src"]: line["text"] for line in shown_lines(ET.fromstring(xml), roles(editor, session))}
 
 
+def state_form(editor: ContextEditor, monkeypatch):
+    """The track render of session "c" as the state form alone (the conversation form not tried)."""
+    with monkeypatch.context() as m:
+        m.setattr(minimal, "whole", lambda messages: False)
+        editor._rendered.clear()
+        structured = editor.render("c", "track")
+    editor._rendered.clear()
+    return structured
+
+
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_each_value_once_and_what_the_state_did_not_take_stays(tmp_path, language):
     editor = ContextEditor(domain_file(tmp_path, "restaurant", history_rounds=1), "memory://")  # no longer loads it all
@@ -117,11 +127,7 @@ def test_a_short_conversation_is_sent_as_the_user_said_it_unless_a_smaller_form_
         if role != "user":
             continue
         small = editor.render("c", "track")
-        with monkeypatch.context() as m:  # the other candidate: the state form alone
-            m.setattr(minimal, "whole", lambda messages: False)
-            editor._rendered.clear()
-            structured = editor.render("c", "track")
-        editor._rendered.clear()
+        structured = state_form(editor, monkeypatch)  # the other candidate: the state form alone
         assert small.tokens == count_tokens(small.xml)
         messages = editor.store.messages("c")
         lines = [(m.role, line) for m in messages for line in lines_of(domain, m)]
@@ -316,10 +322,7 @@ def test_the_state_form_must_be_smaller_by_more_than_the_statements_no_value_was
     assert {f"m{i}": text for i, (role, text) in enumerate(talk) if role == "user"}.items() <= shown.items()
     assert shown["m8"] == SEATING[language] and ctx.tokens == count_tokens(ctx.xml)
     assert editor.why_message("c", "m8", action="track")["shown"]["line"] == SEATING[language]
-    with monkeypatch.context() as m:  # the other candidate, the state form: smaller, without the statement
-        m.setattr(minimal, "whole", lambda messages: False)
-        editor._rendered.clear()
-        structured = editor.render("c", "track")
+    structured = state_form(editor, monkeypatch)  # the other candidate: smaller, without the statement
     window = "window" if language == "en" else "靠窗"
     assert window not in structured.xml and "<state>" in structured.xml and structured.tokens < ctx.tokens
 
@@ -436,8 +439,5 @@ def test_a_value_read_from_part_of_a_name_keeps_the_whole_name(tmp_path, languag
     ctx = editor.render("c", "track")
     assert "Golden Sino" in turns(ctx.xml, editor)["m1"] and "name:" not in ctx.xml
     assert ctx.tokens == count_tokens(ctx.xml)
-    with monkeypatch.context() as m:  # the other candidate, the state form: smaller, "Sino" alone
-        m.setattr(minimal, "whole", lambda messages: False)
-        editor._rendered.clear()
-        structured = editor.render("c", "track")
+    structured = state_form(editor, monkeypatch)  # the other candidate: smaller, "Sino" alone
     assert "name: Sino" in structured.xml and "Golden" not in structured.xml and structured.tokens < ctx.tokens
