@@ -37,7 +37,7 @@ from .inject.tokens import count_tokens
 from .llm import Answers, distil
 from .llm.distil import MAX_CHARS
 from .memory import SummaryZone
-from .memory import explain, past, retrieval
+from .memory import explain, open_stage, past, retrieval
 from .memory.retrieval import Embedder, VectorIndex
 from .memory.summary import ANCHORS_KEY, KIND as SUMMARY_KIND
 from .memory.user import Remembered, UserMemory, memory_events, recall_edit, recalled
@@ -221,6 +221,7 @@ class ContextEditor:
         self.history_cap = None if history_cap is None else max(history_cap, 1)
         self._zones: dict[str, SummaryZone] = {}
         self._pasts: dict[str, dict[str, tuple[int, int, int]]] = {}  # session -> action -> the settled past stored last
+        self._opens: dict[str, tuple[int, int]] = {}  # session -> its open stage as stored (number, last index): `_keep_open`
         self._rendered: dict[str, dict[Any, tuple[tuple[Any, ...], RenderedContext]]] = {}  # session -> its latest renders
         self._warned: dict[str, set[str]] = {}  # session -> actions whose out-of-band ratio was logged (`_check_ratio`)
         self._tails: dict[str, tuple[int, list[Message]]] = {}  # session -> (first round, its messages since): `_window`
@@ -298,6 +299,7 @@ class ContextEditor:
         self._bound.pop(session, None)
         self._zones.pop(session, None)
         self._pasts.pop(session, None)
+        self._opens.pop(session, None)
         self._tails.pop(session, None)
         self._rendered.pop(session, None)
         self._warned.pop(session, None)
@@ -428,12 +430,41 @@ class ContextEditor:
             zone = self._latest_zone(session) if latest else None
             if zone is None:
                 zone = SummaryZone.from_bodies(self.domain, self.store.derived(session, SUMMARY_KIND))
-            for m in self._messages_since(session, zone.resume_round()):
+            messages = self._messages_since(session, zone.resume_round())
+            self._resume_open(session, zone, messages)
+            for m in messages:
                 zone.add(m)
             for key, body in zone.bodies(zone.settled()).items():
                 self.store.put_derived(session, SUMMARY_KIND, key, body)
             self._zones[session] = zone
         return zone
+
+    def _resume_open(self, session: str, zone: SummaryZone, messages: list[Message]) -> None:
+        """Take the zone's open stage as a render stored it, if its row holds (`memory.open_stage`):
+        then only the messages after it are folded in."""
+        body = self.store.derived(session, open_stage.KIND, keys=(0, 0)).get(0)
+        if body is None:
+            return
+        stage, why, level = open_stage.resume(self.domain, session, body, zone, messages)
+        if stage is None:
+            self._unused(session, open_stage.KIND, why, level)
+        else:
+            self._opens[session] = (stage.number, stage.last_index)
+
+    def _keep_open(self, session: str) -> None:
+        """Store the zone's open stage once it holds `open_stage.LAG` messages more than the row
+        stored (or read) last, so a reopen folds at most LAG - 1 of them again."""
+        zone, tail = self._zones.get(session), self._tails.get(session)
+        if zone is None or not zone.stages or tail is None:
+            return
+        stage = zone.stages[max(zone.stages)]
+        number, last_index = self._opens.get(session, (-1, -1))
+        if stage.last_index - (last_index if number == stage.number else stage.before[1]) < open_stage.LAG:
+            return
+        last = next((m for m in reversed(tail[1]) if m.index == stage.last_index), None)
+        if last is not None:
+            self.store.put_derived(session, open_stage.KIND, 0, open_stage.row(self.domain, session, stage, last))
+            self._opens[session] = (stage.number, stage.last_index)
 
     def _latest_zone(self, session: str) -> SummaryZone | None:
         """The zone's anchors and latest stages only, from the first stage any action's stored past
@@ -519,8 +550,10 @@ class ContextEditor:
         """Drop the session's derived memory (summary zone, search index) and recompute it from the raw log."""
         self.store.drop_derived(session, SUMMARY_KIND)
         self.store.drop_derived(session, past.KIND)
+        self.store.drop_derived(session, open_stage.KIND)
         self._zones.pop(session, None)
         self._pasts.pop(session, None)
+        self._opens.pop(session, None)
         self.store.drop_search(session)
         self._indexed.discard(session)
         self.store.drop_derived(session, VectorIndex.KIND)
@@ -910,6 +943,7 @@ class ContextEditor:
             ctx = render(part)
         if as_of_round is None:
             self._keep_past(session, action, part)
+            self._keep_open(session)
         return ctx, query, hits, since
 
     def _since(self, state: State, action: str) -> int:

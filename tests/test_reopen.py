@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from context_editor import ContextEditor
-from context_editor.model import ERASED, Message, State, pack_ints, unpack_ints
+from context_editor.model import ERASED, Message, State, extended, pack_ints, unpack_ints
 from context_editor.pipeline import SNAPSHOT_EVERY, SNAPSHOT_KIND
 
 TEXTS = ["我想买耳机，要黑色", "预算2000以内", "I want red headphones", "改成白色", "budget under 300 dollars", "还是黑色吧"]
@@ -116,6 +116,15 @@ def test_packed_integers_read_back_as_written(values):
     stored = pack_ints(values)
     assert unpack_ints(stored).tolist() == values
     assert isinstance(stored, str) == all(-2**31 <= v < 2**31 for v in values)  # a list when one does not fit
+
+
+@given(st.lists(st.integers(min_value=-2**31, max_value=2**31 - 1)),
+       st.tuples(*[st.integers(min_value=-2**40, max_value=2**40)] * 3))
+def test_a_read_back_array_extends_with_any_integers(values, more):
+    """Packed integers read back 32-bit (`unpack_ints`); extending them with ones that do not fit
+    widens the array first, never leaving it half extended."""
+    grown = extended(unpack_ints(pack_ints(values)), more)
+    assert grown.tolist() == [*values, *more]
 
 
 @pytest.mark.parametrize("spoiled", ["x", "AAAAAAA=", 7, ["a"]])

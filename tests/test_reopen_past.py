@@ -18,7 +18,7 @@ import yaml
 from context_editor import ContextEditor
 from context_editor.audit import erase
 from context_editor.inject import compact
-from context_editor.memory import past
+from context_editor.memory import open_stage, past, summary
 from context_editor.store import open_store
 
 GOLDEN = Path(__file__).parent / "golden" / "ecommerce"
@@ -165,3 +165,144 @@ def test_erasure_drops_the_stored_past_and_no_row_brings_the_text_back(tmp_path,
     assert reopened.store.derived(SESSION, past.KIND), "stored again, from the log as erasure left it"
     for kind in ("summary", past.KIND):
         assert "ZX-99817" not in str(reopened.store.derived(SESSION, kind))
+
+
+# ---------------------------------------------------------------- the open stage (`memory.open_stage`)
+
+def open_row(editor: ContextEditor) -> dict | None:
+    return editor.store.derived(SESSION, open_stage.KIND).get(0)
+
+
+def folded(monkeypatch) -> list[int]:
+    """The indices of the messages whose summary lines are made from now on."""
+    made: list[int] = []
+    monkeypatch.setattr(summary, "lines_of", lambda domain, m, _f=summary.lines_of: made.append(m.index) or _f(domain, m))
+    return made
+
+
+def test_a_reopen_takes_the_stored_open_stage_and_makes_only_the_lines_after_it(tmp_path, small_past, monkeypatch):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    turns = conversation(420)
+    writer = ContextEditor("ecommerce", url)
+    writer.ingest(SESSION, turns[:400])
+    expected = contexts(writer)  # a warm editor's contexts
+    body = open_row(writer)
+    stage = writer._zone(SESSION).stages[body["stage"]]
+    assert body["stage"] == max(writer._zone(SESSION).stages) and body["last_index"] == stage.last_index == 399
+    assert body["lines"] == [line.to_dict() for line in stage.lines] and body["at"][1] == writer.store.messages(SESSION)[-1].hash
+
+    made = folded(monkeypatch)
+    reopened = reopen(url)
+    assert contexts(reopened) == expected and made == [], "no summary line made again"
+    # It goes on as the writer does; it stores the open stage again only every LAG messages.
+    puts = []
+    monkeypatch.setattr(reopened.store, "put_derived", lambda s, kind, *a, _f=reopened.store.put_derived: (
+        puts.append(kind) if kind == open_stage.KIND else None) or _f(s, kind, *a))
+    for m in turns[400:400 + 2 * open_stage.LAG]:  # (one store: each reads what the other added)
+        writer.add(SESSION, m) if m["role"] == "user" else reopened.add(SESSION, m)
+        assert contexts(reopened) == contexts(writer)
+    assert 1 <= puts.count(open_stage.KIND) <= 3 < 2 * open_stage.LAG  # (a stage may close on the way)
+    # A reopen after messages no render stored makes only theirs; its zone is the log's.
+    made.clear()
+    writer.ingest(SESSION, turns[400 + 2 * open_stage.LAG:])
+    expected = contexts(writer)
+    after = open_row(writer)["last_index"]
+    again = reopen(url)
+    made.clear()
+    assert contexts(again) == expected
+    assert made == [], "the writer's renders stored the open stage"
+    zone = again._zones[SESSION]
+    whole = summary.SummaryZone.rebuild(writer.domain, writer.store.messages(SESSION))
+    assert all(zone.stages[n].lines == whole.stages[n].lines for n in zone.stages)
+    assert after == writer.store.messages(SESSION)[-1].index
+
+
+def test_a_stage_a_reopen_took_open_is_stored_whole_once_it_closes(tmp_path, small_past):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    turns = conversation(460)
+    writer = ContextEditor("ecommerce", url)
+    writer.ingest(SESSION, turns[:400])
+    at = 400  # on to the last message of a stage: the next one (a user turn) begins the next stage
+    while not (turns[at]["role"] == "user" and compact.stage_of(writer.state(SESSION).round + 1) > compact.stage_of(writer.state(SESSION).round)):
+        writer.add(SESSION, turns[at])
+        at += 1
+    contexts(writer)
+    taken = open_row(writer)["stage"]
+    reopened = reopen(url)
+    contexts(reopened)
+    assert reopened._opens[SESSION][0] == taken
+    reopened.ingest(SESSION, turns[at:])  # the only writer now: its first message closes the stage it took open
+    whole = summary.SummaryZone.rebuild(reopened.domain, reopened.store.messages(SESSION))
+    stored = reopened.store.derived(SESSION, summary.KIND)
+    assert max(whole.stages) > taken + 1 and taken in stored
+    assert stored[taken] == whole.stages[taken].body()
+
+
+def test_a_reopen_folds_the_messages_the_stored_open_stage_lacks(tmp_path, small_past, monkeypatch):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    turns = conversation(404)
+    writer = ContextEditor("ecommerce", url)
+    writer.ingest(SESSION, turns[:400])
+    contexts(writer)
+    writer.ingest(SESSION, turns[400:])  # no render: the row lags by these
+    made = folded(monkeypatch)
+    reopened = reopen(url)
+    got = contexts(reopened)
+    assert made == [400, 401, 402, 403]
+    assert got == contexts(writer)
+
+
+@pytest.mark.parametrize("spoil", ["altered", "anchor", "closed", "version", "corrupt"])
+def test_a_spoiled_stored_open_stage_is_logged_and_made_from_the_log(tmp_path, small_past, spoil, caplog, monkeypatch):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    turns = conversation(430)
+    writer = ContextEditor("ecommerce", url)
+    writer.ingest(SESSION, turns[:400])
+    contexts(writer)
+    body = open_row(writer)
+    line = body["lines"][0]
+    if spoil == "altered":  # a line's text changed in the store: it must not reach a context
+        put = {**body, "lines": [{**line, "t": "INJECTED-TEXT"}, *body["lines"][1:]]}
+    elif spoil == "anchor":  # a well-formed row of another log (its last message is not this one)
+        stage = writer._zone(SESSION).stages[body["stage"]]
+        other = replace(writer.store.messages(SESSION)[-1], hash="0" * 64)
+        put = open_stage.row(writer.domain, SESSION, stage, other)
+    elif spoil == "version":
+        put = {**body, "version": "another"}
+    elif spoil == "corrupt":
+        put = {**body, "at": "x"}
+    else:  # the stage closed since (no render stored the new open one): stale
+        put = body
+        for m in turns[400:]:
+            writer.add(SESSION, m)
+        assert max(writer._zone(SESSION).stages) > body["stage"]
+    writer.store.put_derived(SESSION, open_stage.KIND, 0, put)
+    expected = contexts(ContextEditor("ecommerce", url))
+    writer.store.put_derived(SESSION, open_stage.KIND, 0, put)  # (that render stored it again)
+
+    caplog.set_level("INFO")
+    made = folded(monkeypatch)
+    reopened = reopen(url)
+    assert contexts(reopened) == expected
+    assert all("INJECTED-TEXT" not in xml for xml in contexts(reopened).values())
+    assert made, "the open stage was made from the log"
+    assert "[CE509]" in caplog.text and "summary_open" in caplog.text
+    level = {r.message.split("]")[0]: r.levelname for r in caplog.records if "summary_open" in r.message}
+    assert level == {"[CE509": "INFO" if spoil in ("closed", "version") else "WARNING"}
+    assert open_row(reopened) != put, "stored again by the render"
+
+
+def test_erasure_and_rebuild_drop_the_stored_open_stage(tmp_path, small_past):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    writer = ContextEditor("ecommerce", url)
+    secret = {"role": "user", "content": "My loyalty card is ZX-99817", "timestamp": "2024-06-30T09:00:00+08:00"}
+    writer.ingest(SESSION, [*conversation(397), secret, *conversation(2)])
+    contexts(writer)
+    assert "ZX-99817" in str(open_row(writer))
+    erase(writer.store, [SESSION], actor="dpo", reason="request 1", messages=[397])
+    assert open_row(writer) is None
+    reopened = reopen(url)
+    assert all("ZX-99817" not in xml for xml in contexts(reopened).values())
+    assert open_row(reopened) is not None and "ZX-99817" not in str(open_row(reopened))
+    reopened.rebuild_memory(SESSION)
+    assert open_row(reopened) is None

@@ -267,6 +267,16 @@ class SummaryZone:
             zone.last_index = max(zone.last_index, body["last_index"])
         return zone
 
+    def resume(self, stage: Stage) -> bool:
+        """Take `stage` as the open stage, as stored with its lines so far (`memory.open_stage`), if it
+        comes right after the stages held (its `before` is theirs); False, nothing changed, if not."""
+        if (self.stages and stage.number <= max(self.stages)) or stage.before != self._count():
+            return False
+        self.stages[stage.number] = stage
+        self.last_index = max(self.last_index, stage.last_index)
+        self._unsaved.add(stage.number)  # stored as a complete stage once the next one begins (`settled`)
+        return True
+
     def resume_round(self) -> int:
         """The first round whose messages may not all be folded in yet (derived data may lag
         the log after a crash between the two writes; it never runs ahead of it)."""
