@@ -520,8 +520,8 @@ class Renderer:
         # say the user's words; a sentence dropped as absorbed may hold a value extraction missed).
         text = unescape(probe.xml).lower()
         # ... and it must be smaller by more than the user's statements no value was read from that
-        # it leaves out (`minimal.unread_user`: "My favorites are scary movies." once the state took
-        # only the date around it): sending them costs the conversation form no more than that.
+        # it leaves out (`minimal.unread_user`: "I am in the mood for cambodian food." that no rule
+        # read): sending them costs the conversation form no more than that.
         lost = [u for u in plan.unread if u.lower() not in text]
         extra = segment_counter(self.model).tokenizer.count("\n".join(f"user: {u}" for u in lost)) if lost else 0
         if talk_probe.tokens >= probe.tokens + extra and all(minimal.says(text, v) for v in plan.spans):
