@@ -96,3 +96,34 @@ def test_an_out_of_scope_value_dropped_from_memory_stays_hidden(tmp_path):
     assert cards[0] not in track and "VIP-7000" not in track and "[card_number hidden]" in track
     assert capped.render("s", "pay").xml == full.render("s", "pay").xml
     assert len(capped.why("s", "card_number")["history"]) == len(full.state("s").fields["card_number"].history) >= 12
+
+
+@pytest.mark.parametrize("cap", [1, 3])
+def test_the_spans_a_capped_state_holds_in_compact_form_read_as_the_full_states(tmp_path, cap):
+    """`compact.covered_spans` of a capped state (live, or reopened from a snapshot) makes its
+    compact-form spans into the mapping only when a read needs them; every read of it answers as
+    the fully held state's does (a message's spans as a set: their order is not kept)."""
+    from context_editor.inject import compact
+    from context_editor.model import State
+
+    url = f"sqlite:///{tmp_path}/s.db"
+    editor = ContextEditor("ecommerce", url, history_cap=cap)
+    messages = golden_messages("ecommerce")
+    editor.ingest("s", [{**m, "timestamp": TS} for m in messages])
+    capped = editor.state("s")
+    assert any(fs.earlier is not None and fs.earlier.accepted for fs in capped.fields.values()), "entries in compact form"
+    full = State.fold(editor.domain.name, editor.domain.version_hash, "s", editor.store.edits("s"))
+    expected = {i: sorted(v) for i, v in compact.covered_spans(full)[0].items()}
+    snapshot = State.from_snapshot(capped.snapshot())
+    for state in (capped, snapshot):
+        compact._folds.clear()
+        first, texts = compact.covered_spans(state)
+        again, _ = compact.covered_spans(state)  # a second read of the same state: the fold is shared
+        assert texts == compact.covered_spans(full)[1]
+        for got in (first, again):
+            assert got._floor >= 0 and got._fold is not None
+            for index in range(-1, len(messages) + 2):  # reads one by one, before the whole mapping is made
+                assert sorted(got.get(index, ())) == expected.get(index, []), index
+                assert (index in got) == (index in expected)
+            assert {i: sorted(v) for i, v in got.items()} == expected and len(got) == len(expected)
+            assert sorted(got) == sorted(expected) and {i: sorted(got[i]) for i in got.keys()} == expected

@@ -20,7 +20,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..model import ROLES, State, pack_ints
 from .history import ID, Hidden, shown_text, words
@@ -100,10 +100,68 @@ class Provenances(dict[int, tuple[tuple[int, int], ...]]):
     """Provenance spans of accepted values by message index, as read off one live state.
     `journal`: the message indices in the order spans were added to that state (one list shared
     by every read of it); `version`: how many of them this read holds. Two reads of one state
-    differ exactly at journal[v1:v2], so the summary zone re-scores only those messages' lines."""
+    differ exactly at journal[v1:v2], so the summary zone re-scores only those messages' lines.
+
+    The spans a capped state holds in compact form only (`Earlier`: thousands in a reopened long
+    session, all of messages up to `_floor`) are made into this mapping when a read first needs
+    one, once per state (`_Fold.early`): a reopened session's render reads only its latest
+    messages'. So reads go through `get` and the other methods below, which add them in (a
+    message's spans may then be listed in another order: every reader treats them as a set)."""
 
     journal: list[int] | None = None
     version: int = 0
+    _fold: _Fold | None = None  # the state's fold, whose compact-form spans are not in the dict itself
+    _pending: int = 0  # how many of its compact-form arrays this read holds
+    _floor: int = -1  # the last message they name
+    _whole: dict[int, tuple[tuple[int, int], ...]] | None = None
+
+    def get(self, index: int, default: Any = None) -> Any:
+        got = dict.get(self, index, default)
+        if index > self._floor or self._fold is None:
+            return got
+        early = self._fold.early(self._pending).get(index)
+        return got if early is None else early if got is default else early + got
+
+    def whole(self) -> dict[int, tuple[tuple[int, int], ...]]:
+        """Every message's spans, the compact-form ones added in (made once per read)."""
+        if self._fold is None:
+            return self
+        if self._whole is None:
+            whole = dict(self._fold.early(self._pending))
+            for index, spans in dict.items(self):
+                whole[index] = whole[index] + spans if index in whole else spans
+            self._whole = whole
+        return self._whole
+
+    def __getitem__(self, index: int) -> tuple[tuple[int, int], ...]:
+        return self.whole()[index] if self._fold is not None else dict.__getitem__(self, index)
+
+    def __contains__(self, index: object) -> bool:
+        return index in self.whole() if self._fold is not None else dict.__contains__(self, index)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.whole()) if self._fold is not None else dict.__iter__(self)
+
+    def __len__(self) -> int:
+        return len(self.whole()) if self._fold is not None else dict.__len__(self)
+
+    def __eq__(self, other: object) -> bool:
+        return self.whole() == (other.whole() if isinstance(other, Provenances) else other) if self._fold is not None \
+            else dict.__eq__(self, other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return repr(self.whole()) if self._fold is not None else dict.__repr__(self)
+
+    def items(self) -> Any:
+        return self.whole().items() if self._fold is not None else dict.items(self)
+
+    def keys(self) -> Any:
+        return self.whole().keys() if self._fold is not None else dict.keys(self)
+
+    def values(self) -> Any:
+        return self.whole().values() if self._fold is not None else dict.values(self)
 
 
 @dataclass
@@ -114,6 +172,19 @@ class _Fold:
     seen: dict[str, tuple[Any, int]]  # field -> (its FieldState, history entries read, dropped ones included)
     by_message: dict[int, tuple[tuple[int, int], ...]]
     journal: list[int]
+    pending: list[Sequence[int]] = field(default_factory=list)  # compact-form spans, as first read (`Provenances`)
+    floor: int = -1  # the last message they name
+    _early: tuple[int, dict[int, tuple[tuple[int, int], ...]]] | None = None
+
+    def early(self, count: int) -> dict[int, tuple[tuple[int, int], ...]]:
+        """The spans of the first `count` compact-form arrays by message, made at the first read
+        that needs them (again only if a field first read later brought another array)."""
+        if self._early is None or self._early[0] != count:
+            early: dict[int, tuple[tuple[int, int], ...]] = {}
+            for flat in self.pending[:count]:
+                _earlier(flat, early)
+            self._early = (count, early)
+        return self._early[1]
 
 
 FOLDS = 64  # live states whose absorbed spans are kept up to date
@@ -136,8 +207,11 @@ def covered_spans(state: State) -> Absorbed:
     for name, fs in state.fields.items():
         got = fold.seen.get(name)
         dropped = fs.entries - len(fs.history)
-        if got is None and fs.earlier is not None:  # entries a capped state holds in compact form only
-            _earlier(fs.earlier.accepted, fold)
+        if got is None and fs.earlier is not None and fs.earlier.accepted:  # entries held in compact form only
+            flat = fs.earlier.accepted[:]  # (as they are now: more are added as the state drops entries)
+            fold.pending.append(flat)
+            fold.journal.extend(flat[0::3])
+            fold.floor = max(fold.floor, max(flat[0::3]))
         read = got[1] if got is not None else dropped
         # Every accepted value counts, superseded ones too: the state took that sentence in and
         # has moved on (a change of mind is not a fact to keep repeating).
@@ -151,20 +225,21 @@ def covered_spans(state: State) -> Absorbed:
             texts.extend(str(v).lower() for v in leaves(fs.value))
     provenance = Provenances(fold.by_message)
     provenance.journal, provenance.version = fold.journal, len(fold.journal)
+    if fold.pending:
+        provenance._fold, provenance._pending, provenance._floor = fold, len(fold.pending), fold.floor
     return provenance, texts
 
 
-def _earlier(flat: Sequence[int], fold: _Fold) -> None:
-    """Fold in the (message, start, end) triples a capped state holds in compact form. A reopened
+def _earlier(flat: Sequence[int], by_message: dict[int, tuple[tuple[int, int], ...]]) -> None:
+    """Add the (message, start, end) triples a capped state holds in compact form. A reopened
     long session holds thousands, one per message unless a field took two values from one: then
     they are made in one pass in C (no Python loop, no tuple made twice), else one by one."""
-    indices, by_message = flat[0::3], fold.by_message
-    fold.journal.extend(indices)
+    indices = flat[0::3]
     spans: dict[int, tuple[tuple[int, int], ...]] = dict(zip(indices, zip(zip(flat[1::3], flat[2::3]))))
     if len(spans) == len(indices):
         for index in spans.keys() & by_message.keys():  # (few: a message that gave other fields values too)
             spans[index] = by_message[index] + spans[index]
-        by_message.update(spans)  # (a message seen before keeps its place, as in the loop below)
+        by_message.update(spans)
         return
     for index, a, b in zip(indices, flat[1::3], flat[2::3]):
         by_message[index] = by_message.get(index, ()) + ((a, b),)
@@ -576,7 +651,7 @@ def seed_past(lines: list[SummaryLine], window_from: int, vocabulary: set[str], 
     if journal is None or before != past_before(window_from) or not isinstance(count, int) or not 0 <= count <= len(lines):
         return False
     try:
-        groups = {str(text): [int(rnd), [int(i) for i in src], str(rank), int(first), tuple(str(v) for v in values)]
+        groups = {str(text): [int(rnd), list(map(int, src)), str(rank), int(first), tuple(map(str, values))]
                   for text, rnd, src, rank, first, values in body["groups"]}
     except (KeyError, TypeError, ValueError):
         return False  # not a past this code wrote: score the lines again
