@@ -105,12 +105,12 @@ def test_imported_sgd_domain_extracts_by_slot_type(restaurants):
                                 {"role": "user", "content": "Sure, that works."}], now=NOW)
     assert state.get("restaurant_name") == "Sino"  # accepted: the user's value, source confirmation
     assert editor.why("s", "restaurant_name")["history"][-1]["source"] == "confirmation"
-    # Still short: the user's turns verbatim, of the state only what no shown turn said (the name
-    # came from the assistant's offer), of the assistant's turns only a value no one else says
-    # (the count found); each value once.
+    # Still short: the user's turns verbatim, of the state only what no shown turn said, of the
+    # assistant's turns a value no one else says (the count found) and the clause the accepted
+    # name was read from, in place of its state line (the words hold all of the name); each value once.
     xml = editor.render("s", "track").xml
-    assert "restaurant_name: Sino r3" in xml and "\nuser: Sure, that works." in xml and "\nuser: Please find" in xml
-    assert "city:" not in xml and "Sino in San Jose" not in xml and "\nassistant: I found 3.\n" in xml
+    assert "\nuser: Sure, that works." in xml and "\nuser: Please find" in xml
+    assert "restaurant_name:" not in xml and "city:" not in xml and "\nassistant: I found 3. How about Sino in San Jose?\n" in xml
 
 
 @pytest.mark.skipif(not SGD_SCHEMA.exists(), reason=f"SGD data not found at {SGD_SCHEMA}")

@@ -270,3 +270,24 @@ def test_entities_handed_to_sentences_equal_each_sentence_scanned_alone(data, do
         if sentence:
             alone = sorted((a, b) for m in _entity_matchers(domain) for a, b, _, _ in m.finditer(sentence))
             assert sorted(entities.in_sentence(sentence, offset + raw.index(sentence))) == alone, (text, sentence)
+
+
+# A capital letter and a full stop right after a Chinese name are an initial inside the name, not
+# a sentence's end: "北京工体A. Hotel酒店" is one hotel (a CrossWOZ name; `\b` sees no edge between
+# "体" and "A", so the initial rule did not apply and the summary line was cut at "A.", leaving
+# the name whole in neither half). "USA." and "12A." still end a sentence.
+@pytest.mark.parametrize("text,name,ends", [
+    ("为您推荐北京工体A. Hotel酒店，评分4.5分。还有别的需要吗？", "北京工体A. Hotel酒店", "还有别的需要吗？"),
+    ("I found the 北京工体A. Hotel near the stadium, rated 4.5. We met in the USA. It is at Gate 12A. Shall I book it?",
+     "北京工体A. Hotel", "Shall I book it?"),
+])
+def test_an_initial_after_a_chinese_name_does_not_end_the_summary_sentence(text, name, ends):
+    from context_editor.domain import load_domain
+    from context_editor.memory.summary import lines_of, sentences
+    from context_editor.model import Message
+    lines = lines_of(load_domain("travel"), Message("s", 1, 1, "assistant", text))
+    holding = [line for line in lines if name in line.text]
+    assert len(holding) == 1 and holding[0].text.startswith(text[:4]), [line.text for line in lines]
+    assert sentences(text)[-1] == ends
+    if "USA" in text:
+        assert "We met in the USA." in sentences(text) and "It is at Gate 12A." in sentences(text)

@@ -76,6 +76,16 @@ def turns(xml: str, editor: ContextEditor, session: str = "c") -> dict[str, str]
     return {line["src"]: line["text"] for line in shown_lines(ET.fromstring(xml), roles(editor, session))}
 
 
+def state_form(editor: ContextEditor, monkeypatch):
+    """The track render of session "c" as the state form alone (the conversation form not tried)."""
+    with monkeypatch.context() as m:
+        m.setattr(minimal, "whole", lambda messages: False)
+        editor._rendered.clear()
+        structured = editor.render("c", "track")
+    editor._rendered.clear()
+    return structured
+
+
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_each_value_once_and_what_the_state_did_not_take_stays(tmp_path, language):
     editor = ContextEditor(domain_file(tmp_path, "restaurant", history_rounds=1), "memory://")  # no longer loads it all
@@ -117,11 +127,7 @@ def test_a_short_conversation_is_sent_as_the_user_said_it_unless_a_smaller_form_
         if role != "user":
             continue
         small = editor.render("c", "track")
-        with monkeypatch.context() as m:  # the other candidate: the state form alone
-            m.setattr(minimal, "whole", lambda messages: False)
-            editor._rendered.clear()
-            structured = editor.render("c", "track")
-        editor._rendered.clear()
+        structured = state_form(editor, monkeypatch)  # the other candidate: the state form alone
         assert small.tokens == count_tokens(small.xml)
         messages = editor.store.messages("c")
         lines = [(m.role, line) for m in messages for line in lines_of(domain, m)]
@@ -290,33 +296,65 @@ def test_a_line_says_its_number_only_where_the_order_does_not_tell_it(tmp_path, 
     assert any(f"\nm{i} user: " in ctx.xml for i in range(2, 12))  # the last render skips absorbed user turns
 
 
-# A user turn with words no rule reads: the state form leaves it out once the state holds its values.
-BIRTHDAY = {"en": "Great, thank you so much. It is my mother's birthday and the whole family is coming along, "
-                  "so we are all really looking forward to it, and we will certainly be there on time.",
-            "zh": "太好了，谢谢你。那天是我妈妈的生日，全家人都会一起来，我们都非常期待，一定会准时到的，麻烦你了。"}
+# A statement about the booking that no rule reads (no field holds a seat's place), and no
+# pleasantry: it shares words with the action's description.
+SEATING = {"en": "Great, thank you so much. Please keep us a quiet table by the window, far from the kitchen and the door, "
+                 "because the people dining with us are elderly and hard of hearing, and they will want to talk.",
+           "zh": "太好了，谢谢你。我们用餐想要一个安静的位子，最好靠窗，同桌的都是老人家。"}
+DESCRIPTION = '"Track a table booking: the restaurant, its city, the people dining and the time. 预订餐厅的位子：餐厅、城市、用餐人数和时间。"'
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
-def test_conversation_form_always_keeps_the_user_turns_the_state_form_would_leave_out(tmp_path, language):
-    """`conversation_form: always` (the importers' `track`): while the whole conversation is
-    loaded it is sent as the user said it whenever it fits, so a turn whose words no rule read
-    ("my mother's birthday") is not lost with the values the state took from around it; the
-    default (`smaller`) sends the state form once that is smaller and says every value-like span."""
+def test_the_state_form_must_be_smaller_by_more_than_the_statements_no_value_was_read_from(tmp_path, language, monkeypatch):
+    """`conversation_form: smaller` (the default): while the whole conversation is loaded, the
+    state form is sent only when it is smaller than the conversation as the user said it by more
+    than the user's statements it leaves out that no value was read from, that hold no value-like
+    span and that are about the action (`minimal.unread_user`: "a quiet table by the window",
+    words no rule reads). Here it is not: the conversation is sent, the statement with it."""
+    path = with_option(domain_file(tmp_path, "restaurant", history_rounds=5), "description", DESCRIPTION)  # the whole conversation
+    editor = ContextEditor(path, "memory://")
+    talk = TALK[language] + MORE[language]
+    talk = [*talk[:8], ("user", SEATING[language]), *talk[9:]]
+    for role, text in talk:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    ctx = editor.render("c", "track")
+    shown = turns(ctx.xml, editor)
+    assert {f"m{i}": text for i, (role, text) in enumerate(talk) if role == "user"}.items() <= shown.items()
+    assert shown["m8"] == SEATING[language] and ctx.tokens == count_tokens(ctx.xml)
+    assert editor.why_message("c", "m8", action="track")["shown"]["line"] == SEATING[language]
+    structured = state_form(editor, monkeypatch)  # the other candidate: smaller, without the statement
+    window = "window" if language == "en" else "靠窗"
+    assert window not in structured.xml and "<state>" in structured.xml and structured.tokens < ctx.tokens
+
+
+# Every value restated: the state form holds the conversation's values in fewer tokens, and the
+# user's statements all hold one (nothing is left unread).
+RESTATED_ALL = {"en": [("user", "Hello there, I would really like to book a nice table at Sino in Boston for 4 people, please."),
+                       ("assistant", "Sure. Anything else?"),
+                       ("user", "Sorry, to be clear: the table is for 4 people, at Sino, in Boston, please."),
+                       ("assistant", "Done."), ("user", "Thanks.")],
+                "zh": [("user", "你好，麻烦你帮我在上海订一家餐厅，就订鼎泰丰吧，谢谢你了。"), ("assistant", "好的。还有别的吗？"),
+                       ("user", "不好意思，再确认一下，还是在上海订鼎泰丰，没错吧。"), ("assistant", "好的。"), ("user", "谢谢。")]}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_conversation_form_always_sends_the_conversation_whenever_it_fits(tmp_path, language):
+    """`conversation_form: always`: while the whole conversation is loaded it is sent as the user
+    said it whenever it fits the budget, though the state form (which the default, `smaller`,
+    sends here: smaller, every value-like span said, no statement left unread) is smaller."""
     smaller = domain_file(tmp_path, "restaurant", history_rounds=5)  # the whole conversation is loaded
     always = with_option(smaller, "conversation_form", "always")
-    talk = TALK[language] + MORE[language]
-    talk = [*talk[:8], ("user", BIRTHDAY[language]), *talk[9:]]
+    talk = RESTATED_ALL[language]
     editors = {"smaller": ContextEditor(smaller, "memory://"), "always": ContextEditor(always, "memory://")}
     for role, text in talk:
         for e in editors.values():
             e.add("c", {"role": role, "content": text, "timestamp": STAMP})
     ctx = {k: e.render("c", "track") for k, e in editors.items()}
-    birthday = "birthday" if language == "en" else "生日"
-    assert birthday not in ctx["smaller"].xml and "<state>" in ctx["smaller"].xml  # the state form: smaller, every span said
+    assert "<state>" in ctx["smaller"].xml and turns(ctx["smaller"].xml, editors["smaller"]) == {"m4": talk[4][1]}
     shown = turns(ctx["always"].xml, editors["always"])
     assert {f"m{i}": text for i, (role, text) in enumerate(talk) if role == "user"}.items() <= shown.items()
-    assert shown["m8"] == BIRTHDAY[language]
-    assert editors["always"].why_message("c", "m8", action="track")["shown"]["line"] == BIRTHDAY[language]
+    assert "<state>" not in ctx["always"].xml  # every value's turn is shown
+    assert editors["always"].why_message("c", "m2", action="track")["shown"]["line"] == talk[2][1]
     assert ctx["always"].tokens == count_tokens(ctx["always"].xml) and ctx["smaller"].tokens < ctx["always"].tokens
     # Not whole within the budget: the state form, as before (the budget is exact either way).
     tight = editors["always"].render("c", "track", budget=ctx["smaller"].tokens)
@@ -350,3 +388,56 @@ def test_user_clauses_all_keeps_of_a_user_line_only_the_clauses_the_state_did_no
     assert turns(ctx["all"].xml, editors["all"])["m4"] == CLAUSE[language]  # the clause the state did not take
     assert editors["all"].why_message("c", "m4", action="track")["shown"]["line"] == CLAUSE[language]
     assert ctx["all"].tokens < ctx["older"].tokens
+
+
+# An offer the user took: the state holds the name it read ("Rosie's", "海底捞"), the assistant said
+# more of it ("Rosie's by the harbour", "海底捞外滩店": a longer name, a branch).
+TAKEN = {"en": [("user", "A table for 4 in Boston at 7pm, please."),
+                ("assistant", "Sure. How about Rosie's by the harbour, a quiet place?"), ("user", "Sure, that works.")],
+         "zh": [("user", "晚上7点在上海找家餐厅，4位。"), ("assistant", "好的。推荐海底捞外滩店，环境安静，可以吗？"), ("user", "可以。")]}
+TAKEN_CLAUSE = {"en": "How about Rosie's by the harbour", "zh": "推荐海底捞外滩店"}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_conversation_form_shows_the_clause_a_value_was_read_from_in_place_of_its_state_line(tmp_path, language):
+    """The conversation as the user said it shows the assistant's clause a present value was read
+    from, and not the value's state line: the words hold all that was said of it (SGD's "Alchemy
+    John MD" was read as `John MD`), once; the value stays explainable by `why`."""
+    editor = ContextEditor(domain_file(tmp_path, "restaurant"), "memory://")  # the whole conversation is loaded
+    for role, text in TAKEN[language]:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    name = editor.state("c").fields["name"]
+    assert name.value == ("Rosie's" if language == "en" else "海底捞") and name.provenance.message_index == 1
+    ctx = editor.render("c", "track")
+    assert ctx.tokens == count_tokens(ctx.xml)
+    shown = turns(ctx.xml, editor)
+    assert shown["m1"] == TAKEN_CLAUSE[language]  # the clause with the name, not the pleasantry after it
+    assert "name:" not in ctx.xml and "<state>" not in ctx.xml  # every value is said by a shown line
+    assert editor.why_message("c", "m1", action="track")["shown"]["line"] == TAKEN_CLAUSE[language]
+    assert editor.why("c", "name")["provenance"]["message_index"] == 1
+
+
+# The assistant named a place the state reads only part of: the enum knows "Sino", the name is
+# "Golden Sino" (SGD train: "Alchemy John MD" read as `John MD`).
+PART = {"en": [("user", "Hello there, I would really like to book a nice table in Boston for 4 people, please."),
+               ("assistant", "Sure. Golden Sino has a quiet table, shall I book it?"), ("user", "Yes, book it."),
+               ("assistant", "Done."), ("user", "Thanks.")],
+        "zh": [("user", "你好，麻烦你帮我在上海找家餐厅，谢谢你了。"), ("assistant", "好的。为您推荐Golden Sino，环境不错，可以吗？"),
+               ("user", "可以。"), ("assistant", "好的。"), ("user", "谢谢。")]}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_value_read_from_part_of_a_name_keeps_the_whole_name(tmp_path, language, monkeypatch):
+    """A value read from part of a name (the capitalised words around its span: `minimal.named`)
+    leaves the rest of the name a span the state form does not say: the conversation form is
+    sent, with the clause that holds the whole name in place of the value's state line."""
+    editor = ContextEditor(domain_file(tmp_path, "restaurant", history_rounds=5), "memory://")  # the whole conversation
+    for role, text in PART[language]:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    name = editor.state("c").fields["name"]
+    assert name.value == "Sino" and name.provenance.message_index == 1
+    ctx = editor.render("c", "track")
+    assert "Golden Sino" in turns(ctx.xml, editor)["m1"] and "name:" not in ctx.xml
+    assert ctx.tokens == count_tokens(ctx.xml)
+    structured = state_form(editor, monkeypatch)  # the other candidate: smaller, "Sino" alone
+    assert "name: Sino" in structured.xml and "Golden" not in structured.xml and structured.tokens < ctx.tokens

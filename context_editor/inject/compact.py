@@ -301,6 +301,8 @@ def mask(line: SummaryLine, hidden: Hidden) -> str:
     return shown_text(text, hidden)
 
 
+NOTE_OVERLAP = 2  # words a note must share with the action's vocabulary to be about it
+
 ZONE_MEMO = 256  # zone_lines results kept (a session's renders between two of its messages reuse one)
 _zone_memo: dict[tuple[Any, ...], tuple[list[SummaryLine], list[ZoneLine]]] = {}
 _interned: dict[Any, Any] = {}
@@ -416,7 +418,7 @@ def _line_worth(line: SummaryLine, vocabulary: set[str], absorbed: Absorbed, hid
     overlap = len(words(line.text) & vocabulary) if rank == NOTE else 0
     text = mask(line, hidden)
     shown = tuple(v for v in spans if v in text.lower())  # a masked value is not there to repeat
-    return None if rank == NOTE and overlap < 2 else (rank, overlap, text, shown)
+    return None if rank == NOTE and overlap < NOTE_OVERLAP else (rank, overlap, text, shown)
 
 
 @dataclass

@@ -22,11 +22,11 @@ the same thing three times. With `minimal: true` on an action (docs/domain-forma
   lines: its values are those domains' to keep;
 - while the whole conversation is loaded (`recent_rounds + history_rounds` reach its first
   message), the conversation as the user said it is the other candidate: every user turn
-  verbatim, of the assistant's and tools' turns only the sentences holding a value-like span no
-  user turn says (`said_lines`: what was offered, found or stated; questions and pleasantries
-  hold none), the sentences of one message on one line, and only the state values no shown turn
-  was the source of. Both are counted exactly and the smaller one is sent
-  (`render.Renderer._cheaper`).
+  verbatim, of the assistant's and tools' turns only the clauses holding a value-like span no
+  user turn says or a present value was read from (`said_lines`: what was offered, found or
+  stated; questions and pleasantries hold none), the sentences of one message on one line, and
+  only the state values no shown turn or clause was the source of. Both are counted exactly and
+  the smaller one is sent (`render.Renderer._cheaper`).
 
 Everything here is a choice among what the plan already holds (turns, summary lines and their
 open values, fields and their provenance, the offers the state logged): nothing is extracted
@@ -218,22 +218,31 @@ def words_of(line: compact.SummaryLine) -> list[tuple[int, int]]:
 def said_lines(summary: Sequence[compact.SummaryLine], user_text: str, hidden: history.Hidden,
                elsewhere: set[int], present: Mapping[int, compact.Spans]) -> list[compact.ZoneLine]:
     """For the conversation as the user said it: the assistant's and tools' sentences holding a
-    value-like span that no user turn says (`user_text`, lowercased, as shown) and no present
-    value was read from (`present`, by message: the state shows it, once). Judged against the
-    words, not the state: a value the state misread, or an offer the user took without the
-    offer mechanism seeing it, stays in its sentence; a question ("What city?") or pleasantry
-    holds no value and goes. None of messages that speak for other domains (`elsewhere`)."""
+    value-like span that no user turn says (`user_text`, lowercased, as shown), or that a present
+    value was read from (`present`, by message). Judged against the words, not the state: a value
+    the state misread, or an offer the user took without the offer mechanism seeing it, stays in
+    its sentence; a question ("What city?") or pleasantry holds no value and goes. The clause a
+    present value was read from is shown in place of the value's state line (`Renderer._talk`
+    leaves that out): the state may hold less of it than was said ("John MD" of "Alchemy John MD
+    is a general practitioner", "Aaron Tward" of "Aaron Tward, M.D."), the words hold it all, once.
+    Only the spans no user turn says are `open` (what the state form must say to compete). None
+    of messages that speak for other domains (`elsewhere`)."""
     out = []
     for line in summary:
         if line.role == "user" or not line.spans or line.index in elsewhere:
             continue
-        read = present.get(line.index, ()) if line.start >= 0 else ()
+        end = line.start + len(line.text)
+        read = [(p0 - line.start, p1 - line.start) for p0, p1 in present.get(line.index, ())
+                if line.start >= 0 and line.start <= p0 and p1 <= end]
         unsaid = [(a, b) for a, b in words_of(line) if not says(user_text, line.text[a:b].lower())
-                  and not any(p0 <= line.start + a and line.start + b <= p1 for p0, p1 in read)]
-        if unsaid:
+                  and not any(p0 <= a and b <= p1 for p0, p1 in read)]
+        # A value read from part of a name ("John MD" of "Alchemy John MD"): the whole name is a
+        # span the state form does not say.
+        unsaid += [n for p in read if (n := named(line.text, *p)) != p and not says(user_text, line.text[n[0]:n[1]].lower())]
+        if unsaid or read:
             # Only its clauses that hold such a span ("抱歉，…，推荐您去讲礼驴肉馆。" keeps the last);
             # whole where part of the message is hidden from this action (masked by its offsets).
-            text = line.text if hidden.spans.get(line.index) else _clauses(line.text, unsaid)
+            text = line.text if hidden.spans.get(line.index) else _clauses(line.text, unsaid + read)
             out.append(compact.ZoneLine(compact.mask(replace(line, text=text), hidden), line.round, (line.index,),
                                         compact.VALUE, compact.stage_of(line.round), line.role,
                                         tuple(dict.fromkeys(line.text[a:b].lower() for a, b in unsaid))))
@@ -241,6 +250,18 @@ def said_lines(summary: Sequence[compact.SummaryLine], user_text: str, hidden: h
 
 
 _CLAUSE = re.compile(r"[^，,；;]+[，,；;]?\s*")
+_CAPITALS_BEFORE = re.compile(r"(?:(?<![A-Za-z0-9'])[A-Z][A-Za-z]* )+$")
+_CAPITALS_AFTER = re.compile(r"(?: [A-Z][A-Za-z]*(?![A-Za-z0-9']))+")
+
+
+def named(text: str, a: int, b: int) -> tuple[int, int]:
+    """The span a..b of `text` grown over the capitalised words right before and after it, one
+    space apart: the whole name a value was read from part of ("Alchemy John MD" around "John MD",
+    "Lotus Thai" around "Lotus", "推荐Golden Sino" around "Sino"). Latin words only: a Chinese name is
+    a span of its own."""
+    before = _CAPITALS_BEFORE.search(text, 0, a)
+    after = _CAPITALS_AFTER.match(text, b)
+    return (before.start() if before else a, after.end() if after else b)
 
 
 def _clauses(text: str, spans: Sequence[tuple[int, int]]) -> str:
@@ -248,6 +269,28 @@ def _clauses(text: str, spans: Sequence[tuple[int, int]]) -> str:
     a clause cut off before the end leaves its comma out."""
     kept = [m.group(0) for m in _CLAUSE.finditer(text) if any(a < m.end() and m.start() < b for a, b in spans)]
     return "".join(kept).strip().rstrip("，,；;") if kept else text
+
+
+def unread_user(summary: Sequence[compact.SummaryLine], absorbed: compact.Absorbed, before: int,
+                elsewhere: set[int], vocabulary: set[str]) -> tuple[str, ...]:
+    """The user's statements (sentences not ending in a question mark) of messages before `before`
+    (the latest user message) with no value-like span that no value was read from, by any state
+    of the envelope (`absorbed`), and that are about the action as a note must be (as many words
+    of its `vocabulary`: compact.NOTE_OVERLAP): words no rule took ("I am in the mood for
+    cambodian food.", "门票还是免费的。"), which the state form leaves out and the conversation form
+    says; not pleasantries ("那太好了，帮我省钱了啊。"). A sentence with value-like spans is said by the
+    state form or held by `spans_of`; a question asks for something, its values are its spans or
+    the answer's. None of messages that speak for other domains (`elsewhere`)."""
+    out = []
+    for line in summary:
+        if line.role != "user" or line.spans or line.index >= before or line.index in elsewhere or line.start < 0 \
+                or line.text.rstrip().endswith(("?", "？")):
+            continue
+        end = line.start + len(line.text)
+        if not any(p0 < end and line.start < p1 for p0, p1 in absorbed[0].get(line.index, ())) \
+                and len(history.words(line.text) & vocabulary) >= compact.NOTE_OVERLAP:
+            out.append(line.text)
+    return tuple(out)
 
 
 def spans_of(user: Sequence[compact.SummaryLine], said: Sequence[compact.ZoneLine]) -> tuple[str, ...]:

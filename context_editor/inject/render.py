@@ -415,6 +415,7 @@ class _Plan:
     dialogue: list[list[Message]] = field(default_factory=list)
     said: list[compact.ZoneLine] = field(default_factory=list)  # its assistant sentences (minimal.said_lines)
     spans: tuple[str, ...] = ()  # the value-like spans of its user turns and of `said` (lowercased)
+    unread: tuple[str, ...] = ()  # its user sentences no value was read from (minimal.unread_user)
     # A minimal render's lines made so far (`_flat_lines`); not copied by `replace`.
     lines_memo: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] = field(default_factory=dict, init=False, repr=False)
 
@@ -531,8 +532,9 @@ class Renderer:
     def _cheaper(self, plan: _Plan, state: State, kept: dict[str, int], probe: _Probe) -> tuple[_Plan, dict[str, int], _Probe]:
         """A minimal plan whose whole conversation is loaded, or the conversation as the user said
         it (every user turn verbatim, what the assistant said as the plan shows it, and only the
-        state values no shown turn was the source of): whichever counts fewer tokens. The other
-        form is taken only whole (nothing dropped) and strictly smaller (`conversation_form: smaller`)."""
+        state values no shown turn or clause was the source of): whichever counts fewer tokens. The other
+        form is taken only whole (nothing dropped) and strictly smaller (`conversation_form: smaller`),
+        by more than the user's statements it leaves unread."""
         talk = self._talk(plan, state)
         talk_kept, talk_probe = self._fit(talk, state)
         if talk_probe.dropped:
@@ -541,28 +543,40 @@ class Renderer:
         # word (a state value shown in its own form, "02:15" for "the afternoon 2:15", does not
         # say the user's words; a sentence dropped as absorbed may hold a value extraction missed).
         text = unescape(probe.xml).lower()
-        if talk_probe.tokens >= probe.tokens and all(minimal.says(text, v) for v in plan.spans):
+        # ... and it must be smaller by more than the user's statements no value was read from that
+        # it leaves out (`minimal.unread_user`: "I am in the mood for cambodian food." that no rule
+        # read): sending them costs the conversation form no more than that.
+        lost = [u for u in plan.unread if u.lower() not in text]
+        extra = segment_counter(self.model).tokenizer.count("\n".join(f"user: {u}" for u in lost)) if lost else 0
+        if talk_probe.tokens >= probe.tokens + extra and all(minimal.says(text, v) for v in plan.spans):
             return plan, kept, probe
         return talk, talk_kept, talk_probe
 
     def _talk(self, plan: _Plan, state: State) -> _Plan:
         """The conversation as the user said it, of a minimal plan whose whole conversation is
         loaded: every user turn verbatim, what the assistant said as the plan shows it (`said`),
-        and only the state values no shown turn was the source of."""
+        and only the state values no shown turn or clause was the source of."""
         latest = {m.index for unit in plan.latest for m in unit}
         said = [u for u in plan.dialogue if any(m.role == "user" for m in u) and not latest.intersection(m.index for m in u)]
         recent = sorted(said + plan.recent, key=lambda u: u[0].index)
         shown = {m.index for unit in recent + plan.latest for m in unit}
-        return replace(plan, recent=recent, dialogue=[], said=[], spans=(), zone={**plan.zone, "replies": plan.said},
-                       optional=[n for n in plan.optional if self._source_of(plan, state, n) not in shown])
+        # The assistant's clauses a value was read from say it (`minimal.said_lines`).
+        clauses: dict[int, list[str]] = {}
+        for z in plan.said:
+            clauses.setdefault(z.sources[0], []).append(z.text.lower())
+        return replace(plan, recent=recent, dialogue=[], said=[], spans=(), unread=(), zone={**plan.zone, "replies": plan.said},
+                       optional=[n for n in plan.optional if not self._said(plan, state, n, shown, clauses)])
 
-    def _source_of(self, plan: _Plan, state: State, name: str) -> int | None:
-        """The message a field's value was read from (None: no message of this conversation)."""
+    def _said(self, plan: _Plan, state: State, name: str, shown: set[int], clauses: dict[int, list[str]]) -> bool:
+        """Whether the conversation form shows where a field's value was read: its message is shown
+        as a turn, or its span in a clause shown of an assistant's or tool's message."""
         if plan.sections:
             domain, name = name.split(".", 1)
             state = plan.sections[domain][1]
         p = state.fields[name].provenance
-        return p.message_index if p is not None and p.message_index >= 0 else None
+        if p is None or p.message_index < 0:
+            return False
+        return p.message_index in shown or any(p.text.lower() in c for c in clauses.get(p.message_index, ()))
 
     def _fallback(self, plan: _Plan, state: State, messages: list[Message], lost: list[str],
                   summary: list[compact.SummaryLine] | None, anchors: dict[str, dict[str, Any]] | None,
@@ -642,6 +656,7 @@ class Renderer:
                                         self._relations(state, present)) if not spec.minimal else []
         said_lines: list[compact.ZoneLine] = []
         spans: tuple[str, ...] = ()
+        unread: tuple[str, ...] = ()
         if spec.minimal:
             # Each value once (inject/minimal.py): older turns only through their open lines, the
             # message the latest user turn replies to while it is pending.
@@ -661,6 +676,8 @@ class Renderer:
                 said_lines = minimal.said_lines(every, user_text, hidden, minimal.foreign(summary, envelope),
                                                 taken_by if taken_by is not None else minimal.taken([state]))
                 spans = minimal.spans_of([z for z in every if z.role == "user"], said_lines)
+                unread = minimal.unread_user(summary, absorbed, latest[0].index if latest else messages[-1].index + 1,
+                                             minimal.foreign(summary, envelope), vocabulary)
         return _Plan(
             action=action, spec=spec, budget=resolved, limit=limit,
             template=self.env.get_template(template_name) if template_name else self._template(spec),
@@ -668,7 +685,7 @@ class Renderer:
             alerts=self._alerts(state, spec, names), fixed_alerts=scorer_alerts + (extra_alerts or []), anchors=anchors, seen=seen,
             recent=recent, latest=[latest] if latest else [], ranked=ranked, entities=entities, zone=zone,
             dialogue=history.chains(visible) if spec.minimal and not found and minimal.whole(messages) and len(visible) == sum(
-                1 for m in messages if m.role != "system") else [], said=said_lines, spans=spans,
+                1 for m in messages if m.role != "system") else [], said=said_lines, spans=spans, unread=unread,
             wanted_back=wanted_back,
             window_from=window_from, oversized=sum(1 for m in messages if m.role != "system" and len(m.content) > too_big))
 

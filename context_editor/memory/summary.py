@@ -38,8 +38,10 @@ ANCHORS_KEY = -1  # the stage key that holds the goal and subtask anchors
 
 # A sentence ends at 。！？!?；; or at a full stop followed by space and no lower-case word, unless
 # the stop ends a title or an initial ("3.5", "www.x.com", "7 p.m. tomorrow", "Ms. Lindqvist" and
-# "J. Smith" stay whole; "a restaurant. Is there" is two sentences).
-_TITLE_STOP = r"(?:(?<=\b[A-Z])|(?<=\b(?:Mr|Ms|Dr|St|Jr|Sr|No))|(?<=\bMrs)|(?<=\bProf))\."
+# "J. Smith" stay whole; "a restaurant. Is there" is two sentences). An initial is a capital letter
+# no Latin letter or digit comes right before: a Chinese name may run into it ("北京工体A. Hotel酒店"
+# is one hotel, though "体" is a word character and `\b` sees no edge there); "USA." and "12A." end.
+_TITLE_STOP = r"(?:(?<![A-Za-z0-9][A-Z])(?<=[A-Z])|(?<=\b(?:Mr|Ms|Dr|St|Jr|Sr|No))|(?<=\bMrs)|(?<=\bProf))\."
 _SENTENCE = re.compile(rf"(?:[^。！？!?；;.\n]|\.(?!\s|$)|\.(?=\s+[a-z])|{_TITLE_STOP})+[。！？!?；;.]?")
 _CLAUSE = re.compile(r"[^，,、]+[，,、]?")
 _VALUE_SPANS = re.compile(
