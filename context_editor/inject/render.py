@@ -547,7 +547,7 @@ class Renderer:
         # it leaves out (`minimal.unread_user`: "I am in the mood for cambodian food." that no rule
         # read): sending them costs the conversation form no more than that.
         lost = [u for u in plan.unread if u.lower() not in text]
-        extra = segment_counter(self.model).tokenizer.count("\n".join(f"user: {u}" for u in lost)) if lost else 0
+        extra = segment_counter(self.model).count_said([("user", u) for u in lost]) if lost else 0
         if talk_probe.tokens >= probe.tokens + extra and all(minimal.says(text, v) for v in plan.spans):
             return plan, kept, probe
         return talk, talk_kept, talk_probe
