@@ -48,6 +48,14 @@ def reopen(store) -> ContextEditor:
     return ContextEditor("ecommerce", store)
 
 
+def written(tmp_path, messages: list[dict]) -> tuple[str, ContextEditor]:
+    """A SQLite store's URL, and the editor that wrote `messages` of SESSION to it."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    writer = ContextEditor("ecommerce", url)
+    writer.ingest(SESSION, messages)
+    return url, writer
+
+
 def store_of(url: str):
     """A URL names the same data for every editor, except memory://, which is per store object."""
     return open_store(url) if url == "memory://" else url
@@ -74,10 +82,8 @@ def test_a_reopened_session_renders_what_the_writer_renders(store_url, small_pas
 
 
 def test_a_reopened_render_takes_the_stored_spans_digest_while_no_edit_touched_the_past(tmp_path, small_past, monkeypatch):
-    url = f"sqlite:///{tmp_path / 's.db'}"
     turns = conversation(430)
-    writer = ContextEditor("ecommerce", url)
-    writer.ingest(SESSION, turns[:400])
+    url, writer = written(tmp_path, turns[:400])
     contexts(writer)
     writer.ingest(SESSION, turns[400:410])  # edits after the rows' anchor, none on a message the past read
     expected = contexts(writer)
@@ -89,9 +95,7 @@ def test_a_reopened_render_takes_the_stored_spans_digest_while_no_edit_touched_t
 
 
 def test_the_stored_spans_digest_holds_only_for_its_own_log_and_untouched_reads(tmp_path, small_past):
-    url = f"sqlite:///{tmp_path / 's.db'}"
-    writer = ContextEditor("ecommerce", url)
-    writer.ingest(SESSION, conversation(410))
+    url, writer = written(tmp_path, conversation(410))
     contexts(writer)
     for body in writer.store.derived(SESSION, past.KIND).values():
         seq, hash_ = past.anchor(body)
@@ -107,9 +111,7 @@ def test_the_stored_spans_digest_holds_only_for_its_own_log_and_untouched_reads(
 
 @pytest.mark.parametrize("spoil", ["stale", "corrupt", "missing", "spans", "anchor"])
 def test_a_spoiled_stored_past_falls_back_to_the_log(tmp_path, small_past, spoil, caplog):
-    url = f"sqlite:///{tmp_path / 's.db'}"
-    writer = ContextEditor("ecommerce", url)
-    writer.ingest(SESSION, conversation(400))
+    url, writer = written(tmp_path, conversation(400))
     expected = contexts(writer)
     rows = writer.store.derived(SESSION, past.KIND)
     key, body = next(iter(rows.items()))
@@ -133,9 +135,7 @@ def test_a_spoiled_stored_past_falls_back_to_the_log(tmp_path, small_past, spoil
 
 
 def test_the_fingerprint_names_the_domain_version_and_the_state(tmp_path, small_past):
-    url = f"sqlite:///{tmp_path / 's.db'}"
-    writer = ContextEditor("ecommerce", url)
-    writer.ingest(SESSION, conversation(400))
+    url, writer = written(tmp_path, conversation(400))
     contexts(writer)
     key, body = next(iter(writer.store.derived(SESSION, past.KIND).items()))
     action = list(writer.domain.actions)[key]
@@ -150,11 +150,9 @@ def test_the_fingerprint_names_the_domain_version_and_the_state(tmp_path, small_
 
 
 def test_erasure_drops_the_stored_past_and_no_row_brings_the_text_back(tmp_path, small_past):
-    url = f"sqlite:///{tmp_path / 's.db'}"
     secret = {"role": "user", "content": "My loyalty card is ZX-99817, I prefer black headphones",
               "timestamp": "2024-04-30T09:00:00+08:00"}
-    writer = ContextEditor("ecommerce", url)
-    writer.ingest(SESSION, [secret, *conversation(400)])
+    url, writer = written(tmp_path, [secret, *conversation(400)])
     assert "ZX-99817" in str(writer.store.derived(SESSION, "summary"))
     contexts(writer)
     assert writer.store.derived(SESSION, past.KIND)
@@ -181,10 +179,8 @@ def folded(monkeypatch) -> list[int]:
 
 
 def test_a_reopen_takes_the_stored_open_stage_and_makes_only_the_lines_after_it(tmp_path, small_past, monkeypatch):
-    url = f"sqlite:///{tmp_path / 's.db'}"
     turns = conversation(420)
-    writer = ContextEditor("ecommerce", url)
-    writer.ingest(SESSION, turns[:400])
+    url, writer = written(tmp_path, turns[:400])
     expected = contexts(writer)  # a warm editor's contexts
     body = open_row(writer)
     stage = writer._zone(SESSION).stages[body["stage"]]
@@ -218,10 +214,8 @@ def test_a_reopen_takes_the_stored_open_stage_and_makes_only_the_lines_after_it(
 
 
 def test_a_stage_a_reopen_took_open_is_stored_whole_once_it_closes(tmp_path, small_past):
-    url = f"sqlite:///{tmp_path / 's.db'}"
     turns = conversation(460)
-    writer = ContextEditor("ecommerce", url)
-    writer.ingest(SESSION, turns[:400])
+    url, writer = written(tmp_path, turns[:400])
     at = 400  # on to the last message of a stage: the next one (a user turn) begins the next stage
     while not (turns[at]["role"] == "user" and compact.stage_of(writer.state(SESSION).round + 1) > compact.stage_of(writer.state(SESSION).round)):
         writer.add(SESSION, turns[at])
@@ -239,10 +233,8 @@ def test_a_stage_a_reopen_took_open_is_stored_whole_once_it_closes(tmp_path, sma
 
 
 def test_a_reopen_folds_the_messages_the_stored_open_stage_lacks(tmp_path, small_past, monkeypatch):
-    url = f"sqlite:///{tmp_path / 's.db'}"
     turns = conversation(404)
-    writer = ContextEditor("ecommerce", url)
-    writer.ingest(SESSION, turns[:400])
+    url, writer = written(tmp_path, turns[:400])
     contexts(writer)
     writer.ingest(SESSION, turns[400:])  # no render: the row lags by these
     made = folded(monkeypatch)
@@ -254,10 +246,8 @@ def test_a_reopen_folds_the_messages_the_stored_open_stage_lacks(tmp_path, small
 
 @pytest.mark.parametrize("spoil", ["altered", "anchor", "closed", "version", "corrupt"])
 def test_a_spoiled_stored_open_stage_is_logged_and_made_from_the_log(tmp_path, small_past, spoil, caplog, monkeypatch):
-    url = f"sqlite:///{tmp_path / 's.db'}"
     turns = conversation(430)
-    writer = ContextEditor("ecommerce", url)
-    writer.ingest(SESSION, turns[:400])
+    url, writer = written(tmp_path, turns[:400])
     contexts(writer)
     body = open_row(writer)
     line = body["lines"][0]
@@ -293,10 +283,8 @@ def test_a_spoiled_stored_open_stage_is_logged_and_made_from_the_log(tmp_path, s
 
 
 def test_erasure_and_rebuild_drop_the_stored_open_stage(tmp_path, small_past):
-    url = f"sqlite:///{tmp_path / 's.db'}"
-    writer = ContextEditor("ecommerce", url)
     secret = {"role": "user", "content": "My loyalty card is ZX-99817", "timestamp": "2024-06-30T09:00:00+08:00"}
-    writer.ingest(SESSION, [*conversation(397), secret, *conversation(2)])
+    url, writer = written(tmp_path, [*conversation(397), secret, *conversation(2)])
     contexts(writer)
     assert "ZX-99817" in str(open_row(writer))
     erase(writer.store, [SESSION], actor="dpo", reason="request 1", messages=[397])
