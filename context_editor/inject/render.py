@@ -968,8 +968,8 @@ def _retrieved_last(lines: list[compact.ZoneLine], retrieved: frozenset[int]) ->
     messages a search brought back for this render last (the latest user turn asked for them)."""
     if not retrieved:
         return lines
-    back = [z for z in lines if retrieved.intersection(z.sources)]
-    return [z for z in lines if not retrieved.intersection(z.sources)] + back
+    back = [z for z in lines if not retrieved.isdisjoint(z.sources)]
+    return [z for z in lines if retrieved.isdisjoint(z.sources)] + back
 
 
 ZONE_TIERS = ("notes", "replies", "values", "facts")  # the summary zone's tiers, in the order they give way
@@ -1016,7 +1016,7 @@ def _zone_groups(lines: list[tuple[str, int, compact.ZoneLine]], window_from: in
         line = {"round": z.round, "sources": tag(" ".join(f"m{i}" for i in src), tier, position),
                 "times": len(z.sources) if len(z.sources) > 2 else None, "text": tag(z.text, tier, position),
                 "role": tag(z.role, tier, position)}
-        if retrieved.intersection(z.sources):
+        if retrieved and not retrieved.isdisjoint(z.sources):  # (a sentence said all session has thousands)
             line["reason"] = "retrieved"
         groups.setdefault(z.stage, []).append(line)
     out = []
@@ -1041,7 +1041,7 @@ def _flat_lines(plan: _Plan, zone: list[tuple[str, int, compact.ZoneLine]], turn
             line = memo[("zone", tier, position)] = (z.sources[0], {
                 "src": tag(" ".join(f"m{i}" for i in src), tier, position),
                 "times": len(z.sources) if len(z.sources) > 2 else None, "role": tag(z.role, tier, position),
-                "reason": "retrieved" if plan.wanted_back.intersection(z.sources) else None,
+                "reason": "retrieved" if plan.wanted_back and not plan.wanted_back.isdisjoint(z.sources) else None,
                 "parts": [{"sep": "", "text": tag(z.text, tier, position)}]})
         out.append(line)
     for tier, position, m in turns:
