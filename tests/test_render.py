@@ -413,3 +413,30 @@ def test_only_the_pinned_templates_skip_the_guard():
     assert not R._pinned_chain(own, "place_order.xml.j2") and not R._pinned_chain(own, "default.xml.j2")
     same = Environment(loader=ChoiceLoader([DictLoader({"default.xml.j2": source}), bundled]))
     assert R._pinned_chain(same, "place_order.xml.j2")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.one_of(st.text(alphabet=st.sampled_from(list("a<>&\"'中\x00\x0b\r\n \U0001f600\ud800")), max_size=12),
+                          st.integers(-5, 10**6), st.none()), min_size=1, max_size=6))
+def test_the_renderers_templates_escape_as_stock_jinja_does(values):
+    """The renderer's templates (`_Template`) pass a Markup from `_finalize` through as it is instead
+    of copying it: the output equals a stock Jinja environment's with the same settings, for plain
+    and escaped texts, numbers and None, in a template and in one extending it."""
+    from jinja2 import DictLoader
+    from jinja2.sandbox import SandboxedEnvironment
+    from context_editor.inject import render as render_module
+
+    sources = {"base.xml.j2": '<a x="{{ v[0] }}">{% block b %}{% endblock %}{% for x in v %}<i y="{{ x }}">{{ x|text }}</i>{% endfor %}</a>',
+               "child.xml.j2": '{% extends "base.xml.j2" %}{% block b %}<b>{{ v[-1] }}</b>{% endblock %}'}
+
+    def env(template_class: Any) -> Any:
+        e = SandboxedEnvironment(loader=DictLoader(sources), autoescape=True, finalize=render_module._finalize)
+        e.filters["text"] = render_module._text
+        if template_class is not None:
+            e.template_class = template_class
+        return e
+
+    ours, stock = env(render_module._Template), env(None)
+    for name in sources:
+        assert ours.get_template(name).render(v=values) == stock.get_template(name).render(v=values)
+    assert ours.get_template("base.xml.j2").root_render_func.__globals__["escape"] is render_module._escape_once

@@ -174,6 +174,23 @@ def _finalize(value: Any) -> Any:
     return xml_safe(value) if isinstance(value, str) else value
 
 
+class _Template(Template):
+    """Templates whose output is escaped as autoescape does, once: `_finalize` hands every text
+    over escaped already (as a Markup, kept per text), which markupsafe's `escape` would copy into
+    a new Markup at every output (a quarter of a template pass). A Markup passes as it is; any
+    other value is escaped by markupsafe. The same text either way."""
+
+    @classmethod
+    def from_code(cls, environment: Environment, code: Any, globals: Any, uptodate: Any = None) -> Template:
+        template = super().from_code(environment, code, globals, uptodate)
+        template.root_render_func.__globals__["escape"] = _escape_once  # the name the compiled output calls
+        return template
+
+
+def _escape_once(value: Any) -> Markup:
+    return value if type(value) is Markup else escape(value)
+
+
 def _text(value: Any) -> Markup:
     """The `text` filter, passing an item's mark on."""
     return Markup(value.mark) + text_node(value) if isinstance(value, _Tag) else text_node(value)
@@ -399,6 +416,8 @@ class _Plan:
     unread: tuple[str, ...] = ()  # its user sentences no value was read from (minimal.unread_user)
     # A minimal render's lines made so far (`_flat_lines`); not copied by `replace`.
     lines_memo: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] = field(default_factory=dict, init=False, repr=False)
+    # Each field as the template shows it (`Renderer._field_of`), made once for all candidates; not copied by `replace`.
+    fields_memo: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)
 
     def sizes(self) -> dict[str, int]:
         return {"entities": len(self.entities), "notes": len(self.zone["notes"]), "replies": len(self.zone["replies"]),
@@ -423,6 +442,7 @@ def _environment(domain: Domain, templates_dir: Path) -> tuple[SandboxedEnvironm
         env = SandboxedEnvironment(loader=loader, autoescape=True, bytecode_cache=template_bytecode("renderer"),
                                    undefined=StrictUndefined, finalize=_finalize, keep_trailing_newline=False, auto_reload=False)
         env.filters["text"] = _text
+        env.template_class = _Template
         return env, {}
 
     # `_find_template` looks in TEMPLATES_DIR too
@@ -899,12 +919,18 @@ class Renderer:
 
     def _field_of(self, plan: _Plan, state: State, name: str) -> dict[str, Any]:
         """The field as the template shows it; in a several-domain plan "domain.field" is looked up
-        in that domain's state and shown by name in its domain's group."""
-        if not plan.sections:
-            return self._field(state, name)
-        domain, short = name.split(".", 1)
-        renderer, own = plan.sections[domain]
-        return {**renderer._field(own, short), "name": short, "domain": domain}
+        in that domain's state and shown by name in its domain's group. Made once per plan (every
+        candidate of the budget search shows the same field alike); not to be modified."""
+        known = plan.fields_memo.get(name)
+        if known is None:
+            if not plan.sections:
+                known = self._field(state, name)
+            else:
+                domain, short = name.split(".", 1)
+                renderer, own = plan.sections[domain]
+                known = {**renderer._field(own, short), "name": short, "domain": domain}
+            plan.fields_memo[name] = known
+        return known
 
     def _spec_of(self, plan: _Plan, name: str) -> FieldSpec:
         if not plan.sections:
