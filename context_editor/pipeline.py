@@ -786,9 +786,12 @@ class ContextEditor:
         return accepted
 
     # ------------------------------------------------------------------ read
-    def _live(self, session: str) -> State:
+    def _live(self, session: str, reach: Callable[[int], int] | None = None) -> State:
         """The session's current state: the cached fold if it matches the store's head, else the
-        cached fold caught up with what other writers appended (or a fresh fold)."""
+        cached fold caught up with what other writers appended (or a fresh fold). `reach`: the
+        first round of the window the caller reads next, given the state's round; when the state is
+        folded here, the messages read to place it reach back to there and are kept as that
+        window's tail (`_tail`): a reopen reads the session's latest messages once."""
         info = self.store.session(session)
         head = (info.messages, info.edits) if info else (0, 0)
         if info is not None and self._erased.get(session, 0) != info.erased:
@@ -812,12 +815,16 @@ class ContextEditor:
         self._zones.pop(session, None)
         self._tails.pop(session, None)
         # Messages that caused no edit still move the session on: take the position of the last one.
-        tail = self.store.messages(session, since_round=state.round)
+        first = state.round if reach is None else min(state.round, reach(state.round))
+        read = self.store.messages(session, since_round=first)
+        tail = read if first == state.round else [m for m in read if m.round >= state.round]
         if tail:
             state.round, state.message_index, state.last_message_hash = tail[-1].round, tail[-1].index, tail[-1].hash
         self._priors.pop(session, None)
         self._open_offers.pop(session, None)
         self._unread[session] = [m for m in tail if m.role != "system"]
+        if reach is not None and read:  # (the window's rounds only move on with the state's)
+            self._tails[session] = (first, read)
         self._states[session] = state
         self._states.move_to_end(session)
         while len(self._states) > self._cache_sessions:
@@ -917,7 +924,8 @@ class ContextEditor:
         if as_of_round is not None or self.scorer is not None or self.summarizer is not None:
             return None
         self.renderer.action(action)  # unknown action: the renderer's error, as without the memo
-        state = self._live(session)
+        spec = self.domain.actions[action]
+        state = self._live(session, lambda round_: past.window_from(spec, round_))  # (`_since`)
         self._tail(session, state, self._since(state, action))  # the window, read once: the zone's open stage is in it
         return (action, budget, model, self.default_budget, state.last_seq, state.last_hash, state.message_index,
                 state.round, self._zone(session, latest=True).last_index)
