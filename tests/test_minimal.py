@@ -441,3 +441,31 @@ def test_a_value_read_from_part_of_a_name_keeps_the_whole_name(tmp_path, languag
     assert ctx.tokens == count_tokens(ctx.xml)
     structured = state_form(editor, monkeypatch)  # the other candidate: smaller, "Sino" alone
     assert "name: Sino" in structured.xml and "Golden" not in structured.xml and structured.tokens < ctx.tokens
+
+
+# The assistant names what it offers in words with no value-like span (lowercase, no number: SGD's
+# "The giants vs dodgers game at oracle park."), and the user's reply names nothing.
+BARE = {"en": [("user", "A table for 4 in Boston at 7pm, please."),
+               ("assistant", "There is the little noodle bar by the old market."), ("user", "That would be great.")],
+        "zh": [("user", "晚上7点在上海找家餐厅，4位。"), ("assistant", "巷子口那家老面馆不错，离地铁很近。"), ("user", "那就这家吧。")]}
+NEXT = {"en": [("assistant", "Done. Anything else?"), ("user", "Thanks, that is all.")],
+        "zh": [("assistant", "订好了。还有别的吗？"), ("user", "谢谢，没有了。")]}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_message_a_bare_reply_answers_stays_whole_while_it_is_pending(tmp_path, language):
+    """A reply with no value-like span from which the state read nothing ("That would be great.",
+    `minimal.bare`) takes or turns down what the message before it named: that message is shown
+    whole while it is the one replied to, in either form, whatever its words (no span marks a
+    lowercase name). A round later it goes: what the user took is no longer pending."""
+    editor = ContextEditor(domain_file(tmp_path, "restaurant"), "memory://")  # the whole conversation is loaded
+    for role, text in BARE[language]:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    ctx = editor.render("c", "track")
+    shown = turns(ctx.xml, editor)
+    assert shown["m1"] == BARE[language][1][1] and shown["m2"] == BARE[language][2][1]
+    assert editor.why_message("c", "m1", action="track")["shown"]["line"] == BARE[language][1][1]
+    assert ctx.tokens == count_tokens(ctx.xml)
+    for role, text in NEXT[language]:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    assert "m1" not in turns(editor.render("c", "track").xml, editor)

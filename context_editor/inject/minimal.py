@@ -73,6 +73,29 @@ def unread(summary: Sequence[compact.SummaryLine], index: int, absorbed: compact
     return False
 
 
+def bare(summaries: Sequence[Sequence[compact.SummaryLine]], reply: Sequence[Message], replied: Sequence[Unit],
+         absorbed: compact.Absorbed) -> bool:
+    """Whether the latest user message (of `reply`, the latest unit) is a bare reply to `replied`
+    (`pending`): statements with no value-like span to any domain of the envelope (`summaries`:
+    each domain's lines, scanned from the newest), and no state read a value from it or from the
+    message it replies to ("That would be great." after "The giants vs dodgers game at oracle
+    park.", "那就这家吧。"). What it takes or turns down is then named only in that message; an
+    offer the state took ("Sure, that works." to "How about Rosie's?") is in the state."""
+    users = {m.index for m in reply if m.role == "user"}
+    if not users or any(absorbed[0].get(m.index) for m in [*reply, *(m for u in replied for m in u)]):
+        return False
+    found = set()
+    for summary in summaries:
+        for line in reversed(summary):
+            if line.index < min(users):
+                break
+            if line.index in users:
+                if line.spans or line.text.rstrip().endswith(("?", "？")):
+                    return False
+                found.add(line.index)
+    return found == users
+
+
 def held(states: Sequence[State]) -> compact.Absorbed:
     """What the rendered state holds: the provenance spans of the present values and the present
     values' texts, over every state of the envelope; and the provenance spans of the values the

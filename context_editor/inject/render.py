@@ -668,6 +668,8 @@ class Renderer:
             # Shown whole while pending: the user's reply holds a value the state did not read (the
             # question gives it its meaning), or it left open an offer no summary line holds.
             asked = latest is not None and any(minimal.unread(summary, m.index, absorbed) for m in latest if m.role == "user")
+            # ... or the reply names nothing ("That would be great."): what it takes is named there.
+            asked = asked or latest is not None and minimal.bare([summary, *(summaries_by or ())], latest, replying, absorbed)
             lined = {i for z in zone["replies"] for i in z.sources}
             recent = replying if asked or any(m.index in offers and m.index not in lined for u in replying for m in u) else []
             if minimal.whole(messages):
