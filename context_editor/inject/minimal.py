@@ -82,7 +82,12 @@ def bare(summaries: Sequence[Sequence[compact.SummaryLine]], reply: Sequence[Mes
     park.", "那就这家吧。"). What it takes or turns down is then named only in that message; an
     offer the state took ("Sure, that works." to "How about Rosie's?") is in the state."""
     users = {m.index for m in reply if m.role == "user"}
-    if not users or any(absorbed[0].get(m.index) for m in [*reply, *(m for u in replied for m in u)]):
+    before = [m for u in replied for m in u]
+    if not users or not before or any(absorbed[0].get(m.index) for m in [*reply, *before]):
+        return False
+    # A question the reply answers ("Shall I book it?", "Anything else?") is the offer and asks
+    # mechanisms' to read: what it offered is logged and stays while open (`open_offers`).
+    if before[-1].content.rstrip().endswith(("?", "？")):
         return False
     found = set()
     for summary in summaries:
