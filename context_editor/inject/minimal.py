@@ -17,7 +17,9 @@ the same thing three times. With `minimal: true` on an action (docs/domain-forma
 - the latest user message stays verbatim; the assistant's sentences with values stay for
   REPLY_ROUNDS rounds (an offer the user takes later), and any longer while the state logged an
   offer in them that is still open; the message the user replies to stays whole while the reply
-  holds a value the state did not read (the question gives it its meaning);
+  holds a value the state did not read (the question gives it its meaning), or while the reply
+  names nothing and answers a statement no value was read from (`bare`: "That would be great."
+  after "The giants vs dodgers game at oracle park.");
 - a message the app said speaks for other domains (`domains` metadata) gives this context no
   lines: its values are those domains' to keep;
 - while the whole conversation is loaded (`recent_rounds + history_rounds` reach its first
