@@ -275,32 +275,48 @@ class Message:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Message:
-        return cls(**{**d, "tool_calls": tuple(d.get("tool_calls") or ()), "asks": tuple(d.get("asks") or ()),
-                      "domains": tuple(d.get("domains") or ())})
+        return cls._made(d, d["content"], d.get("tool_calls"), d.get("hash", ""), d.get("salt"), d.get("commitment"))
 
     @classmethod
     def from_stored(cls, body: dict[str, Any], hash_: str, payload: tuple[str, dict[str, Any]] | None) -> Message:
         """A message from its stored body and, for an erasable one, its (salt, payload) row, or
         None once erased (its text then reads as ERASED)."""
-        # Built straight from the body (no merged dict copies): every message of a window is read
-        # this way at each reopen. Keys a body does not have take the field's default.
-        b = body.get
-        salt: str | None
-        if "commitment" in body:
-            data: dict[str, Any] = payload[1] if payload is not None else {"content": ERASED, "tool_calls": []}
-            salt = payload[0] if payload is not None else None
-            content, calls, commitment = data["content"], data["tool_calls"], None if salt is not None else body["commitment"]
-        else:
-            salt, content, calls, commitment = b("salt"), body["content"], b("tool_calls"), None
-        asks, domains = b("asks"), b("domains")
-        return cls(session=body["session"], index=body["index"], round=body["round"], role=body["role"], content=content,
-                   timestamp=b("timestamp"), id=b("id"), name=b("name"), tool_call_id=b("tool_call_id"),
-                   tool_calls=tuple(calls) if calls else (), prev_hash=b("prev_hash", GENESIS_HASH), hash=hash_,
-                   asks=tuple(asks) if asks else (), domains=tuple(domains) if domains else (), salt=salt,
+        if "commitment" not in body:
+            return cls._made(body, body["content"], body.get("tool_calls"), hash_, body.get("salt"), None)
+        salt, data = payload if payload is not None else (None, _ERASED_PAYLOAD)
+        return cls._made(body, data["content"], data["tool_calls"], hash_, salt,
+                         None if salt is not None else body["commitment"])
+
+    @classmethod
+    def _made(cls, d: dict[str, Any], content: str, tool_calls: Any, hash_: str, salt: str | None,
+              commitment: str | None) -> Message:
+        """The one place a message is read from a dict of its fields by name (the arguments: what
+        the caller took from elsewhere, an erasable body's payload row); keys it lacks take the
+        field's default, lists become tuples. A key that names no field is refused: a body written
+        by a newer version, or altered, is not read as a message without it. Written out keyword by
+        keyword, not merged into one dict: every message of a reopened window is read here
+        (`test_every_message_field_is_read_from_a_dict` fails when a field is left out)."""
+        if not _MESSAGE_FIELDS.issuperset(d):
+            raise Errors.STORE(problem=f"message {d.get('index')!r} of session {d.get('session')!r} has keys no message "
+                                       f"field has: {', '.join(sorted(map(str, d.keys() - _MESSAGE_FIELDS)))}",
+                               fix="it was written by a newer context-editor, or altered: read it with the version that "
+                                   "wrote it, or check the log with `context-editor audit verify`")
+        get = d.get
+        asks, domains = get("asks"), get("domains")
+        return cls(session=d["session"], index=d["index"], round=d["round"], role=d["role"], content=content,
+                   timestamp=get("timestamp"), id=get("id"), name=get("name"), tool_call_id=get("tool_call_id"),
+                   tool_calls=tuple(tool_calls) if tool_calls else (), prev_hash=get("prev_hash", GENESIS_HASH),
+                   hash=hash_, asks=tuple(asks) if asks else (), domains=tuple(domains) if domains else (), salt=salt,
                    commitment=commitment)
 
     def time(self) -> datetime | None:
         return datetime.fromisoformat(self.timestamp) if self.timestamp else None
+
+
+# What an erased message reads as (its payload row is gone).
+_ERASED_PAYLOAD: dict[str, Any] = {"content": ERASED, "tool_calls": []}
+# The keys a message dict or stored body may hold: its init fields (`Message._made`).
+_MESSAGE_FIELDS = frozenset(f.name for f in dataclasses.fields(Message) if f.init)
 
 
 @dataclass(frozen=True, slots=True)

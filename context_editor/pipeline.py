@@ -1143,7 +1143,8 @@ class ContextEditor:
         index = explain.message_index(ref)
         found = self.store.messages_at(session, [index]) if index is not None else []
         if not found:
-            last = len(self.store.messages(session)) - 1
+            info = self.store.session(session)
+            last = info.messages - 1 if info is not None else -1
             raise Errors.UNKNOWN_MESSAGE(session=session, ref=str(ref), known=f"m0-m{last}" if last >= 0 else "none yet")
         msg = found[0]
         edits = [e for e in self.store.edits(session) if e.message_index == msg.index and e.field and e.op == "set"]
@@ -1155,11 +1156,29 @@ class ContextEditor:
             return out
         ctx, query, hits, since = self._draft(session, action, budget, as_of_round, None)
         out["action"] = action
-        roles = {m.index: m.role for m in self.store.messages(session)}  # a line without its number: compact.implied
-        out["shown"] = explain.where_shown(ctx.xml, msg, ctx.retrieved, roles.get)
+        out["shown"] = explain.where_shown(ctx.xml, msg, ctx.retrieved, self._roles(session))
         if self.retrieval:
             out["retrieval"] = explain.explain_hit(query, hits, msg, window_from=since)
         return out
+
+    def _roles(self, session: str) -> Callable[[int], str | None]:
+        """The session's message roles by index, read as they are asked for (a line of a minimal
+        context without its number is the first message of its role after the line before it,
+        `compact.implied`: a few messages on from there), not the whole session."""
+        roles: dict[int, str | None] = {}
+
+        def role_of(index: int) -> str | None:
+            if index not in roles:
+                wanted = range(index, index + ROLES_READ)
+                roles.update(dict.fromkeys(wanted))  # None past the session's end
+                roles.update((m.index, m.role) for m in self.store.messages_at(session, list(wanted)))
+            return roles[index]
+
+        return role_of
+
+
+ROLES_READ = 8  # messages whose roles `why_message` reads at a time
+
 
 def _copy(ctx: RenderedContext) -> RenderedContext:
     """A render whose lists its receiver may change without changing the remembered one."""

@@ -164,6 +164,25 @@ def test_a_stored_message_reads_back_as_written(message, erasable, erased):
     assert gone.body_text() == sealed.body_text()  # its hash still checks
 
 
+def test_every_message_field_is_read_from_a_dict_and_a_key_of_no_field_is_refused():
+    """`Message._made` names each field once (from_dict and from_stored go through it): a field
+    added to Message and left out there reads back as its default here; a stored body with a
+    key no field has (a newer version's, or altered) is refused with [CE500], not read without it."""
+    import dataclasses
+    import json
+    from context_editor.errors import StoreError
+    given_values = {f.name: (("x",) if f.name in ("tool_calls", "asks", "domains") else 7 if f.type == "int" else f"v-{f.name}")
+                    for f in dataclasses.fields(Message) if f.init}
+    given_values["tool_calls"] = ({"name": "x"},)
+    made = Message.from_dict({k: list(v) if isinstance(v, tuple) else v for k, v in given_values.items()})
+    assert {name: getattr(made, name) for name in given_values} == given_values
+    body = json.loads(Message("s", 0, 0, "user", "hi", prev_hash="p" * 64).body_text())
+    with pytest.raises(StoreError, match=r"CE500.*has keys no message field has: mood"):
+        Message.from_stored({**body, "mood": "sunny"}, "h", None)
+    with pytest.raises(StoreError, match="CE500"):
+        Message.from_dict({**body, "mood": "sunny"})
+
+
 def test_a_process_cycling_through_100_000_sessions_stays_under_its_memory_ceiling(tmp_path):
     """cache_sessions=20 is the configured (small) ceiling. Once the bounded caches are warm
     (3,000 sessions, every fifth rendered), 100,000 more sessions (every 50th given a message,

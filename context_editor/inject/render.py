@@ -25,6 +25,7 @@ from jinja2 import ChoiceLoader, Environment, nodes, DictLoader, FileSystemLoade
 from jinja2.sandbox import SandboxedEnvironment
 
 from ..domain import ActionSpec, Domain, FieldSpec
+from ..domain.versions import PerVersion
 from ..errors import Errors
 from ..lang import detect_language
 from ..model import Message, State, is_no_preference
@@ -427,8 +428,8 @@ class _Plan:
                 "facts": len(self.zone["facts"]), "latest": len(self.latest)}
 
 
-ENVIRONMENTS = 32  # (domain version, templates folder) pairs whose Jinja environment is kept
-_environments: dict[tuple[str, str, str], tuple[SandboxedEnvironment, dict[str, Template]]] = {}
+# (domain version, templates folder) -> its Jinja environment and templates (a few versions kept)
+_environments: PerVersion[tuple[str, str, str], tuple[SandboxedEnvironment, dict[str, Template]]] = PerVersion()
 
 
 def _environment(domain: Domain, templates_dir: Path) -> tuple[SandboxedEnvironment, dict[str, Template]]:
@@ -436,17 +437,16 @@ def _environment(domain: Domain, templates_dir: Path) -> tuple[SandboxedEnvironm
     shared by every renderer of that version in the process (a new editor, say one reopening a
     session, loads no template again). The domain's own templates (stored with its version) come
     first, then the bundled ones; a template is fixed for the environment's life (no stat per render)."""
-    key = (domain.version_hash, str(templates_dir), str(TEMPLATES_DIR))  # `_find_template` looks in TEMPLATES_DIR
-    known = _environments.get(key)
-    if known is None:
+
+    def made() -> tuple[SandboxedEnvironment, dict[str, Template]]:
         loader = ChoiceLoader([DictLoader(domain.templates), FileSystemLoader(str(templates_dir))])
         env = SandboxedEnvironment(loader=loader, autoescape=True, bytecode_cache=template_bytecode("renderer"),
                                    undefined=StrictUndefined, finalize=_finalize, keep_trailing_newline=False, auto_reload=False)
         env.filters["text"] = _text
-        if len(_environments) >= ENVIRONMENTS:
-            _environments.clear()
-        known = _environments[key] = (env, {})
-    return known
+        return env, {}
+
+    # `_find_template` looks in TEMPLATES_DIR too
+    return _environments.get((domain.version_hash, str(templates_dir), str(TEMPLATES_DIR)), made)
 
 
 class Renderer:
