@@ -675,9 +675,9 @@ class Renderer:
             if minimal.whole(messages):
                 user_text = "\n".join(seen[m.index]["content"] for m in visible if m.role == "user").lower()
                 every = minimal.merged([summary, *summaries_by]) if summaries_by else summary
-                said_lines = minimal.said_lines(every, user_text, hidden, minimal.foreign(summary, envelope),
-                                                taken_by if taken_by is not None else minimal.taken([state]))
-                spans = minimal.spans_of([z for z in every if z.role == "user"], said_lines)
+                read = taken_by if taken_by is not None else minimal.taken([state])
+                said_lines = minimal.said_lines(every, user_text, hidden, minimal.foreign(summary, envelope), read)
+                spans = minimal.spans_of([z for z in every if z.role == "user"], said_lines, read)
                 unread = minimal.unread_user(summary, absorbed, latest[0].index if latest else messages[-1].index + 1,
                                              minimal.foreign(summary, envelope), vocabulary)
         return _Plan(
