@@ -77,6 +77,29 @@ def test_the_stored_zone_equals_a_rebuild_from_the_log(tmp_path):
     assert reopened.rebuild_memory("s").lines() == rebuilt.lines()
 
 
+@pytest.mark.parametrize("cap", [40, 1])
+def test_the_lines_handed_out_grow_in_place_only_while_lines_are_added(monkeypatch, cap):
+    """`SummaryZone.lines` hands out one list that grows while stages only gain lines (a long
+    session's lines are not copied at every message): after each message it holds the lines a
+    rebuild from the log holds, and a list handed out before is either a new object or still
+    starts with the lines it held (the renderer's memos keep a list and its length). A stage
+    dropping its oldest notes past the cap (1 here: at most every message) gives a new list."""
+    monkeypatch.setattr("context_editor.memory.summary.MAX_NOTES_PER_STAGE", cap)
+    editor = ContextEditor("travel", "memory://")
+    zone, held, new_lists = SummaryZone(editor.domain), [], 0
+    for i, message in enumerate(conversation("en", 40)):
+        editor.add("s", message)
+        zone.add(editor.store.messages("s")[-1])
+        lines = zone.lines()
+        for old, snapshot in held:
+            assert old is not lines or lines[: len(snapshot)] == snapshot
+        new_lists += all(old is not lines for old, _ in held)
+        held = [*held[-3:], (lines, list(lines))]
+        if i % 7 == 0 or i > 75:
+            assert lines == SummaryZone.rebuild(editor.domain, editor.store.messages("s")).lines()
+    assert lines and (new_lists < 10 if cap == 40 else new_lists > 10)
+
+
 def test_a_budget_that_forces_facts_out_names_them():
     editor = ContextEditor("travel", "memory://")
     editor.ingest("s", conversation("en", 40))

@@ -390,7 +390,7 @@ def _scored(lines: list[SummaryLine], view: tuple[Any, ...], journal: list[int] 
     scores = known.scores
     if changed:  # provenance given to messages already scored (e.g. a backfill): score their lines again
         oldest = min(changed)
-        pos = len(known.lines)
+        pos = len(scores)  # the lines scored so far
         while pos and known.lines[pos - 1].index >= oldest:
             pos -= 1
             if known.lines[pos].index in changed:
@@ -433,6 +433,15 @@ class _Past:
     groups: dict[str, list[Any]] = field(default_factory=dict)  # text -> [round, sources, rank, first position, values]
     shown: list[tuple[tuple[Any, ...], ZoneLine, frozenset[str] | None]] | None = None  # (order, line, residual)
     reads: set[int] = field(default_factory=set)  # the messages whose lines were scored (`past_fingerprint`)
+    tuples: dict[str, tuple[int, ...]] = field(default_factory=dict)  # text -> its group's sources (`sources`)
+
+    def sources(self, text: str) -> tuple[int, ...]:
+        """A group's sources as a tuple, made once while no line is folded in: a sentence said all
+        through a long session has thousands, and every render merges newer lines onto them."""
+        known = self.tuples.get(text)
+        if known is None:
+            known = self.tuples[text] = tuple(self.groups[text][1])
+        return known
 
     def fold(self, lines: list[SummaryLine], scored: _Scored) -> None:
         pos = self.count
@@ -453,7 +462,7 @@ class _Past:
                         entry[2] = w[0]
             pos += 1
         if pos != self.count:
-            self.count, self.shown = pos, None
+            self.count, self.shown, self.tuples = pos, None, {}
 
     def lines(self) -> list[tuple[tuple[Any, ...], ZoneLine, frozenset[str] | None]]:
         if self.shown is None:
@@ -463,7 +472,8 @@ class _Past:
                 residual = frozenset(spans) - said if rank == VALUE and spans else None
                 said.update(spans)
                 if residual is None or residual:  # an empty residual: a newer line of the past repeats it all
-                    shown.append(((rnd, tuple(src), first), ZoneLine(text, rnd, tuple(src), rank, -1, "user", spans), residual))
+                    sources = self.sources(text)
+                    shown.append(((rnd, sources, first), ZoneLine(text, rnd, sources, rank, -1, "user", spans), residual))
             self.shown = sorted(shown, key=lambda s: s[0])
         return self.shown
 
@@ -487,10 +497,11 @@ class _Scored:
         return w
 
     def follows(self, lines: list[SummaryLine], version: int) -> bool:
-        """Whether `lines` extend the lines scored (the same objects first) at a version not older."""
-        n = len(self.lines)
-        return version >= self.version and n <= len(lines) and (n == 0 or lines[n - 1] is self.lines[-1]) \
-            and all(a is b for a, b in zip(lines[:n:64], self.lines[::64]))
+        """Whether `lines` extend the lines scored (the same objects first) at a version not older.
+        The lines scored are the first len(scores) of `self.lines` (the zone's list grows in place)."""
+        n = len(self.scores)
+        return version >= self.version and n <= len(lines) and (n == 0 or lines[n - 1] is self.lines[n - 1]) \
+            and all(a is b for a, b in zip(lines[:n:64], self.lines[:n:64]))
 
     def merged(self, lines: list[SummaryLine], window_from: int) -> list[ZoneLine]:
         """The zone's lines for a window from `window_from`: the settled past (rounds more than
@@ -523,8 +534,9 @@ def _merged(lines: list[SummaryLine], scored: _Scored, window_from: int, past: _
         entry = merged.get(text)
         if entry is None:
             old = past.groups.get(text)  # said in the past too: the group goes on from there
-            entry = merged[text] = [line.round, [line.index], rank, stage, line.role, spans, pos] if old is None \
-                else [old[0], [*old[1], line.index], old[2], -1, "user", old[4], old[3]]
+            # [round, new sources, rank, stage, role, values, first position, the past's sources]
+            entry = merged[text] = [line.round, [line.index], rank, stage, line.role, spans, pos, ()] if old is None \
+                else [old[0], [line.index], old[2], -1, "user", old[4], old[3], past.sources(text)]
             if old is None:
                 continue
         else:
@@ -536,11 +548,13 @@ def _merged(lines: list[SummaryLine], scored: _Scored, window_from: int, past: _
     # Newest first: a value line whose open values a newer line (or fact) already shows is left out.
     said: set[str] = set()
     out: list[tuple[tuple[Any, ...], ZoneLine]] = []
-    for text, (rnd, src, rank, stage, role, spans, first) in sorted(merged.items(), key=lambda kv: (-kv[1][1][-1], kv[1][6])):
+    for text, (rnd, new, rank, stage, role, spans, first, before) in sorted(merged.items(),
+                                                                          key=lambda kv: (-kv[1][1][-1], kv[1][6])):
         if rank == VALUE and spans and said.issuperset(spans):
             continue
         said.update(spans)
-        out.append(((rnd, tuple(src), first), ZoneLine(text, rnd, tuple(src), rank, stage, role, spans)))
+        src = before + tuple(new)
+        out.append(((rnd, src, first), ZoneLine(text, rnd, src, rank, stage, role, spans)))
     # The past's lines, newer ones now included: what a newer line repeats is left out the same way.
     out += [(order, line) for order, line, residual in past.lines()
             if line.text not in merged and (residual is None or not residual <= said)]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import unicodedata
 from dataclasses import dataclass, field, replace
 from html import unescape
 from pathlib import Path
@@ -283,17 +282,16 @@ def _post_processes(env: Environment, name: str, depth: int = 0) -> bool:
     return any(_post_processes(env, parent, depth + 1) for parent in parents)
 
 
-def _settle(draft: str, count: Callable[[str], int], numbered: Callable[[int], int] | None = None) -> tuple[str, int]:
+def _settle(draft: str, count: Callable[[str], int]) -> tuple[str, int]:
     """The `tokens` attribute's fixed point: the first filling of `draft` whose count equals the
-    number it claims. `numbered`: the count of the filling with a number and no padding, when the
-    caller can tell it without counting that text (`_numbered`)."""
+    number it claims."""
 
     def fill(n: int, pad: int = 0) -> str:
         return draft.replace(_TOKENS_SLOT, str(n), 1).replace("<context ", "<context " + " " * pad, 1)
 
     claimed = count(fill(0))
     for _ in range(4):
-        actual = numbered(claimed) if numbered is not None else count(fill(claimed))
+        actual = count(fill(claimed))
         if actual == claimed:
             return fill(claimed), actual
         claimed = actual
@@ -306,24 +304,6 @@ def _settle(draft: str, count: Callable[[str], int], numbered: Callable[[int], i
             return xml, actual
         claimed = max(claimed, actual)
     raise Errors.TOKENS_UNSETTLED()
-
-
-_DIGITS = re.compile(r"\d{1,3}")  # how the proven split patterns cut a run of digits (`\p{N}{1,3}`)
-
-
-def _numbered(line: str, counter: SegmentCounter) -> Callable[[int], int] | None:
-    """The base count of `line` with the `tokens` slot filled by a number, from one count of it filled
-    by "0": in the proven split patterns only the digit-run pattern (`_DIGITS`) matches a digit and
-    no other pre-token reaches across one, so with no numeric character beside the slot the number
-    is pre-tokens of its own and the rest of the line splits alike whatever the number (BPE merges
-    only inside a pre-token). None when that does not hold: the filled line is then counted."""
-    at = line.find(_TOKENS_SLOT)
-    end = at + len(_TOKENS_SLOT)
-    if not counter.proven or at < 0 or (at > 0 and unicodedata.category(line[at - 1])[0] == "N") \
-            or (end < len(line) and unicodedata.category(line[end])[0] == "N"):
-        return None
-    zero = counter.piece(line.replace(_TOKENS_SLOT, "0", 1)) - counter.piece("0")
-    return lambda n: zero + sum(counter.piece(g) for g in _DIGITS.findall(str(n)))
 
 
 @dataclass
@@ -886,13 +866,9 @@ class Renderer:
             padded = draft.find("<context ")  # the padding goes there: it must be in the same piece
             if at is not None and (padded < 0 or before <= padded < before + len(pieces[at])):
                 rest = sum(counter.piece(p) for i, p in enumerate(pieces) if i != at)
-                numbered = _numbered(pieces[at], counter)
-                line, tokens = _settle(pieces[at], lambda text: counter.total(counter.piece(text) + rest),
-                                       None if numbered is None else lambda n: counter.total(numbered(n) + rest))
-                # The settled line as numbered (not padded): its count is known without counting it.
-                own = numbered(tokens) if numbered is not None and line == pieces[at].replace(_TOKENS_SLOT, str(tokens), 1) \
-                    else counter.piece(line)
-                return "".join(pieces[:at]) + line + "".join(pieces[at + 1:]), tokens, own + rest
+                # Each filling differs only in its number: counted from one skeleton (`SegmentCounter.piece`).
+                line, tokens = _settle(pieces[at], lambda text: counter.total(counter.piece(text) + rest))
+                return "".join(pieces[:at]) + line + "".join(pieces[at + 1:]), tokens, counter.piece(line) + rest
             xml, tokens = _settle(draft, counter.count)
             return xml, tokens, sum(counter.piece(p) for p in counter.pieces(xml))
         xml, tokens = _settle(draft, counter.count)
@@ -970,8 +946,8 @@ def _retrieved_last(lines: list[compact.ZoneLine], retrieved: frozenset[int]) ->
     messages a search brought back for this render last (the latest user turn asked for them)."""
     if not retrieved:
         return lines
-    back = [z for z in lines if retrieved.intersection(z.sources)]
-    return [z for z in lines if not retrieved.intersection(z.sources)] + back
+    back = [z for z in lines if not retrieved.isdisjoint(z.sources)]
+    return [z for z in lines if retrieved.isdisjoint(z.sources)] + back
 
 
 ZONE_TIERS = ("notes", "replies", "values", "facts")  # the summary zone's tiers, in the order they give way
@@ -1018,7 +994,7 @@ def _zone_groups(lines: list[tuple[str, int, compact.ZoneLine]], window_from: in
         line = {"round": z.round, "sources": tag(" ".join(f"m{i}" for i in src), tier, position),
                 "times": len(z.sources) if len(z.sources) > 2 else None, "text": tag(z.text, tier, position),
                 "role": tag(z.role, tier, position)}
-        if retrieved.intersection(z.sources):
+        if retrieved and not retrieved.isdisjoint(z.sources):  # (a sentence said all session has thousands)
             line["reason"] = "retrieved"
         groups.setdefault(z.stage, []).append(line)
     out = []
@@ -1043,7 +1019,7 @@ def _flat_lines(plan: _Plan, zone: list[tuple[str, int, compact.ZoneLine]], turn
             line = memo[("zone", tier, position)] = (z.sources[0], {
                 "src": tag(" ".join(f"m{i}" for i in src), tier, position),
                 "times": len(z.sources) if len(z.sources) > 2 else None, "role": tag(z.role, tier, position),
-                "reason": "retrieved" if plan.wanted_back.intersection(z.sources) else None,
+                "reason": "retrieved" if plan.wanted_back and not plan.wanted_back.isdisjoint(z.sources) else None,
                 "parts": [{"sep": "", "text": tag(z.text, tier, position)}]})
         out.append(line)
     for tier, position, m in turns:

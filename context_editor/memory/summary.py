@@ -177,7 +177,9 @@ class SummaryZone:
     last_index: int = -1
     _lines: tuple[tuple[int, int | None], list[SummaryLine]] | None = field(default=None, repr=False, compare=False)
     _unsaved: set[int] = field(default_factory=set, repr=False, compare=False)  # keys changed since `settled`
-    _older: tuple[int, list[SummaryLine]] | None = field(default=None, repr=False, compare=False)
+    # Every stage's lines in one list, grown in place while lines are only added (`_all`): the list,
+    # the newest stage in it, that stage's list of lines and how many of them are in it.
+    _joined: tuple[list[SummaryLine], int, list[SummaryLine], int] | None = field(default=None, repr=False, compare=False)
     # A zone loaded from its latest stages only (`latest`): the line count and last message index
     # of the stages not loaded. Their lines read as compact.UNLOADED (a stored past stands for them).
     base: tuple[int, int] = (0, -1)
@@ -218,26 +220,45 @@ class SummaryZone:
         return keys
 
     def lines(self, up_to_round: int | None = None) -> list[SummaryLine]:
-        """Every line of rounds <= up_to_round, oldest first. The same list object is handed out
-        until a message arrives (the renderer remembers its work per list); do not modify it."""
+        """Every line of rounds <= up_to_round, oldest first. While lines are only added, the same
+        list object is handed out and grows in place: a long session's ten thousand lines are not
+        copied at every message (a reader keeps the length it read, as the renderer's memos do).
+        Any other change (a stage's oldest notes dropped past its cap), and a cut at `up_to_round`,
+        give a new list. Do not modify it."""
         key = (self.last_index, up_to_round)
         if self._lines is None or self._lines[0] != key:
-            # Rounds only grow, so only the newest stage changes: the older ones are joined once,
-            # and extended by the stages completed since.
-            last = max(self.stages, default=-1)
-            if self._older is None or self._older[0] > last:
-                self._older = (last, [UNLOADED] * self.base[0] +
-                               [line for n in sorted(self.stages) if n != last for line in self.stages[n].lines])
-            elif self._older[0] != last:
-                before = self._older[0]
-                self._older = (last, self._older[1] + [line for n in sorted(self.stages) if before <= n < last
-                                                       for line in self.stages[n].lines])
-            out = self._older[1] + (self.stages[last].lines if last in self.stages else [])
+            out = self._all()
             cut = len(out)
             while up_to_round is not None and cut and out[cut - 1].round > up_to_round:  # lines are in round order
                 cut -= 1
             self._lines = (key, out if cut == len(out) else out[:cut])
         return self._lines[1]
+
+    def _all(self) -> list[SummaryLine]:
+        """Every stage's lines in one list: the one joined before, extended, when the stages only
+        gained lines since (rounds only grow: the newest stage joined grew, later ones began)."""
+        # Stages are held in the order of their numbers (`add`, `resume` and `from_bodies` add them
+        # so): the newest ones are the last keys, and a long session's hundreds are not all read.
+        joined = self._joined
+        if joined is not None:
+            out, newest, source, taken = joined
+            stage = self.stages.get(newest)
+            if stage is not None and stage.lines is source and len(source) >= taken:
+                out.extend(source[taken:])
+                later = []
+                for number in reversed(self.stages):
+                    if number <= newest:
+                        break
+                    later.append(number)
+                for number in reversed(later):
+                    out.extend(self.stages[number].lines)
+            else:
+                joined = None
+        if joined is None:
+            out = [UNLOADED] * self.base[0] + [line for n in sorted(self.stages) for line in self.stages[n].lines]
+        last = next(reversed(self.stages), None)
+        self._joined = None if last is None else (out, last, self.stages[last].lines, len(self.stages[last].lines))
+        return out
 
     def anchor(self, name: str, up_to_round: int | None = None) -> dict[str, Any] | None:
         a = self.anchors.get(name)
