@@ -225,6 +225,9 @@ class ContextEditor:
         self._rendered: dict[str, dict[Any, tuple[tuple[Any, ...], RenderedContext]]] = {}  # session -> its latest renders
         self._warned: dict[str, set[str]] = {}  # session -> actions whose out-of-band ratio was logged (`_check_ratio`)
         self._tails: dict[str, tuple[int, list[Message]]] = {}  # session -> (first round, its messages since): `_window`
+        # The edits the last fold from a snapshot read (its last edit first), with its session and
+        # state: a stored past anchored among them checks its spans without reading them again.
+        self._replayed: tuple[str, State, list[Edit]] | None = None
         self._priors: dict[str, Prior] = {}  # session -> what its last assistant message left open
         self._open_offers: dict[str, Prior] = {}  # session -> an offer the user's last message only asked about
         # session -> the messages since its last edit, read by `_live`, whose priors are worked out
@@ -306,6 +309,8 @@ class ContextEditor:
         self._priors.pop(session, None)
         self._open_offers.pop(session, None)
         self._unread.pop(session, None)
+        if self._replayed is not None and self._replayed[0] == session:
+            self._replayed = None
         self._indexed.discard(session)
         self._vectors.pop(session, None)
 
@@ -520,6 +525,10 @@ class ContextEditor:
         would cost more than what they spare)."""
         if not 0 <= seq <= state.last_seq or state.last_seq - seq > past.ANCHOR_EDITS:
             return []
+        replayed = self._replayed
+        if replayed is not None and replayed[0] == session and replayed[1] is state and replayed[2][0].seq <= seq \
+                and replayed[2][-1].seq == state.last_seq:  # (a reopen's fold read them: not again)
+            return [e for e in replayed[2] if e.seq >= seq]
         return [e for e in self.store.edits(session, since_seq=seq - 1) if e.seq <= state.last_seq]
 
     def _unused(self, session: str, kind: str, why: str, level: int = logging.WARNING) -> None:
@@ -786,9 +795,12 @@ class ContextEditor:
         return accepted
 
     # ------------------------------------------------------------------ read
-    def _live(self, session: str) -> State:
+    def _live(self, session: str, reach: Callable[[int], int] | None = None) -> State:
         """The session's current state: the cached fold if it matches the store's head, else the
-        cached fold caught up with what other writers appended (or a fresh fold)."""
+        cached fold caught up with what other writers appended (or a fresh fold). `reach`: the
+        first round of the window the caller reads next, given the state's round; when the state is
+        folded here, the messages read to place it reach back to there and are kept as that
+        window's tail (`_tail`): a reopen reads the session's latest messages once."""
         info = self.store.session(session)
         head = (info.messages, info.edits) if info else (0, 0)
         if info is not None and self._erased.get(session, 0) != info.erased:
@@ -805,19 +817,24 @@ class ContextEditor:
         edits = None
         if state is None:
             state, edits = self._from_snapshot(session, head)
-        for e in edits if edits is not None else self.store.edits(session, since_seq=state.last_seq):
+        for e in edits[1:] if edits is not None else self.store.edits(session, since_seq=state.last_seq):
             state.apply(e)
+        self._replayed = (session, state, edits) if edits else None
         # The cached summary zone may lack what another writer appended: reload it from the
         # derived table and the log on next use (it resumes from its last complete stage).
         self._zones.pop(session, None)
         self._tails.pop(session, None)
         # Messages that caused no edit still move the session on: take the position of the last one.
-        tail = self.store.messages(session, since_round=state.round)
+        first = state.round if reach is None else min(state.round, reach(state.round))
+        read = self.store.messages(session, since_round=first)
+        tail = read if first == state.round else [m for m in read if m.round >= state.round]
         if tail:
             state.round, state.message_index, state.last_message_hash = tail[-1].round, tail[-1].index, tail[-1].hash
         self._priors.pop(session, None)
         self._open_offers.pop(session, None)
         self._unread[session] = [m for m in tail if m.role != "system"]
+        if reach is not None and read:  # (the window's rounds only move on with the state's)
+            self._tails[session] = (first, read)
         self._states[session] = state
         self._states.move_to_end(session)
         while len(self._states) > self._cache_sessions:
@@ -834,8 +851,9 @@ class ContextEditor:
                            if self._reads(m) else [])
 
     def _from_snapshot(self, session: str, head: tuple[int, int]) -> tuple[State, list[Edit] | None]:
-        """The session's last stored snapshot and the edits after it, if the snapshot belongs to
-        this log (its last edit is the stored one at its seq); else an empty state to fold from."""
+        """The session's last stored snapshot and the edits from its last one on (that one
+        first: the snapshot belongs to this log, its last edit is the stored one at its seq); else
+        an empty state to fold from, and None."""
         empty = State(self.domain.name, self.domain.version_hash, session, history_cap=self.history_cap)
         body = self.store.derived(session, SNAPSHOT_KIND).get(0)
         if body is None:
@@ -855,7 +873,7 @@ class ContextEditor:
             # a snapshot of another log (rewritten, or restored from elsewhere): ignore it
             self._unused(session, SNAPSHOT_KIND, "its last edit is not in this log")
             return empty, None
-        return snap, edits[1:]
+        return snap, edits
 
     def _cached(self, session: str) -> State | None:
         state = self._states.get(session)
@@ -917,7 +935,8 @@ class ContextEditor:
         if as_of_round is not None or self.scorer is not None or self.summarizer is not None:
             return None
         self.renderer.action(action)  # unknown action: the renderer's error, as without the memo
-        state = self._live(session)
+        spec = self.domain.actions[action]
+        state = self._live(session, lambda round_: past.window_from(spec, round_))  # (`_since`)
         self._tail(session, state, self._since(state, action))  # the window, read once: the zone's open stage is in it
         return (action, budget, model, self.default_budget, state.last_seq, state.last_hash, state.message_index,
                 state.round, self._zone(session, latest=True).last_index)

@@ -448,3 +448,73 @@ def test_a_value_read_from_part_of_a_name_keeps_the_whole_name(tmp_path, languag
     assert ctx.tokens == count_tokens(ctx.xml)
     structured = state_form(editor, monkeypatch)  # the other candidate: smaller, "Sino" alone
     assert "name: Sino" in structured.xml and "Golden" not in structured.xml and structured.tokens < ctx.tokens
+
+
+# The assistant names what it offers in words with no value-like span (lowercase, no number: SGD's
+# "The giants vs dodgers game at oracle park."), and the user's reply names nothing.
+BARE = {"en": [("user", "A table for 4 in Boston at 7pm, please."),
+               ("assistant", "There is the little noodle bar by the old market."), ("user", "That would be great.")],
+        "zh": [("user", "晚上7点在上海找家餐厅，4位。"), ("assistant", "巷子口那家老面馆不错，离地铁很近。"), ("user", "那就这家吧。")]}
+NEXT = {"en": [("assistant", "Done. Anything else?"), ("user", "Thanks, that is all.")],
+        "zh": [("assistant", "订好了。还有别的吗？"), ("user", "谢谢，没有了。")]}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_message_a_bare_reply_answers_stays_whole_while_it_is_pending(tmp_path, language):
+    """A reply with no value-like span from which the state read nothing ("That would be great.",
+    `minimal.bare`) takes or turns down what the message before it named: that message is shown
+    whole while it is the one replied to, in either form, whatever its words (no span marks a
+    lowercase name). A round later it goes: what the user took is no longer pending."""
+    editor = ContextEditor(domain_file(tmp_path, "restaurant"), "memory://")  # the whole conversation is loaded
+    for role, text in BARE[language]:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    ctx = editor.render("c", "track")
+    shown = turns(ctx.xml, editor)
+    assert shown["m1"] == BARE[language][1][1] and shown["m2"] == BARE[language][2][1]
+    assert editor.why_message("c", "m1", action="track")["shown"]["line"] == BARE[language][1][1]
+    assert ctx.tokens == count_tokens(ctx.xml)
+    for role, text in NEXT[language]:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    assert "m1" not in turns(editor.render("c", "track").xml, editor)
+
+
+# The user names a place whole, first in a sentence, where a capital says nothing; the state
+# reads part of it: the enum knows "Sino" (SGD train: `Australia` of "Sydney, Australia.").
+WHOLE = {"en-name": "Golden Sino", "en-comma": "Sydney, Sino", "zh-name": "Golden Sino", "zh-comma": "Sydney, Sino"}
+
+
+def restated(case: str) -> list[tuple[str, str]]:
+    """Every value said twice, with pleasantries: the state form is the smaller one."""
+    name = WHOLE[case]
+    if case.startswith("en"):
+        return [("user", "Hello there, I would really like to book a nice table in Boston for 4 people, please."),
+                ("assistant", "Sure. Which one?"),
+                ("user", f"{name} is the one. Sorry, to be clear: the table is for 4 people, in Boston, please."),
+                ("assistant", "Done."), ("user", "Thanks.")]
+    return [("user", "你好，麻烦你帮我在上海订一家餐厅，谢谢你了。"), ("assistant", "好的。哪一家？"),
+            ("user", f"{name}那家。不好意思，再确认一下，是在上海订，没错吧。"), ("assistant", "好的。"), ("user", "谢谢。")]
+
+
+@pytest.mark.parametrize("case", list(WHOLE))
+def test_a_value_read_from_part_of_a_name_the_user_said_keeps_the_whole_name(tmp_path, case, monkeypatch):
+    """A value read from part of a name in the user's words (`minimal.named`: the capitalised Latin
+    words around its span, one space or a comma and a space apart) leaves the whole name a span
+    the state form must say (`minimal.spans_of`). It says `Sino`, `Boston`: the conversation is
+    sent, though the state form is smaller."""
+    editor = ContextEditor(domain_file(tmp_path, "restaurant", history_rounds=5), "memory://")  # the whole conversation
+    talk = restated(case)
+    for role, text in talk:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    fields = editor.state("c").fields
+    whole = WHOLE[case]
+    assert fields["name"].value == "Sino" and fields["name"].provenance.message_index == 2
+    ctx = editor.render("c", "track")
+    assert ctx.tokens == count_tokens(ctx.xml)
+    shown = turns(ctx.xml, editor)
+    assert whole in shown["m2"]
+    with monkeypatch.context() as m:  # without the whole name: the smaller form, the part alone
+        m.setattr(minimal, "named", lambda text, a, b: (a, b))
+        editor._rendered.clear()
+        part = editor.render("c", "track")
+    editor._rendered.clear()
+    assert whole not in part.xml and "<state>" in part.xml and part.tokens < ctx.tokens

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from context_editor import ContextEditor
+from context_editor.inject.compact import SummaryLine
 from context_editor.model import ERASED, Message, State, extended, pack_ints, unpack_ints
 from context_editor.pipeline import SNAPSHOT_EVERY, SNAPSHOT_KIND
 
@@ -162,6 +163,20 @@ def test_a_stored_message_reads_back_as_written(message, erasable, erased):
     assert gone.erased and gone.content == ERASED and gone.tool_calls == () and gone.salt is None
     assert gone.commitment == body["commitment"] and gone.hash == sealed.hash and gone.asks == sealed.asks
     assert gone.body_text() == sealed.body_text()  # its hash still checks
+
+
+@given(st.builds(SummaryLine, text=_TEXT, round=st.integers(0, 10**6), index=st.integers(0, 10**7),
+                 role=st.sampled_from(["user", "assistant", "tool"]), kind=st.sampled_from(["fact", "value", "note"]),
+                 start=st.integers(-1, 10**4), spans=st.lists(st.tuples(st.integers(0, 99), st.integers(0, 99)), max_size=3).map(tuple),
+                 cued=st.booleans(), domains=st.lists(_TEXT, max_size=2).map(tuple)))
+def test_a_stored_summary_line_reads_back_as_written(line):
+    """`SummaryLine.from_dict` (its fields set in one step, not through the frozen __init__) gives
+    the line that was stored, equal and hashing alike; a span that is not a pair does not parse."""
+    import json
+    back = SummaryLine.from_dict(json.loads(json.dumps(line.to_dict())))
+    assert back == line and hash(back) == hash(line) and repr(back) == repr(line)
+    with pytest.raises(ValueError):
+        SummaryLine.from_dict({**line.to_dict(), "v": [[1, 2, 3]]})
 
 
 def test_every_message_field_is_read_from_a_dict_and_a_key_of_no_field_is_refused():

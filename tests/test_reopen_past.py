@@ -94,6 +94,27 @@ def test_a_reopened_render_takes_the_stored_spans_digest_while_no_edit_touched_t
     assert not taken, "the stored digest of the read messages' spans held: nothing O(history) taken again"
 
 
+def test_a_reopen_checks_the_stored_pasts_with_the_edits_its_fold_read(tmp_path, small_past, monkeypatch):
+    """The edits a reopen folds after the snapshot serve the stored pasts' anchor checks too
+    (`_edits_from`): the store's own edits from any seq among them, and the log is read once."""
+    turns = conversation(430)
+    url, writer = written(tmp_path, turns[:400])
+    contexts(writer)
+    writer.ingest(SESSION, turns[400:410])
+    expected = contexts(writer)
+    reopened = reopen(url)
+    read = []
+    edits = reopened.store.edits
+    monkeypatch.setattr(reopened.store, "edits", lambda *a, **k: read.append(a) or edits(*a, **k))
+    assert contexts(reopened) == expected
+    assert len(read) == 1, "the edits after the snapshot, read once"
+    state = reopened.state(SESSION)
+    first = reopened._replayed[2][0].seq
+    assert first < state.last_seq
+    for seq in range(first, state.last_seq + 1):
+        assert reopened._edits_from(SESSION, state, seq) == edits(SESSION, since_seq=seq - 1)
+
+
 def test_the_stored_spans_digest_holds_only_for_its_own_log_and_untouched_reads(tmp_path, small_past):
     url, writer = written(tmp_path, conversation(410))
     contexts(writer)

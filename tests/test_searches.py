@@ -254,3 +254,22 @@ def test_a_yes_no_question_asks_about_the_thing_on_the_table(turns, expected, tm
     off = tmp_path / "eatery.yaml"
     off.write_text(EATERY.read_text("utf-8").replace("new_search: search}", "new_search: search, offers: false}"), "utf-8")
     assert talk(*turns, domain=off)[1] == expected
+
+
+# Between a price's cue word and its value Chinese puts adverbs as well as a copula ("门票也是免费的":
+# also; "还是": still; "都": all): the rule pack's price families read through them.
+PRICES = {"ticket_price": "slot.price.ticket", "price_per_person": "slot.price.per_person", "price": "slot.price.room"}
+
+
+@pytest.mark.parametrize("text, field, value", [
+    ("帮我找个门票也是免费的公园。", "ticket_price", "免费"), ("那边的门票还是免费的吗？", "ticket_price", "免费"),
+    ("票价都在20-50元就行。", "ticket_price", "20-50元"), ("人均消费还是100元以下吧。", "price_per_person", "100元以下"),
+    ("价格也在200-300元的酒店有吗？", "price", "200-300元"),
+])
+def test_a_price_is_read_through_the_adverbs_before_its_copula(text, field, value, tmp_path):
+    doc = {"domain": "trip", "version": 1, "languages": ["zh"],
+           "fields": {name: {"type": "text", "extract": [rule]} for name, rule in PRICES.items()},
+           "actions": {"search": {"fields": list(PRICES)}}}
+    path = tmp_path / "trip.yaml"
+    path.write_text(yaml.safe_dump(doc, allow_unicode=True), "utf-8")
+    assert talk(text, domain=path)[1] == {field: value}

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import re
+from array import array
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from ..model import ROLES, State, pack_ints
+from ..model import ROLES, State, extended, pack_ints, unpack_ints
 from .history import ID, Hidden, shown_text, words
 TOP_ENTITIES = 8
 MIN_WEIGHT = 1.5
@@ -59,8 +60,13 @@ class SummaryLine:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SummaryLine:
-        return cls(d["t"], d["r"], d["i"], d["o"], d["k"], d["s"], tuple((a, b) for a, b in d["v"]), d["c"],
-                   tuple(d.get("d", ())))
+        # Its fields set in one step, as the generated __init__ would set them one by one (frozen:
+        # one object.__setattr__ call each): a reopen reads every line of the latest stages.
+        line = object.__new__(cls)
+        domains = d.get("d")
+        line.__dict__.update(text=d["t"], round=d["r"], index=d["i"], role=d["o"], kind=d["k"], start=d["s"],
+                             spans=tuple([(a, b) for a, b in d["v"]]), cued=d["c"], domains=tuple(domains) if domains else ())
+        return line
 
 
 @dataclass(frozen=True)
@@ -430,9 +436,12 @@ class _Past:
 
     before: int
     count: int = 0  # lines folded in (the first `count` lines: those of rounds < before)
-    groups: dict[str, list[Any]] = field(default_factory=dict)  # text -> [round, sources, rank, first position, values]
+    groups: dict[str, list[Any]] = field(default_factory=dict)  # text -> [round, sources (array), rank, first position, values]
     shown: list[tuple[tuple[Any, ...], ZoneLine, frozenset[str] | None]] | None = None  # (order, line, residual)
-    reads: set[int] = field(default_factory=set)  # the messages whose lines were scored (`past_fingerprint`)
+    # The messages whose lines were scored (`past_fingerprint`), in order, each once: lines are
+    # folded in message order. An array, as a stored past's row holds it (read back without a
+    # set of thousands of ints made at each reopen).
+    reads: array[int] = field(default_factory=lambda: array("q"))
     tuples: dict[str, tuple[int, ...]] = field(default_factory=dict)  # text -> its group's sources (`sources`)
 
     def sources(self, text: str) -> tuple[int, ...]:
@@ -450,14 +459,14 @@ class _Past:
             # note): the other lines are not even scored.
             line = lines[pos]
             w = scored.worth(pos) if line.role == "user" and line.kind != NOTE else None
-            if line.role == "user" and line.kind != NOTE:
-                self.reads.add(line.index)
+            if line.role == "user" and line.kind != NOTE and (not self.reads or self.reads[-1] != line.index):
+                self.reads = extended(self.reads, (line.index,))
             if w is not None and w[0] != NOTE:
                 entry = self.groups.get(w[2])
                 if entry is None:
-                    self.groups[w[2]] = [line.round, [line.index], w[0], pos, w[3]]
+                    self.groups[w[2]] = [line.round, array("q", (line.index,)), w[0], pos, w[3]]
                 else:
-                    entry[1].append(line.index)
+                    entry[1] = extended(entry[1], (line.index,))
                     if _RANKS.index(w[0]) > _RANKS.index(entry[2]):
                         entry[2] = w[0]
             pos += 1
@@ -620,7 +629,7 @@ def past_ready(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
         and not set(journal[known.version:version])
 
 
-PAST_FORMAT = 2  # bump when what a past holds, or how lines are scored, changes: stored ones go stale
+PAST_FORMAT = 3  # bump when what a past holds, or how lines are scored, changes: stored ones go stale
 
 
 def past_spans(absorbed: Absorbed, hidden: Hidden, reads: Iterable[int]) -> str:
@@ -651,12 +660,13 @@ def past_fingerprint(absorbed: Absorbed, hidden: Hidden, spans: str, salt: str) 
 
 def past_body(past: _Past) -> dict[str, Any]:
     """The stored form of a settled past (`seed_past` reads it back)."""
-    return {"before": past.before, "count": past.count, "reads": pack_ints(sorted(past.reads)),
-            "groups": [[text, *entry[:4], list(entry[4])] for text, entry in past.groups.items()]}
+    # Sources packed as the reads are (format 3): a long session's groups hold thousands.
+    return {"before": past.before, "count": past.count, "reads": pack_ints(past.reads),
+            "groups": [[text, entry[0], pack_ints(entry[1]), *entry[2:4], list(entry[4])] for text, entry in past.groups.items()]}
 
 
 def seed_past(lines: list[SummaryLine], window_from: int, vocabulary: set[str], absorbed: Absorbed, hidden: Hidden,
-              body: Mapping[str, Any], reads: Iterable[int]) -> bool:
+              body: Mapping[str, Any], reads: array[int]) -> bool:
     """Let the next `zone_lines` call on these lines and this live state's view go on from a
     stored settled past (the caller checked its fingerprint, and read its `reads`). False when it
     does not fit."""
@@ -665,7 +675,7 @@ def seed_past(lines: list[SummaryLine], window_from: int, vocabulary: set[str], 
     if journal is None or before != past_before(window_from) or not isinstance(count, int) or not 0 <= count <= len(lines):
         return False
     try:
-        groups = {str(text): [int(rnd), list(map(int, src)), str(rank), int(first), tuple(map(str, values))]
+        groups = {str(text): [int(rnd), unpack_ints(src), str(rank), int(first), tuple(map(str, values))]
                   for text, rnd, src, rank, first, values in body["groups"]}
     except (KeyError, TypeError, ValueError):
         return False  # not a past this code wrote: score the lines again
@@ -673,7 +683,7 @@ def seed_past(lines: list[SummaryLine], window_from: int, vocabulary: set[str], 
     if len(_scores) >= ZONE_VIEWS:
         _scores.clear()
     _scores[view] = _Scored(journal, lines, [_UNSCORED] * len(lines), version, (vocabulary, absorbed, hidden, False),
-                            _Past(before, count, groups, reads=set(reads)))
+                            _Past(before, count, groups, reads=reads))
     return True
 
 

@@ -17,7 +17,9 @@ the same thing three times. With `minimal: true` on an action (docs/domain-forma
 - the latest user message stays verbatim; the assistant's sentences with values stay for
   REPLY_ROUNDS rounds (an offer the user takes later), and any longer while the state logged an
   offer in them that is still open; the message the user replies to stays whole while the reply
-  holds a value the state did not read (the question gives it its meaning);
+  holds a value the state did not read (the question gives it its meaning), or while the reply
+  names nothing and answers a statement no value was read from (`bare`: "That would be great."
+  after "The giants vs dodgers game at oracle park.");
 - a message the app said speaks for other domains (`domains` metadata) gives this context no
   lines: its values are those domains' to keep;
 - while the whole conversation is loaded (`recent_rounds + history_rounds` reach its first
@@ -71,6 +73,34 @@ def unread(summary: Sequence[compact.SummaryLine], index: int, absorbed: compact
         if line.index == index and compact.open_spans(line, absorbed, exact=True):
             return True
     return False
+
+
+def bare(summaries: Sequence[Sequence[compact.SummaryLine]], reply: Sequence[Message], replied: Sequence[Unit],
+         absorbed: compact.Absorbed) -> bool:
+    """Whether the latest user message (of `reply`, the latest unit) is a bare reply to `replied`
+    (`pending`): statements with no value-like span to any domain of the envelope (`summaries`:
+    each domain's lines, scanned from the newest), and no state read a value from it or from the
+    message it replies to ("That would be great." after "The giants vs dodgers game at oracle
+    park.", "那就这家吧。"). What it takes or turns down is then named only in that message; an
+    offer the state took ("Sure, that works." to "How about Rosie's?") is in the state."""
+    users = {m.index for m in reply if m.role == "user"}
+    before = [m for u in replied for m in u]
+    if not users or not before or any(absorbed[0].get(m.index) for m in [*reply, *before]):
+        return False
+    # A question the reply answers ("Shall I book it?", "Anything else?") is the offer and asks
+    # mechanisms' to read: what it offered is logged and stays while open (`open_offers`).
+    if before[-1].content.rstrip().endswith(("?", "？")):
+        return False
+    found = set()
+    for summary in summaries:
+        for line in reversed(summary):
+            if line.index < min(users):
+                break
+            if line.index in users:
+                if line.spans or line.text.rstrip().endswith(("?", "？")):
+                    return False
+                found.add(line.index)
+    return found == users
 
 
 def held(states: Sequence[State]) -> compact.Absorbed:
@@ -231,9 +261,7 @@ def said_lines(summary: Sequence[compact.SummaryLine], user_text: str, hidden: h
     for line in summary:
         if line.role == "user" or not line.spans or line.index in elsewhere:
             continue
-        end = line.start + len(line.text)
-        read = [(p0 - line.start, p1 - line.start) for p0, p1 in present.get(line.index, ())
-                if line.start >= 0 and line.start <= p0 and p1 <= end]
+        read = read_in(line, present)
         unsaid = [(a, b) for a, b in words_of(line) if not says(user_text, line.text[a:b].lower())
                   and not any(p0 <= a and b <= p1 for p0, p1 in read)]
         # A value read from part of a name ("John MD" of "Alchemy John MD"): the whole name is a
@@ -249,16 +277,25 @@ def said_lines(summary: Sequence[compact.SummaryLine], user_text: str, hidden: h
     return out
 
 
+def read_in(line: compact.SummaryLine, present: Mapping[int, compact.Spans]) -> list[tuple[int, int]]:
+    """The spans of `line` (relative to its text) a present value was read from (`present`, by message)."""
+    end = line.start + len(line.text)
+    return [(p0 - line.start, p1 - line.start) for p0, p1 in present.get(line.index, ())
+            if line.start >= 0 and line.start <= p0 and p1 <= end]
+
+
 _CLAUSE = re.compile(r"[^，,；;]+[，,；;]?\s*")
-_CAPITALS_BEFORE = re.compile(r"(?:(?<![A-Za-z0-9'])[A-Z][A-Za-z]* )+$")
-_CAPITALS_AFTER = re.compile(r"(?: [A-Z][A-Za-z]*(?![A-Za-z0-9']))+")
+# One space, or a comma and a space ("Sydney, Australia"), between the words of a name.
+_CAPITALS_BEFORE = re.compile(r"(?:(?<![A-Za-z0-9'])[A-Z][A-Za-z]*,? )+$")
+_CAPITALS_AFTER = re.compile(r"(?:,? [A-Z][A-Za-z]*(?![A-Za-z0-9']))+")
 
 
 def named(text: str, a: int, b: int) -> tuple[int, int]:
     """The span a..b of `text` grown over the capitalised words right before and after it, one
-    space apart: the whole name a value was read from part of ("Alchemy John MD" around "John MD",
-    "Lotus Thai" around "Lotus", "推荐Golden Sino" around "Sino"). Latin words only: a Chinese name is
-    a span of its own."""
+    space or a comma and a space apart: the whole name a value was read from part of ("Alchemy
+    John MD" around "John MD", "Lotus Thai" around "Lotus", "推荐Golden Sino" around "Sino",
+    "Sydney, Australia" around "Australia", "Anne Han, M" of "Anne Han, M.D."). Latin words only:
+    a Chinese name is a span of its own."""
     before = _CAPITALS_BEFORE.search(text, 0, a)
     after = _CAPITALS_AFTER.match(text, b)
     return (before.start() if before else a, after.end() if after else b)
@@ -293,10 +330,15 @@ def unread_user(summary: Sequence[compact.SummaryLine], absorbed: compact.Absorb
     return tuple(out)
 
 
-def spans_of(user: Sequence[compact.SummaryLine], said: Sequence[compact.ZoneLine]) -> tuple[str, ...]:
+def spans_of(user: Sequence[compact.SummaryLine], said: Sequence[compact.ZoneLine],
+             present: Mapping[int, compact.Spans]) -> tuple[str, ...]:
     """The value-like spans (lowercased) a form of the whole conversation must say word for word
-    to lose none: those of the user's sentences and the open ones of the assistant's (`said_lines`)."""
+    to lose none: those of the user's sentences, each whole name a present value was read part of
+    there ("Sydney, Australia" around `Australia`: `named`), and the open ones of the assistant's
+    (`said_lines`)."""
     pieces = [line.text[a:b].lower() for line in user for a, b in words_of(line)]
+    pieces += [line.text[n[0]:n[1]].lower() for line in user for p in read_in(line, present)
+               if (n := named(line.text, *p)) != p]
     return tuple(dict.fromkeys([*pieces, *(v for z in said for v in z.open)]))
 
 

@@ -668,14 +668,16 @@ class Renderer:
             # Shown whole while pending: the user's reply holds a value the state did not read (the
             # question gives it its meaning), or it left open an offer no summary line holds.
             asked = latest is not None and any(minimal.unread(summary, m.index, absorbed) for m in latest if m.role == "user")
+            # ... or the reply names nothing ("That would be great."): what it takes is named there.
+            asked = asked or latest is not None and minimal.bare([summary, *(summaries_by or ())], latest, replying, absorbed)
             lined = {i for z in zone["replies"] for i in z.sources}
             recent = replying if asked or any(m.index in offers and m.index not in lined for u in replying for m in u) else []
             if minimal.whole(messages):
                 user_text = "\n".join(seen[m.index]["content"] for m in visible if m.role == "user").lower()
                 every = minimal.merged([summary, *summaries_by]) if summaries_by else summary
-                said_lines = minimal.said_lines(every, user_text, hidden, minimal.foreign(summary, envelope),
-                                                taken_by if taken_by is not None else minimal.taken([state]))
-                spans = minimal.spans_of([z for z in every if z.role == "user"], said_lines)
+                read = taken_by if taken_by is not None else minimal.taken([state])
+                said_lines = minimal.said_lines(every, user_text, hidden, minimal.foreign(summary, envelope), read)
+                spans = minimal.spans_of([z for z in every if z.role == "user"], said_lines, read)
                 unread = minimal.unread_user(summary, absorbed, latest[0].index if latest else messages[-1].index + 1,
                                              minimal.foreign(summary, envelope), vocabulary)
         return _Plan(

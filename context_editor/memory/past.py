@@ -20,6 +20,7 @@ kind of derived data, and `rebuild_memory` drops them.
 
 from __future__ import annotations
 
+from array import array
 from typing import Any, Iterable, Sequence
 
 from ..domain import ActionSpec, Domain
@@ -80,7 +81,7 @@ def anchor(body: dict[str, Any]) -> tuple[int, str] | None:
     return None
 
 
-def reads_of(body: dict[str, Any]) -> Sequence[int] | None:
+def reads_of(body: dict[str, Any]) -> array[int] | None:
     """The messages whose lines a stored past scored, if its row says so in a form this code writes."""
     try:
         return unpack_ints(body.get("reads"))  # type: ignore[arg-type]  # anything else raises
