@@ -49,6 +49,17 @@ def test_a_piece_told_from_its_numbers_skeleton_counts_as_the_tokenizer_does(tex
             assert counter.piece(filled) == base.count(filled), (model, filled)
 
 
+def test_pieces_told_from_their_skeleton_stay_within_the_cache_bound(monkeypatch):
+    """A process that renders ever new numbers (rounds, `tokens=`, sources) whose digit groups and
+    skeleton were all counted before keeps no more than SEGMENT_CACHE counts, still right."""
+    monkeypatch.setattr("context_editor.inject.tokens.SEGMENT_CACHE", 8)
+    counter = SegmentCounter(tokenizer_for("gpt-4o"))
+    texts = [f"m{a} m{b} m{c}" for a in range(1, 4) for b in range(1, 4) for c in range(1, 4)]
+    for text in texts:
+        assert counter.piece(text) == counter.tokenizer.count(text), text
+        assert len(counter._cache) <= 8, len(counter._cache)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(PIECES, max_size=12).map("".join), max_size=8))
 def test_lines_counted_one_by_one_add_up_to_their_join(lines):

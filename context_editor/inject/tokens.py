@@ -284,19 +284,22 @@ class SegmentCounter:
             if self.proven and _DIGIT.search(text) is not None and _digits_apart(text):
                 skeleton, runs = _DIGITS.subn("0", text)
                 if skeleton != text:
-                    n = self._whole(skeleton) - runs * self._whole("0") + sum(map(self._whole, _GROUPS.findall(text)))
-                    self._cache[text] = n
-                    return n
+                    told = self._whole(skeleton) - runs * self._whole("0") + sum(map(self._whole, _GROUPS.findall(text)))
+                    return self._remember(text, told)
             n = self._whole(text)
         return n
 
     def _whole(self, text: str) -> int:
         """The base count of `text` counted whole by the tokenizer, cached."""
         n = self._cache.get(text)
-        if n is None:
-            if len(self._cache) >= SEGMENT_CACHE:
-                self._cache.clear()
-            n = self._cache[text] = self._base.count(text)
+        return self._remember(text, self._base.count(text)) if n is None else n
+
+    def _remember(self, text: str, n: int) -> int:
+        """Keep a piece's count, within SEGMENT_CACHE: every count is kept here, so a long-lived
+        process that renders ever new numbers (rounds, `tokens=`) does not grow the cache."""
+        if len(self._cache) >= SEGMENT_CACHE:
+            self._cache.clear()
+        self._cache[text] = n
         return n
 
     def total(self, base_count: int) -> int:
