@@ -535,7 +535,7 @@ class ContextEditor:
     def _put_sealed(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
         """Store a derived row that a reopen takes instead of the log (a snapshot, a summary stage),
         sealed: a digest of its text, checked over the bytes read back (`_read_sealed`)."""
-        self.store.put_derived(session, kind, key, sealed(body, session, kind, str(key)))
+        self.store.put_derived(session, kind, key, sealed(body, session, kind, str(key), key=self.store.seal_key))
 
     def _read_sealed(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> tuple[dict[int, dict[str, Any]], bool]:
         """The stored rows of `kind` (in key order) up to the first whose seal does not hold, and
@@ -543,7 +543,7 @@ class ContextEditor:
         again from the log (a summary stage follows from the ones before it) and stored anew."""
         rows: dict[int, dict[str, Any]] = {}
         for key, data in self.store.raw_derived(session, kind, keys).items():
-            body, why = unsealed(data, session, kind, str(key))
+            body, why = unsealed(data, session, kind, str(key), key=self.store.seal_key)
             if body is None:
                 self._unused(session, kind, f"row {key}: {why}", logging.INFO if why == UNSEALED else logging.WARNING)
                 return rows, False

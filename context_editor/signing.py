@@ -10,9 +10,12 @@ good signature into proof of who wrote the head.
 from __future__ import annotations
 
 import binascii
+import hashlib
+import hmac
 import json
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from cryptography.exceptions import InvalidSignature
@@ -57,6 +60,13 @@ class Signer:
     def private_hex(self) -> str:
         return self.key.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
                                       serialization.NoEncryption()).hex()
+
+    @cached_property
+    def seal_key(self) -> bytes:
+        """The secret that keys the seals of derived rows (`store.base.sealed`): derived from the
+        private key, so only a holder of it can seal a snapshot or summary row a reopen will take
+        (an unkeyed digest can be recomputed by anyone who can write the store)."""
+        return hmac.new(bytes.fromhex(self.private_hex()), b"context-editor derived-row seal", hashlib.sha256).digest()
 
     @classmethod
     def from_hex(cls, text: str, origin: str = "the key") -> Signer:

@@ -20,7 +20,7 @@ from context_editor.audit import erase
 from context_editor.inject import compact
 from context_editor.memory import open_stage, past, summary
 from context_editor.store import open_store
-from context_editor.store.base import sealed
+from context_editor.store.base import derived_text, sealed
 
 GOLDEN = Path(__file__).parent / "golden" / "ecommerce"
 SESSION = "long"
@@ -373,3 +373,36 @@ def test_a_derived_row_changed_by_one_byte_is_not_used_and_is_made_again_from_th
         assert after == before, "the stage made again from the log is the one written"
     caplog.clear()
     assert contexts(reopen(url)) == expected and "[CE509]" not in caplog.text, "the next reopen takes it"
+
+
+def test_with_a_signing_key_a_seal_only_its_holder_can_make_is_what_a_reopen_takes(tmp_path, small_past, caplog):
+    """With a signing key, a derived row's seal is an HMAC under a secret derived from it
+    (`Signer.seal_key`): someone who can write the store but lacks the key, and seals a row again as
+    the bare digest anyone can compute, is refused; a reader without the key refuses the keyed row.
+    Either way the row is made again from the log, and the contexts are the untouched store's."""
+    import sqlite3
+    from context_editor.pipeline import SNAPSHOT_KIND
+    from context_editor.signing import Signer
+    from context_editor.store.base import unsealed
+
+    signer, url = Signer.generate(), f"sqlite:///{tmp_path / 's.db'}"
+    writer = ContextEditor("ecommerce", open_store(url, signer=signer))
+    writer.ingest(SESSION, conversation(420))
+    expected = contexts(reopen(open_store(url, signer=signer)))
+    db = sqlite3.connect(tmp_path / "s.db")
+    query = "SELECT body FROM derived WHERE session = ? AND kind = ? AND key = 0"
+    (text,) = db.execute(query, (SESSION, SNAPSHOT_KIND)).fetchone()
+    body = unsealed(text.encode(), SESSION, SNAPSHOT_KIND, "0", key=signer.seal_key)[0]
+    assert body is not None and unsealed(text.encode(), SESSION, SNAPSHOT_KIND, "0")[0] is None, "keyed, not a bare digest"
+    forged = derived_text(sealed(body, SESSION, SNAPSHOT_KIND, "0"))
+    with db:
+        db.execute("UPDATE derived SET body = ? WHERE session = ? AND kind = ? AND key = 0", (forged, SESSION, SNAPSHOT_KIND))
+
+    caplog.set_level("INFO")
+    assert contexts(reopen(open_store(url, signer=signer))) == expected
+    assert "[CE509]" in caplog.text and "its seal does not match" in caplog.text
+    (after,) = db.execute(query, (SESSION, SNAPSHOT_KIND)).fetchone()
+    assert unsealed(after.encode(), SESSION, SNAPSHOT_KIND, "0", key=signer.seal_key)[0] is not None, "sealed again, keyed"
+    caplog.clear()
+    assert contexts(reopen(open_store(url, signer=None))) == expected and "its seal does not match" in caplog.text
+    assert Signer.from_hex(signer.private_hex()).seal_key == signer.seal_key != Signer.generate().seal_key
