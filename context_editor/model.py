@@ -627,6 +627,8 @@ class Earlier:
         return isinstance(other, Earlier) and (self.dropped, self.accepted, self.spans, self.texts) == (
             other.dropped, other.accepted, other.spans, other.texts)
 
+    __hash__ = None  # type: ignore[assignment]  # (mutable, compared by value: as the generated __eq__ left it)
+
     def add(self, h: HistoryEntry) -> None:
         self.dropped += 1
         p = h.provenance
