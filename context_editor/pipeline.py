@@ -494,9 +494,9 @@ class ContextEditor:
         if compact.past_ready(part.summary, since, vocabulary, absorbed, hidden):
             return True
         key = past.key_of(self.domain, action)
-        body = self.store.derived(session, past.KIND, keys=(key, key)).get(key)
+        body = self._read_sealed(session, past.KIND, (key, key))[0].get(key)
         if body is None:
-            return False  # none stored: read and score the whole zone
+            return False  # none stored (or not as written): read and score the whole zone
         reads = past.reads_of(body)
         if reads is None:
             self._unused(session, past.KIND, "its reads do not parse (not a row this code wrote)")
@@ -570,8 +570,7 @@ class ContextEditor:
         fingerprint = past.fingerprint(self.domain, action, self._zone(session, latest=True), kept.before, kept.reads,
                                        absorbed, hidden, spans)
         if fingerprint is not None:
-            self.store.put_derived(session, past.KIND, past.key_of(self.domain, action),
-                                   past.row(part.state, fingerprint, spans, kept))
+            self._put_sealed(session, past.KIND, past.key_of(self.domain, action), past.row(part.state, fingerprint, spans, kept))
         stored[action] = mark
 
     def rebuild_memory(self, session: str) -> SummaryZone:
