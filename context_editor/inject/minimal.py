@@ -103,6 +103,46 @@ def bare(summaries: Sequence[Sequence[compact.SummaryLine]], reply: Sequence[Mes
     return found == users
 
 
+def _question(text: str) -> bool:
+    return text.rstrip().endswith(("?", "？"))
+
+
+def answered(summaries: Sequence[Sequence[compact.SummaryLine]], messages: Sequence[Message], before: int,
+             absorbed: compact.Absorbed, hidden: history.Hidden, elsewhere: set[int]) -> list[compact.ZoneLine]:
+    """The user's answers no rule read, with the questions they answer, among `messages` (the
+    loaded window, oldest first; `summaries`: each domain's lines, scanned from the newest): a user
+    message right after an assistant message that ends in a question asking for something (its
+    question sentence holds no value-like span: it offers or confirms nothing), whose sentences
+    hold no value-like span to any domain and ask nothing, and no state read a value from either
+    ("What type of film?" "A scary one.", "您想吃什么口味的？" "清淡一点的。"). The words say what the
+    user wants and the question says what of; no field holds it, so the state form would lose both.
+    Kept as facts (their turns shown verbatim hide them) while the answer is in the loaded window;
+    a sentence too short to be a summary line ("Not yet.") says nothing to keep. None of messages
+    that speak for other domains (`elsewhere`)."""
+    if len(messages) < 2:
+        return []
+    first = messages[0].index
+    by: dict[int, list[compact.SummaryLine]] = {}
+    for summary in summaries:
+        for line in reversed(summary):
+            if line.index < first:
+                break
+            by.setdefault(line.index, []).append(line)
+    out: list[compact.ZoneLine] = []
+    for asked, reply in zip(messages, messages[1:]):
+        if asked.role != "assistant" or reply.role != "user" or reply.index >= before or not _question(asked.content) \
+                or asked.index in elsewhere or reply.index in elsewhere \
+                or absorbed[0].get(asked.index) or absorbed[0].get(reply.index):
+            continue
+        question, said = merged([by.get(asked.index, [])]), merged([by.get(reply.index, [])])
+        if not question or not said or question[-1].spans or not _question(question[-1].text) \
+                or any(line.spans or _question(line.text) for line in said):
+            continue
+        out.extend(compact.ZoneLine(compact.mask(line, hidden), line.round, (line.index,), compact.FACT,
+                                    compact.stage_of(line.round), line.role) for line in [question[-1], *said])
+    return out
+
+
 def held(states: Sequence[State]) -> compact.Absorbed:
     """What the rendered state holds: the provenance spans of the present values and the present
     values' texts, over every state of the envelope; and the provenance spans of the values the
