@@ -546,6 +546,7 @@ def test_an_answer_no_rule_read_stays_with_its_question(tmp_path, language, monk
         shown = turns(ctx.xml, editor)
         assert shown["m1"] == question and shown["m2"] == talk[2][1], ctx.xml
         assert editor.why_message("c", "m2", action="track")["shown"]["line"] == talk[2][1]
+        assert editor.why_message("c", "m1", action="track")["shown"]["line"] == question
     with monkeypatch.context() as m:  # without the rule: the state form has neither
         m.setattr(minimal, "answered", lambda *a: [])
         bare = state_form(editor, monkeypatch)
