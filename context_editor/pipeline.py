@@ -43,6 +43,7 @@ from .memory.summary import ANCHORS_KEY, KIND as SUMMARY_KIND
 from .memory.user import Remembered, UserMemory, memory_events, recall_edit, recalled
 from .model import ERASED, Candidate, Edit, Message, SearchFilter, State, session_owner
 from .store import MemoryStore, SessionInfo, Store, open_store
+from .store.base import UNSEALED, sealed, unsealed
 from .transform import PhaseMachine, edit, expiry_edits, field_edits
 from .transform.carry import Carried, carried_from, carry_edits, offered
 from .validate import FieldValidator, violations
@@ -355,7 +356,7 @@ class ContextEditor:
             state.round, state.message_index, state.last_message_hash = msg.round, msg.index, msg.hash
             self._bound[session] = None
             if (msg.index + 1) % SNAPSHOT_EVERY == 0:
-                self.store.put_derived(session, SNAPSHOT_KIND, 0, state.snapshot())
+                self._put_sealed(session, SNAPSHOT_KIND, 0, state.snapshot())
             self._summarize(session, msg)
             tail = self._tails.get(session)
             if tail is not None and tail[1] and tail[1][-1].index == msg.index - 1:
@@ -423,7 +424,7 @@ class ContextEditor:
         zone = self._zone(session, latest=True)
         zone.add(msg)
         for key, body in zone.bodies(zone.settled()).items():
-            self.store.put_derived(session, SUMMARY_KIND, key, body)
+            self._put_sealed(session, SUMMARY_KIND, key, body)
 
     def _zone(self, session: str, latest: bool = False) -> SummaryZone:
         """The session's summary zone, read from the store the first time and folded on. `latest`:
@@ -434,23 +435,23 @@ class ContextEditor:
         if zone is None:
             zone = self._latest_zone(session) if latest else None
             if zone is None:
-                zone = SummaryZone.from_bodies(self.domain, self.store.derived(session, SUMMARY_KIND))
+                zone = SummaryZone.from_bodies(self.domain, self._read_sealed(session, SUMMARY_KIND)[0])
             messages = self._messages_since(session, zone.resume_round())
             self._resume_open(session, zone, messages)
             for m in messages:
                 zone.add(m)
             for key, body in zone.bodies(zone.settled()).items():
-                self.store.put_derived(session, SUMMARY_KIND, key, body)
+                self._put_sealed(session, SUMMARY_KIND, key, body)
             self._zones[session] = zone
         return zone
 
     def _resume_open(self, session: str, zone: SummaryZone, messages: list[Message]) -> None:
         """Take the zone's open stage as a render stored it, if its row holds (`memory.open_stage`):
         then only the messages after it are folded in."""
-        body = self.store.derived(session, open_stage.KIND, keys=(0, 0)).get(0)
+        body = self._read_sealed(session, open_stage.KIND, (0, 0))[0].get(0)
         if body is None:
             return
-        stage, why, level = open_stage.resume(self.domain, session, body, zone, messages)
+        stage, why, level = open_stage.resume(self.domain, body, zone, messages)
         if stage is None:
             self._unused(session, open_stage.KIND, why, level)
         else:
@@ -468,7 +469,7 @@ class ContextEditor:
             return
         last = next((m for m in reversed(tail[1]) if m.index == stage.last_index), None)
         if last is not None:
-            self.store.put_derived(session, open_stage.KIND, 0, open_stage.row(self.domain, session, stage, last))
+            self._put_sealed(session, open_stage.KIND, 0, open_stage.row(self.domain, stage, last))
             self._opens[session] = (stage.number, stage.last_index)
 
     def _latest_zone(self, session: str) -> SummaryZone | None:
@@ -478,11 +479,11 @@ class ContextEditor:
         first = past.first_stage(self.domain, (self._cached(session) or self._live(session)).round)
         if first is None:
             return None
-        bodies = self.store.derived(session, SUMMARY_KIND, keys=(first, 2**62))
-        if first not in bodies or "before" not in bodies[first]:
-            return None
-        anchors = self.store.derived(session, SUMMARY_KIND, keys=(ANCHORS_KEY, ANCHORS_KEY))
-        return SummaryZone.from_bodies(self.domain, {**anchors, **bodies}, latest=True)
+        bodies, whole = self._read_sealed(session, SUMMARY_KIND, (first, 2**62))
+        if not whole or first not in bodies or "before" not in bodies[first]:
+            return None  # (a row not as written: the whole zone is read, and made again from the log from that row on)
+        anchors, whole = self._read_sealed(session, SUMMARY_KIND, (ANCHORS_KEY, ANCHORS_KEY))
+        return SummaryZone.from_bodies(self.domain, {**anchors, **bodies}, latest=True) if whole else None
 
     def _from_past(self, session: str, action: str, part: RenderPart) -> bool:
         """Whether a render of `action` on this part's latest-stages zone can go on from a settled
@@ -530,6 +531,24 @@ class ContextEditor:
                 and replayed[2][-1].seq == state.last_seq:  # (a reopen's fold read them: not again)
             return [e for e in replayed[2] if e.seq >= seq]
         return [e for e in self.store.edits(session, since_seq=seq - 1) if e.seq <= state.last_seq]
+
+    def _put_sealed(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
+        """Store a derived row that a reopen takes instead of the log (a snapshot, a summary stage),
+        sealed: a digest of its text, checked over the bytes read back (`_read_sealed`)."""
+        self.store.put_derived(session, kind, key, sealed(body, session, kind, str(key)))
+
+    def _read_sealed(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> tuple[dict[int, dict[str, Any]], bool]:
+        """The stored rows of `kind` (in key order) up to the first whose seal does not hold, and
+        whether every row held. That one is logged and not used: it and the rows after it are made
+        again from the log (a summary stage follows from the ones before it) and stored anew."""
+        rows: dict[int, dict[str, Any]] = {}
+        for key, data in self.store.raw_derived(session, kind, keys).items():
+            body, why = unsealed(data, session, kind, str(key))
+            if body is None:
+                self._unused(session, kind, f"row {key}: {why}", logging.INFO if why == UNSEALED else logging.WARNING)
+                return rows, False
+            rows[key] = body
+        return rows, True
 
     def _unused(self, session: str, kind: str, why: str, level: int = logging.WARNING) -> None:
         """Log a stored derived row that was not used (it is recomputed from the log)."""
@@ -814,9 +833,9 @@ class ContextEditor:
             return state
         if state is None or state.message_index + 1 > head[0] or state.last_seq + 1 > head[1]:
             state = None  # nothing cached, or the store went back
-        edits = None
+        edits, refused = None, False
         if state is None:
-            state, edits = self._from_snapshot(session, head)
+            state, edits, refused = self._from_snapshot(session, head)
         for e in edits[1:] if edits is not None else self.store.edits(session, since_seq=state.last_seq):
             state.apply(e)
         self._replayed = (session, state, edits) if edits else None
@@ -835,6 +854,8 @@ class ContextEditor:
         self._unread[session] = [m for m in tail if m.role != "system"]
         if reach is not None and read:  # (the window's rounds only move on with the state's)
             self._tails[session] = (first, read)
+        if refused:  # a stored snapshot not used: the next reopen starts from this fold instead
+            self._put_sealed(session, SNAPSHOT_KIND, 0, state.snapshot())
         self._states[session] = state
         self._states.move_to_end(session)
         while len(self._states) > self._cache_sessions:
@@ -850,30 +871,31 @@ class ContextEditor:
             self._remember(m, self.extractor.extract(m, when, self._priors.get(session) if m.role == "user" else None)
                            if self._reads(m) else [])
 
-    def _from_snapshot(self, session: str, head: tuple[int, int]) -> tuple[State, list[Edit] | None]:
+    def _from_snapshot(self, session: str, head: tuple[int, int]) -> tuple[State, list[Edit] | None, bool]:
         """The session's last stored snapshot and the edits from its last one on (that one
         first: the snapshot belongs to this log, its last edit is the stored one at its seq); else
-        an empty state to fold from, and None."""
+        an empty state to fold from, and None. Last: whether a stored snapshot was refused."""
         empty = State(self.domain.name, self.domain.version_hash, session, history_cap=self.history_cap)
-        body = self.store.derived(session, SNAPSHOT_KIND).get(0)
+        rows, whole = self._read_sealed(session, SNAPSHOT_KIND, (0, 0))
+        body = rows.get(0)
         if body is None:
-            return empty, None
+            return empty, None, not whole
         try:
             snap = State.from_snapshot(body).capped(self.history_cap)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             self._unused(session, SNAPSHOT_KIND, f"it does not parse ({type(exc).__name__}: {exc})")
-            return empty, None
+            return empty, None, True
         if snap.message_index + 1 > head[0] or snap.last_seq + 1 > head[1]:
             self._unused(session, SNAPSHOT_KIND, "it is ahead of the log (the log was cut back)")
-            return empty, None
+            return empty, None, True
         if snap.last_seq < 0:
-            return snap, None
+            return snap, None, False
         edits = self.store.edits(session, since_seq=snap.last_seq - 1)
         if not edits or edits[0].seq != snap.last_seq or edits[0].hash != snap.last_hash:
             # a snapshot of another log (rewritten, or restored from elsewhere): ignore it
             self._unused(session, SNAPSHOT_KIND, "its last edit is not in this log")
-            return empty, None
-        return snap, edits
+            return empty, None, True
+        return snap, edits, False
 
     def _cached(self, session: str) -> State | None:
         state = self._states.get(session)

@@ -20,6 +20,7 @@ from context_editor import ContextEditor
 from context_editor.inject.compact import SummaryLine
 from context_editor.model import ERASED, Message, State, extended, pack_ints, unpack_ints
 from context_editor.pipeline import SNAPSHOT_EVERY, SNAPSHOT_KIND
+from context_editor.store.base import derived_text, sealed, unsealed
 
 TEXTS = ["我想买耳机，要黑色", "预算2000以内", "I want red headphones", "改成白色", "budget under 300 dollars", "还是黑色吧"]
 
@@ -37,6 +38,12 @@ def full_fold(editor: ContextEditor, session: str) -> State:
     last = editor.store.messages(session)[-1]
     state.round, state.message_index, state.last_message_hash = last.round, last.index, last.hash
     return state
+
+
+def put_sealed(store, body: dict, session: str = "long") -> None:
+    """Store a snapshot as this code writes one (sealed): a spoiled row that passes the seal, so
+    the checks after the seal are what is tested."""
+    store.put_derived(session, SNAPSHOT_KIND, 0, sealed({k: v for k, v in body.items() if k != "seal"}, session, SNAPSHOT_KIND, "0"))
 
 
 def test_a_reopened_session_starts_from_its_snapshot_and_equals_the_full_fold(tmp_path):
@@ -60,7 +67,7 @@ def test_a_snapshot_of_another_log_is_ignored(tmp_path, caplog):
     writer.ingest("long", turns(SNAPSHOT_EVERY + 5))
     snap = writer.store.derived("long", SNAPSHOT_KIND)[0]
     forged = {**snap, "fields": {}, "last_hash": "0" * 64}
-    writer.store.put_derived("long", SNAPSHOT_KIND, 0, forged)
+    put_sealed(writer.store, forged)
     reopened = ContextEditor("ecommerce", url)
     assert reopened.state("long") == full_fold(reopened, "long")
     assert reopened.state("long").fields
@@ -73,43 +80,49 @@ def test_a_snapshot_that_does_not_parse_is_logged_and_the_log_folded(tmp_path, c
     writer.ingest("long", turns(SNAPSHOT_EVERY + 5))
     snap = writer.store.derived("long", SNAPSHOT_KIND)[0]
     for spoiled in ({**snap, "fields": {"color": {"value": "red"}}}, {"v": 2}, {**snap, "alerts": 7}):
-        writer.store.put_derived("long", SNAPSHOT_KIND, 0, spoiled)
+        put_sealed(writer.store, spoiled)
         caplog.clear()
         reopened = ContextEditor("ecommerce", url)
         assert reopened.state("long") == full_fold(reopened, "long") == writer.state("long")
         assert "[CE509]" in caplog.text and "snapshot" in caplog.text
 
 
-def test_a_snapshot_written_before_the_compact_form_is_still_read(tmp_path):
-    """Snapshots stored by an earlier version (v1: provenance as dicts; v1 and v2: the compact
-    span arrays as JSON lists) give the same state."""
+def test_a_snapshot_stored_before_snapshots_were_sealed_is_refused_once_and_stored_again(tmp_path, caplog):
+    """A snapshot row without a seal (as an earlier version wrote it) is not trusted: the reopen
+    folds the log (logged at INFO, once) and stores the snapshot of that fold, sealed; the next
+    reopen starts from it."""
     url = f"sqlite:///{tmp_path / 's.db'}"
     writer = ContextEditor("ecommerce", url)
     writer.ingest("long", turns(SNAPSHOT_EVERY + 5))
-    snap = writer.store.derived("long", SNAPSHOT_KIND)[0]
-    assert snap["v"] == 3 and any(f["history"] for f in snap["fields"].values())
-    state = State.from_snapshot(snap)
-
-    assert any("earlier" in f for f in snap["fields"].values()), "a field holds entries in compact form"
-
-    def v1(p):
-        return None if p is None else {**p.to_dict(), "span": list(p.span)}
-
-    def listed(f):
-        earlier = state.fields[f].earlier
-        return {} if earlier is None else {"earlier": {**snap["fields"][f]["earlier"], "accepted": earlier.accepted.tolist(),
-                                                       "spans": earlier.spans.tolist()}}
-
-    old = {k: v for k, v in snap.items() if k != "v"}
-    old["fields"] = {name: {**f, "provenance": v1(state.fields[name].provenance),
-                            "history": [[h.value, h.round, h.status, h.source, h.reason, v1(h.provenance)]
-                                        for h in state.fields[name].history], **listed(name)}
-                     for name, f in snap["fields"].items()}
-    assert all(isinstance(f["earlier"]["accepted"], list) for f in old["fields"].values() if "earlier" in f)
+    old = {k: v for k, v in writer.store.derived("long", SNAPSHOT_KIND)[0].items() if k != "seal"}
     writer.store.put_derived("long", SNAPSHOT_KIND, 0, old)
+    caplog.set_level("INFO")
     reopened = ContextEditor("ecommerce", url)
-    assert State.from_snapshot(old) == state
     assert reopened.state("long") == full_fold(reopened, "long") == writer.state("long")
+    refused = [r for r in caplog.records if "[CE509]" in r.message]
+    assert len(refused) == 1 and refused[0].levelname == "INFO" and "no seal" in refused[0].message
+    body, _ = unsealed(reopened.store.raw_derived("long", SNAPSHOT_KIND)[0], "long", SNAPSHOT_KIND, "0")
+    assert body is not None and body["message_index"] == SNAPSHOT_EVERY + 4, "stored again, sealed, at the fold's end"
+    caplog.clear()
+    again = ContextEditor("ecommerce", url)
+    assert again.state("long") == full_fold(again, "long") and "[CE509]" not in caplog.text
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+                     max_leaves=12)
+
+
+@given(st.dictionaries(st.text(max_size=8).filter(lambda k: k != "seal"), _JSON, min_size=1, max_size=4),
+       st.integers(min_value=0), st.characters())
+def test_a_sealed_row_opens_as_written_and_not_once_a_character_of_it_changed(body, at, char):
+    """`sealed`/`unsealed` over a row's stored text (`derived_text`): any JSON body opens to itself
+    for its owner, and to nothing once any one character of the text is another."""
+    text = derived_text(sealed(body, "s", "k", "0"))
+    assert unsealed(text.encode(), "s", "k", "0") == (body, "")
+    i = at % len(text)
+    if text[i] != char:
+        assert unsealed((text[:i] + char + text[i + 1:]).encode("utf-8", "surrogatepass"), "s", "k", "0")[0] is None
 
 
 @given(st.lists(st.integers(min_value=-2**40, max_value=2**40)))

@@ -20,6 +20,7 @@ from context_editor.audit import erase
 from context_editor.inject import compact
 from context_editor.memory import open_stage, past, summary
 from context_editor.store import open_store
+from context_editor.store.base import sealed
 
 GOLDEN = Path(__file__).parent / "golden" / "ecommerce"
 SESSION = "long"
@@ -192,6 +193,12 @@ def open_row(editor: ContextEditor) -> dict | None:
     return editor.store.derived(SESSION, open_stage.KIND).get(0)
 
 
+def put_sealed(editor: ContextEditor, kind: str, body: dict, key: int = 0) -> None:
+    """Store a derived row as this code writes one (sealed): a spoiled row that passes the seal,
+    so the checks after the seal are what is tested."""
+    editor.store.put_derived(SESSION, kind, key, sealed({k: v for k, v in body.items() if k != "seal"}, SESSION, kind, str(key)))
+
+
 def folded(monkeypatch) -> list[int]:
     """The indices of the messages whose summary lines are made from now on."""
     made: list[int] = []
@@ -250,7 +257,7 @@ def test_a_stage_a_reopen_took_open_is_stored_whole_once_it_closes(tmp_path, sma
     whole = summary.SummaryZone.rebuild(reopened.domain, reopened.store.messages(SESSION))
     stored = reopened.store.derived(SESSION, summary.KIND)
     assert max(whole.stages) > taken + 1 and taken in stored
-    assert stored[taken] == whole.stages[taken].body()
+    assert {k: v for k, v in stored[taken].items() if k != "seal"} == whole.stages[taken].body()
 
 
 def test_a_reopen_folds_the_messages_the_stored_open_stage_lacks(tmp_path, small_past, monkeypatch):
@@ -277,7 +284,7 @@ def test_a_spoiled_stored_open_stage_is_logged_and_made_from_the_log(tmp_path, s
     elif spoil == "anchor":  # a well-formed row of another log (its last message is not this one)
         stage = writer._zone(SESSION).stages[body["stage"]]
         other = replace(writer.store.messages(SESSION)[-1], hash="0" * 64)
-        put = open_stage.row(writer.domain, SESSION, stage, other)
+        put = open_stage.row(writer.domain, stage, other)
     elif spoil == "version":
         put = {**body, "version": "another"}
     elif spoil == "corrupt":
@@ -287,9 +294,10 @@ def test_a_spoiled_stored_open_stage_is_logged_and_made_from_the_log(tmp_path, s
         for m in turns[400:]:
             writer.add(SESSION, m)
         assert max(writer._zone(SESSION).stages) > body["stage"]
-    writer.store.put_derived(SESSION, open_stage.KIND, 0, put)
+    store = writer.store.put_derived if spoil in ("altered", "closed") else (lambda s, kind, key, b: put_sealed(writer, kind, b, key))
+    store(SESSION, open_stage.KIND, 0, put)
     expected = contexts(ContextEditor("ecommerce", url))
-    writer.store.put_derived(SESSION, open_stage.KIND, 0, put)  # (that render stored it again)
+    store(SESSION, open_stage.KIND, 0, put)  # (that render stored it again)
 
     caplog.set_level("INFO")
     made = folded(monkeypatch)
@@ -315,3 +323,53 @@ def test_erasure_and_rebuild_drop_the_stored_open_stage(tmp_path, small_past):
     assert open_row(reopened) is not None and "ZX-99817" not in str(open_row(reopened))
     reopened.rebuild_memory(SESSION)
     assert open_row(reopened) is None
+
+
+# ---------------------------------------------------------------- sealed rows (`store.base.sealed`)
+
+def one_byte_changed(text: str, after: str) -> str:
+    """`text` with the first ASCII digit after `after` changed to another digit: one byte, still JSON."""
+    at = next(i for i in range(text.index(after) + len(after), len(text)) if text[i].isascii() and text[i].isdigit())
+    return text[:at] + str((int(text[at]) + 1) % 10) + text[at + 1:]
+
+
+@pytest.mark.parametrize("kind", ["snapshot", "stage"])
+def test_a_derived_row_changed_by_one_byte_is_not_used_and_is_made_again_from_the_log(tmp_path, small_past, kind, caplog):
+    """A snapshot or a completed summary stage altered in the store by one byte (the text still
+    parses, so only the seal tells) is refused before it is parsed, logged, and made again from
+    the log: the reopened contexts are byte for byte those of the untouched store, and the row is
+    stored again, sealed (a stage: exactly as it was written)."""
+    import sqlite3
+    from context_editor.pipeline import SNAPSHOT_KIND
+    from context_editor.store.base import unsealed
+
+    url, writer = written(tmp_path, conversation(420))
+    contexts(writer)  # (the writer's renders store the pasts and the open stage a reopen takes)
+    expected = contexts(reopen(url))
+    db = sqlite3.connect(tmp_path / "s.db")
+    if kind == "snapshot":
+        row_kind, key = SNAPSHOT_KIND, 0
+    else:  # the last completed stage: a reopen reads it among its latest stages
+        row_kind, key = summary.KIND, max(k for k in writer.store.derived(SESSION, summary.KIND))
+        assert key < max(writer._zone(SESSION).stages), "a completed stage"
+    (before,) = db.execute("SELECT body FROM derived WHERE session = ? AND kind = ? AND key = ?", (SESSION, row_kind, key)).fetchone()
+    spoiled = one_byte_changed(before, '"accepted": {' if kind == "snapshot" else '"t": "')
+    assert len(spoiled.encode()) == len(before.encode()) and sum(a != b for a, b in zip(spoiled, before)) == 1
+    with db:
+        db.execute("UPDATE derived SET body = ? WHERE session = ? AND kind = ? AND key = ?", (spoiled, SESSION, row_kind, key))
+
+    caplog.set_level("INFO")
+    reopened = reopen(url)
+    assert contexts(reopened) == expected
+    # Nothing of the spoiled row was taken: the state is the log's fold, the zone's stages the log's.
+    assert reopened.state(SESSION) == writer.state(SESSION)
+    whole = summary.SummaryZone.rebuild(writer.domain, writer.store.messages(SESSION))
+    zone = reopened._zone(SESSION, latest=True)
+    assert all(zone.stages[n].lines == whole.stages[n].lines for n in zone.stages)
+    assert "[CE509]" in caplog.text and "its seal does not match" in caplog.text
+    (after,) = db.execute("SELECT body FROM derived WHERE session = ? AND kind = ? AND key = ?", (SESSION, row_kind, key)).fetchone()
+    assert after != spoiled and unsealed(after.encode(), SESSION, row_kind, str(key))[0] is not None, "stored again, sealed"
+    if kind == "stage":
+        assert after == before, "the stage made again from the log is the one written"
+    caplog.clear()
+    assert contexts(reopen(url)) == expected and "[CE509]" not in caplog.text, "the next reopen takes it"

@@ -25,6 +25,7 @@ from context_editor.errors import StoreError
 from context_editor.model import GENESIS_HASH, Edit, Message, Provenance, canonical_json
 from context_editor.signing import Signer, check_signature
 from context_editor.store import KeyRecord, Store, open_store
+from context_editor.store.base import UNSEALED, derived_text, sealed, unsealed
 
 DOMAIN, VERSION = "shop", "v" * 64
 
@@ -345,6 +346,26 @@ def test_derived_data_is_replaced_per_key_kept_per_session_and_dropped_by_kind(s
     assert store.derived("b", "summary") == {0: {"other": True}}
     assert store.derived("nobody", "summary") == {}
 
+
+
+def test_derived_rows_read_back_as_their_stored_bytes_over_which_a_seal_is_checked(store):
+    """`raw_derived`: every row as the text `put_derived` stored, byte for byte (the UTF-8 of its
+    `derived_text`), in key order and key range. A reopen checks a sealed row's digest over those
+    bytes: the row as written opens to its body; changed by one byte, or read as another owner's,
+    it does not."""
+    body = {"lines": [{"t": "对花生过敏 \"q\" \\ </state> \x01 🙂", "r": 1, "x": 0.1 + 0.2, "n": 2**40}], "none": None}
+    store.put_derived("a", "summary", 3, sealed(body, "a", "summary", "3"))
+    store.put_derived("a", "summary", -1, {"plain": True})
+    store.put_derived("b", "summary", 3, {"other": 1})
+    texts = store.raw_derived("a", "summary")
+    assert texts == {-1: derived_text({"plain": True}).encode(), 3: derived_text(sealed(body, "a", "summary", "3")).encode()}
+    assert list(texts) == [-1, 3] and store.raw_derived("a", "summary", (0, 9)) == {3: texts[3]}
+    assert store.raw_derived("a", "usage") == {} and store.derived("a", "summary")[3] == json.loads(texts[3])
+    assert unsealed(texts[3], "a", "summary", "3") == (body, "")
+    assert unsealed(texts[3], "b", "summary", "3")[0] is None and unsealed(texts[3], "a", "summary", "4")[0] is None
+    assert unsealed(texts[-1], "a", "summary", "-1") == (None, UNSEALED)
+    spoiled = texts[3].replace(b'"r": 1', b'"r": 2')
+    assert len(spoiled) == len(texts[3]) and unsealed(spoiled, "a", "summary", "3")[0] is None
 
 
 def test_derived_counts_are_added_atomically(store_url):

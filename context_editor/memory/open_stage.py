@@ -7,8 +7,9 @@ live render also stores the open stage (`KIND`, one row per session) once it has
 messages more than the row holds; a reopen takes it and folds only the messages after it.
 
 The row is checked before it is used, like the stored past (`memory.past`):
-- its digest covers everything in it, with the domain version and the session: a row altered in
-  the store (its lines would reach a context) is refused;
+- it is sealed (`store.base.sealed`: a digest of its stored text, the session, kind and key): a
+  row altered in the store (its lines would reach a context) is refused before it is parsed;
+- it was written by this format and domain version;
 - its anchor is its last message (index and hash): a row whose message is not in this log (the
   log cut back or rewritten) is refused;
 - it must follow the stored stages (stage number and `before`): a row of a stage that has closed
@@ -18,8 +19,6 @@ A refused row is logged (`Errors.DERIVED_UNUSED`) and the stage made again from 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from typing import Any, Sequence
 
@@ -30,33 +29,24 @@ from .summary import Stage, SummaryZone
 
 KIND = "summary_open"
 LAG = 4  # messages folded beyond the stored row before a render stores it again (a reopen makes at most LAG - 1)
-FORMAT = 1  # bump when what a row holds changes: stored ones are then refused once and written again
+FORMAT = 2  # bump when what a row holds changes: stored ones are then refused once and written again
 
 
-def _digest(domain: Domain, session: str, content: dict[str, Any]) -> str:
-    text = json.dumps(content, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.blake2b(f"{domain.version_hash}/{session}/{text}".encode("utf-8"), digest_size=16).hexdigest()
+def row(domain: Domain, stage: Stage, last: Message) -> dict[str, Any]:
+    """The stored form of the open stage whose last message is `last` (stored sealed)."""
+    return {"format": FORMAT, "version": domain.version_hash, "stage": stage.number, "before": list(stage.before),
+            "last_index": stage.last_index, "at": [last.index, last.hash], "lines": [line.to_dict() for line in stage.lines]}
 
 
-def row(domain: Domain, session: str, stage: Stage, last: Message) -> dict[str, Any]:
-    """The stored form of the open stage whose last message is `last`."""
-    content = {"format": FORMAT, "version": domain.version_hash, "stage": stage.number, "before": list(stage.before),
-               "last_index": stage.last_index, "at": [last.index, last.hash], "lines": [line.to_dict() for line in stage.lines]}
-    return {**content, "digest": _digest(domain, session, content)}
-
-
-def resume(domain: Domain, session: str, body: dict[str, Any], zone: SummaryZone,
-           messages: Sequence[Message]) -> tuple[Stage | None, str, int]:
-    """Take the stored open stage into `zone` (loaded from its stored stages, not yet folded on)
-    if the row holds: `messages` are the session's since `zone.resume_round()`, which hold its
-    anchor. Returns the stage, or None, why the row was refused and how loud to log it (INFO:
-    stale in the normal course of things; WARNING: not a row of this log as written)."""
+def resume(domain: Domain, content: dict[str, Any], zone: SummaryZone, messages: Sequence[Message]) -> tuple[Stage | None, str, int]:
+    """Take the stored open stage (its row, its seal checked) into `zone` (loaded from its stored
+    stages, not yet folded on) if the row holds: `messages` are the session's since
+    `zone.resume_round()`, which hold its anchor. Returns the stage, or None, why the row was
+    refused and how loud to log it (INFO: stale in the normal course of things; WARNING: not a
+    row of this log as written)."""
     try:
-        content = {k: v for k, v in body.items() if k != "digest"}
         if content.get("format") != FORMAT or content.get("version") != domain.version_hash:
             return None, "it was written by another version", logging.INFO
-        if body.get("digest") != _digest(domain, session, content):
-            return None, "its digest does not match what it holds (altered in the store)", logging.WARNING
         index, hash_ = content["at"]
         stage = Stage(int(content["stage"]), [SummaryLine.from_dict(d) for d in content["lines"]], int(content["last_index"]),
                       (int(content["before"][0]), int(content["before"][1])))

@@ -382,6 +382,51 @@ class TermIndex:
         return heapq.nsmallest(limit, ((i, s) for i, s in scores.items()), key=lambda x: (-x[1], -x[0]))
 
 
+def derived_text(body: dict[str, Any]) -> str:
+    """The text a store keeps for a derived row (`Store.put_derived`): one serialisation for every
+    store, so a digest taken over it when the row is written (`sealed`) is checked over the very
+    bytes read back (`Store.raw_derived`), without serialising the parsed row again."""
+    return json.dumps(body, ensure_ascii=False)
+
+
+# A sealed row's text ends with its seal, the last key: `, "seal": "<32 hex digits>"}`.
+_SEAL_OPEN, SEAL_HEX = b', "seal": "', 32
+_SEAL_TAIL = len(_SEAL_OPEN) + SEAL_HEX + 2
+UNSEALED = "it has no seal (written by an older version)"
+
+
+def _seal(data: bytes | memoryview, owner: tuple[str, ...]) -> str:
+    """The digest of a row's text (its seal left out) and its owner. SHA-256, which OpenSSL runs
+    with the CPU's own instructions here: 2x faster than BLAKE2b over a 61 KB snapshot (~50 µs)."""
+    h = hashlib.sha256("/".join((*owner, "")).encode("utf-8", "surrogatepass"))
+    h.update(data)
+    h.update(b"}")
+    return h.hexdigest()[:SEAL_HEX]
+
+
+def sealed(body: dict[str, Any], *owner: str) -> dict[str, Any]:
+    """`body` with a digest of its stored text and of `owner` (what it belongs to: session, kind,
+    key, so a row moved elsewhere does not hold) added as its last key, `seal`."""
+    if "seal" in body:
+        raise ValueError("sealed: the body already has a key 'seal'")
+    return {**body, "seal": _seal(derived_text(body)[:-1].encode("utf-8", "surrogatepass"), owner)}
+
+
+def unsealed(data: bytes, *owner: str) -> tuple[dict[str, Any] | None, str]:
+    """The body `sealed(body, *owner)` stored, from its stored bytes (`Store.raw_derived`), if they
+    are as written: the digest is taken over them before they are parsed, without a copy. Else
+    None and why: no seal (written before rows were sealed), or one that does not match (altered
+    in the store, or a row of another owner)."""
+    cut = len(data) - _SEAL_TAIL
+    if cut < 1 or not data.startswith(_SEAL_OPEN, cut) or not data.endswith(b'"}'):
+        return None, UNSEALED
+    if data[cut + len(_SEAL_OPEN):-2] != _seal(memoryview(data)[:cut], owner).encode("ascii"):
+        return None, "its seal does not match what it holds (altered in the store)"
+    body: dict[str, Any] = json.loads(data)
+    del body["seal"]
+    return body, ""
+
+
 COUNT_NAME = re.compile(r"[a-z_][a-z0-9_]*")  # the names `Store.add_derived` takes (they go into JSON paths)
 
 
@@ -532,9 +577,15 @@ class Store(ABC):
         (a session's token account). Count names are identifiers (`COUNT_NAME`)."""
 
     @abstractmethod
+    def raw_derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, bytes]:
+        """Every item of one kind of derived data of a session, by key (in key order), as stored:
+        the UTF-8 bytes of the `derived_text` that `put_derived` stored, byte for byte (a reader
+        checks a `sealed` row's digest over them before it parses them). With `keys` (lo, hi), only
+        those with lo <= key <= hi (a long session's latest summary stages)."""
+
     def derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, dict[str, Any]]:
-        """Every item of one kind of derived data of a session, by key (in key order); with `keys`
-        (lo, hi), only those with lo <= key <= hi (a long session's latest summary stages)."""
+        """`raw_derived`, parsed."""
+        return {k: json.loads(t) for k, t in self.raw_derived(session, kind, keys).items()}
 
     @abstractmethod
     def drop_derived(self, session: str, kind: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import threading
 from bisect import bisect_left, bisect_right
 from dataclasses import replace
@@ -10,7 +11,7 @@ from typing import Any
 
 from ..model import ERASED, GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter
 from .base import (KeyRecord, SessionInfo, Store, StoredSession, TermIndex, Forget, Tombstone, check_batch, check_records, count_names,
-                   domain_text, new_head, parse_domain_row, records_head)
+                   derived_text, domain_text, new_head, parse_domain_row, records_head)
 
 
 class MemoryStore(Store):
@@ -23,7 +24,7 @@ class MemoryStore(Store):
         self._edits: dict[str, list[Edit]] = {}
         self._keys: dict[str, KeyRecord] = {}
         self._lock = threading.Lock()  # the service appends from several threads
-        self._derived: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
+        self._derived: dict[tuple[str, str], dict[int, bytes]] = {}  # rows as their text's bytes (`derived_text`), as SQL stores them
         self._user_memory: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._search: dict[str, TermIndex] = {}
         self._erasures: dict[str, dict[tuple[str, int], tuple[str, str | None]]] = {}
@@ -170,18 +171,20 @@ class MemoryStore(Store):
         return dict(self._domains)
 
     def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
-        self._derived.setdefault((session, kind), {})[key] = copy.deepcopy(body)
+        self._derived.setdefault((session, kind), {})[key] = derived_text(body).encode("utf-8", "surrogatepass")
 
     def add_derived(self, session: str, kind: str, key: int, counts: dict[str, int]) -> None:
         with self._lock:
-            item = self._derived.setdefault((session, kind), {}).setdefault(key, {})
+            items = self._derived.setdefault((session, kind), {})
+            item = json.loads(items.get(key, b"{}"))
             for name in count_names(counts):
                 item[name] = item.get(name, 0) + counts[name]
+            items[key] = derived_text(item).encode("utf-8")
 
-    def derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, dict[str, Any]]:
+    def raw_derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, bytes]:
         items = self._derived.get((session, kind), {})
         lo, hi = keys if keys is not None else (-2**63, 2**63 - 1)
-        return {k: copy.deepcopy(items[k]) for k in sorted(items) if lo <= k <= hi}
+        return {k: items[k] for k in sorted(items) if lo <= k <= hi}
 
     def append_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
         with self._lock:

@@ -25,7 +25,7 @@ from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
 from .base import (EDIT_COLUMNS, ERASABLE, KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, Head, KeyRecord, KnownHeads, SessionInfo, Store, StoredSession, Tombstone, Forget, payload_rows,
-                   astuple_key, check_batch, check_records, count_names, domain_text, edit_from_row, edit_row, message_from_row,
+                   astuple_key, check_batch, check_records, count_names, derived_text, domain_text, edit_from_row, edit_row, message_from_row,
                    message_row, new_head, key_range, parse_domain_row, raw_session_rows, records_head, redacted,
                    stored_sessions)
 
@@ -437,7 +437,7 @@ class PostgresStore(Store):
         with _database_errors(f"storing derived {kind} of session {session!r}"):
             self._conn().execute("INSERT INTO derived VALUES (%s, %s, %s, %s) ON CONFLICT (session, kind, key) "
                                  "DO UPDATE SET body = excluded.body",
-                                 (session, kind, key, json.dumps(body, ensure_ascii=False)))
+                                 (session, kind, key, derived_text(body)))
 
     def add_derived(self, session: str, kind: str, key: int, counts: dict[str, int]) -> None:
         sums = ", ".join(f"'{n}', coalesce((derived.body::jsonb ->> '{n}')::bigint, 0) + (excluded.body::jsonb ->> '{n}')::bigint"
@@ -447,12 +447,11 @@ class PostgresStore(Store):
                                  f"DO UPDATE SET body = (derived.body::jsonb || jsonb_build_object({sums}))::text",
                                  (session, kind, key, json.dumps(counts)))
 
-    def derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, dict[str, Any]]:
+    def raw_derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, bytes]:
         lo, hi = keys if keys is not None else (-2**63, 2**63 - 1)
         with _database_errors(f"reading derived {kind} of session {session!r}"):
-            rows = self._conn().execute("SELECT key, body FROM derived WHERE session = %s AND kind = %s "
-                                        "AND key BETWEEN %s AND %s ORDER BY key", (session, kind, lo, hi)).fetchall()
-        return {k: json.loads(b) for k, b in rows}
+            return dict(self._conn().execute("SELECT key, convert_to(body, 'UTF8') FROM derived WHERE session = %s "
+                                             "AND kind = %s AND key BETWEEN %s AND %s ORDER BY key", (session, kind, lo, hi)).fetchall())
 
     def append_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
         self._write_user_memory(tenant, user, events, replace=False)

@@ -20,7 +20,7 @@ from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
 from .base import (EDIT_COLUMNS, ERASABLE, KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, Head, KeyRecord, KnownHeads, SessionInfo, Store, StoredSession, Tombstone, Forget, payload_rows,
-                   astuple_key, check_batch, check_records, count_names, domain_text, edit_from_row, edit_row, head_hashes,
+                   astuple_key, check_batch, check_records, count_names, derived_text, domain_text, edit_from_row, edit_row, head_hashes,
                    message_from_row, message_row, new_head, key_range, parse_domain_row, raw_session_rows, records_head,
                    stored_sessions)
 
@@ -360,7 +360,7 @@ class SQLiteStore(Store):
 
     def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
         self._conn().execute("INSERT OR REPLACE INTO derived VALUES (?, ?, ?, ?)",
-                             (session, kind, key, json.dumps(body, ensure_ascii=False)))
+                             (session, kind, key, derived_text(body)))
 
     def add_derived(self, session: str, kind: str, key: int, counts: dict[str, int]) -> None:
         sums = ", ".join(f"'$.{n}', coalesce(json_extract(body, '$.{n}'), 0) + json_extract(excluded.body, '$.{n}')"
@@ -368,11 +368,11 @@ class SQLiteStore(Store):
         self._conn().execute(f"INSERT INTO derived VALUES (?, ?, ?, ?) ON CONFLICT (session, kind, key) "
                              f"DO UPDATE SET body = json_set(body, {sums})", (session, kind, key, json.dumps(counts)))
 
-    def derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, dict[str, Any]]:
+    def raw_derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, bytes]:
         lo, hi = keys if keys is not None else (-2**63, 2**63 - 1)
-        rows = self._conn().execute("SELECT key, body FROM derived WHERE session = ? AND kind = ? AND key BETWEEN ? AND ? "
-                                    "ORDER BY key", (session, kind, lo, hi)).fetchall()
-        return {k: json.loads(b) for k, b in rows}
+        # As a BLOB: the text's UTF-8 bytes as stored, not decoded into a str only to be encoded again.
+        return dict(self._conn().execute("SELECT key, CAST(body AS BLOB) FROM derived WHERE session = ? AND kind = ? "
+                                         "AND key BETWEEN ? AND ? ORDER BY key", (session, kind, lo, hi)).fetchall())
 
     def append_user_memory(self, tenant: str, user: str, events: list[dict[str, Any]]) -> None:
         self._write_user_memory(tenant, user, events, replace=False)
