@@ -732,12 +732,20 @@ class Renderer:
     def _fit(self, plan: _Plan, state: State) -> tuple[dict[str, int], _Probe]:
         """The most of each tier that fits the budget, tiers giving way in TIERS order.
 
-        The answer is the one exact bisection over whole renders finds (the count only grows with
-        what is kept), reached with three renders instead of a dozen: one render of everything,
-        marked, tells what each item costs; the search runs on those summed costs; then renders of
-        the chosen candidate and of one item more check it exactly, and the estimate is corrected
-        and the search re-run while they disagree. Tokenizers whose counts do not add up piece by
-        piece (and templates that post-process their own output) take the plain bisection."""
+        The answer is a crossing (a cut that fits, one item more of its last cut tier does not),
+        found with three renders where a bisection over whole renders takes a dozen: one render of
+        everything, marked, tells what each item costs; the search runs on those summed costs; then
+        renders of the chosen candidate and of one item more check it exactly, and the estimate is
+        corrected and the search re-run while they disagree. Tokenizers whose counts do not add up
+        piece by piece (and templates that post-process their own output) take the plain bisection.
+
+        The answer is chosen from this render's plan alone, so a warm process renders what a cold
+        one does. The exact count is not monotone in what is kept (a dropped turn brings back its
+        summary lines, the first cut adds <truncated_context>): a plan can have several crossings,
+        and a search that started from the last render's cut could stop at another one (over the
+        golden conversations at fixed budgets, 26 of 7,918 walks from the last cut did). So nothing
+        remembered picks the cut: `_fitted` only chooses whether the whole render is marked (the
+        same XML either way). `tests/test_render_cold_warm.py` checks it."""
         sizes = plan.sizes()
         counter = segment_counter(self.model)
         if not (counter.additive and _markable(plan.template)):
