@@ -19,6 +19,7 @@ from context_editor import ContextEditor
 from context_editor.domaintest import load_cases
 from context_editor.errors import BudgetError
 from context_editor.inject import compact, history, xmltext
+from context_editor.inject.render import Renderer
 from context_editor.inject.tokens import segment_counter
 
 from conftest import ROOT
@@ -52,7 +53,7 @@ def forget_process(model: str | None) -> None:
     counter._lines.clear()
 
 
-def cold(store: Any, domain: str | Path, model: str | None, session: str, action: str, budget: int | None) -> str:
+def cold(store: Any, domain: Any, model: str | None, session: str, action: str, budget: int | None) -> str:
     forget_process(model)
     return rendered(ContextEditor(domain, store, model=model), session, action, budget)
 
@@ -75,6 +76,51 @@ def test_a_golden_conversation_renders_warm_as_cold(domain, model, data):
         for budget in budgets:
             xml = rendered(warm, "s", action, budget)
             assert xml == cold(warm.store, domain, model, "s", action, budget), (step, action, budget)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(domain=st.sampled_from(DOMAINS), model=st.sampled_from(MODELS[:2]), data=st.data())
+def test_the_budget_search_answers_from_this_render_alone(domain, model, data):
+    """The cut a budget search chooses depends on this render's plan alone: after every message,
+    every action at budgets under what its whole context counts (a cut of one item or of many, in
+    every tier), the warm renderer's search (it remembers, per session, action and limit, whether
+    everything fitted last time; it could remember the last cut) chooses what a new renderer's
+    search chooses for the same plan; and at the end a cold editor renders the warm one's bytes.
+    The exact count of a cut is not monotone in what it keeps (a dropped turn brings back its
+    summary lines, the first cut adds <truncated_context>), so a search that walked from the last
+    render's cut to the nearest crossing fails this (checked)."""
+    messages = data.draw(st.sampled_from(CASES[domain]), label="conversation")
+    # Budgets the same after every message (a search could start from the last cut at the same
+    # limit), and budgets under the whole count wherever that is (the budget's own digits count too).
+    fixed = data.draw(st.lists(st.integers(120, 500), min_size=2, max_size=2), label="budgets")
+    under = data.draw(st.lists(st.integers(4, 400), min_size=2, max_size=2), label="tokens under the whole count")
+    warm = ContextEditor(domain, "memory://", model=model)
+    searched = []
+    original = Renderer._fit
+
+    def fit(self: Renderer, plan: Any, state: Any) -> Any:
+        kept, probe = original(self, plan, state)
+        fresh = Renderer(self.domain, model=self.model, scorer=self.scorer, system=self.system, window=self.window,
+                         condense=self.condense)
+        again, other = original(fresh, plan, state)
+        assert (kept, probe.xml) == (again, other.xml), (plan.action, plan.limit, state.round)
+        searched.append(kept != plan.sizes())
+        return kept, probe
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Renderer, "_fit", fit)
+        for message in messages:
+            warm.add("s", {**message, "timestamp": STAMP})
+            for action, spec in warm.domain.actions.items():
+                whole = warm.render("s", action, budget=100_000).tokens + spec.safety_margin
+                for budget in fixed + [max(whole - d, 1) for d in under]:
+                    rendered(warm, "s", action, budget)
+    assert sum(searched) > len(messages)  # the searches ran
+    for action, spec in warm.domain.actions.items():
+        whole = warm.render("s", action, budget=100_000).tokens + spec.safety_margin
+        for budget in fixed + [max(whole - d, 1) for d in under]:
+            # (the cold editor is given the warm one's loaded domain: configuration, read in 0.3 s)
+            assert rendered(warm, "s", action, budget) == cold(warm.store, warm.domain, model, "s", action, budget), (action, budget)
 
 
 @pytest.fixture(scope="module")

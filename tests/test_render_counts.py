@@ -63,17 +63,15 @@ def test_pieces_told_from_their_skeleton_stay_within_the_cache_bound(monkeypatch
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.lists(PIECES, max_size=12).map("".join), max_size=8))
 def test_lines_counted_one_by_one_add_up_to_their_join(lines):
-    """`count_lines` and `count_said` (a render's raw window, "role: content" per message) equal
-    the whole count of the joined text, whatever the lines hold (lines that do not start a piece
-    are counted whole)."""
+    """`count_said` (a render's raw window, "role: content" per message) equals the whole count of
+    the joined text, whatever the lines hold (roles that do not start a piece: counted whole),
+    counted afresh and again from the lines it remembered."""
     said = [("user" if i % 2 else "tool" if i % 3 else line[:2], line) for i, line in enumerate(lines)]
-    lines = [f"user: {line}" if i % 2 else line for i, line in enumerate(lines)]
     for model in ADDITIVE:
         counter = SegmentCounter(tokenizer_for(model))
-        assert counter.count_lines(lines) == counter.count_lines(lines) == counter.tokenizer.count("\n".join(lines)), model
-        # `count_said`, the same on (role, text) pairs: a role that does not start a piece too.
         whole = counter.tokenizer.count("\n".join(f"{role}: {text}" for role, text in said))
         assert counter.count_said(said) == counter.count_said(said) == whole, (model, said)
+        assert all(isinstance(key[0], tuple) for key in counter._lines), model  # one kind of key: (role, text)
 
 
 @pytest.mark.parametrize("model", ADDITIVE)

@@ -663,8 +663,13 @@ class Renderer:
             replying = minimal.pending(history.chains(visible), [latest] if latest else [])
             offers = offers_by if offers_by is not None else minimal.open_offers(state)
             envelope = set(domains_by) if domains_by else {self.domain.name}
-            zone = minimal.zone(zone, offers, state.round - minimal.REPLY_ROUNDS, minimal.foreign(summary, envelope),
-                                user_clauses=spec.user_clauses == "all")
+            elsewhere = minimal.foreign(summary, envelope)
+            zone = minimal.zone(zone, offers, state.round - minimal.REPLY_ROUNDS, elsewhere, user_clauses=spec.user_clauses == "all")
+            before = latest[0].index if latest else messages[-1].index + 1 if messages else 0  # the latest user message
+            # The user's earlier answers no rule read, with their questions ("What type of film?" "A scary one.").
+            answers = minimal.answered([summary, *(summaries_by or ())], visible, before, absorbed, hidden, elsewhere)
+            if answers:
+                zone = {**zone, "facts": sorted([*zone["facts"], *answers], key=lambda z: z.sources)}
             # Shown whole while pending: the user's reply holds a value the state did not read (the
             # question gives it its meaning), or it left open an offer no summary line holds.
             asked = latest is not None and any(minimal.unread(summary, m.index, absorbed) for m in latest if m.role == "user")
@@ -676,10 +681,9 @@ class Renderer:
                 user_text = "\n".join(seen[m.index]["content"] for m in visible if m.role == "user").lower()
                 every = minimal.merged([summary, *summaries_by]) if summaries_by else summary
                 read = taken_by if taken_by is not None else minimal.taken([state])
-                said_lines = minimal.said_lines(every, user_text, hidden, minimal.foreign(summary, envelope), read)
+                said_lines = minimal.said_lines(every, user_text, hidden, elsewhere, read)
                 spans = minimal.spans_of([z for z in every if z.role == "user"], said_lines, read)
-                unread = minimal.unread_user(summary, absorbed, latest[0].index if latest else messages[-1].index + 1,
-                                             minimal.foreign(summary, envelope), vocabulary)
+                unread = minimal.unread_user(summary, absorbed, before, elsewhere, vocabulary)
         return _Plan(
             action=action, spec=spec, budget=resolved, limit=limit,
             template=self.env.get_template(template_name) if template_name else self._template(spec),
@@ -728,12 +732,20 @@ class Renderer:
     def _fit(self, plan: _Plan, state: State) -> tuple[dict[str, int], _Probe]:
         """The most of each tier that fits the budget, tiers giving way in TIERS order.
 
-        The answer is the one exact bisection over whole renders finds (the count only grows with
-        what is kept), reached with three renders instead of a dozen: one render of everything,
-        marked, tells what each item costs; the search runs on those summed costs; then renders of
-        the chosen candidate and of one item more check it exactly, and the estimate is corrected
-        and the search re-run while they disagree. Tokenizers whose counts do not add up piece by
-        piece (and templates that post-process their own output) take the plain bisection."""
+        The answer is a crossing (a cut that fits, one item more of its last cut tier does not),
+        found with three renders where a bisection over whole renders takes a dozen: one render of
+        everything, marked, tells what each item costs; the search runs on those summed costs; then
+        renders of the chosen candidate and of one item more check it exactly, and the estimate is
+        corrected and the search re-run while they disagree. Tokenizers whose counts do not add up
+        piece by piece (and templates that post-process their own output) take the plain bisection.
+
+        The answer is chosen from this render's plan alone, so a warm process renders what a cold
+        one does. The exact count is not monotone in what is kept (a dropped turn brings back its
+        summary lines, the first cut adds <truncated_context>): a plan can have several crossings,
+        and a search that started from the last render's cut could stop at another one (over the
+        golden conversations at fixed budgets, 26 of 7,918 walks from the last cut did). So nothing
+        remembered picks the cut: `_fitted` only chooses whether the whole render is marked (the
+        same XML either way). `tests/test_render_cold_warm.py` checks it."""
         sizes = plan.sizes()
         counter = segment_counter(self.model)
         if not (counter.additive and _markable(plan.template)):

@@ -265,7 +265,7 @@ class SegmentCounter:
             hashlib.sha256(_pattern(base.name).encode()).hexdigest()[:16] in PROVEN_PATTERNS
         self._base = base
         self._cache: dict[str, int] = {}
-        self._lines: dict[tuple[Any, bool], int] = {}  # base counts of whole lines (`count_lines`, `count_said`)
+        self._lines: dict[tuple[tuple[str, str], bool], int] = {}  # base counts of "role: text" lines (`count_said`)
 
     def pieces(self, text: str, cut: re.Pattern[str] = _CUT) -> list[str]:
         return cut.split(text)
@@ -313,36 +313,25 @@ class SegmentCounter:
             return self.tokenizer.count(text)
         return self.total(sum(self.piece(p) for p in self.pieces(text)))
 
-    def count_lines(self, lines: list[str]) -> int:
-        """The count of "\n".join(lines) when each line starts a piece (its first character is
-        neither whitespace nor "/": the newline before it is a cut point): the sum of each line's
-        count with its newline, each remembered (a render counts the same window's turns again)."""
-        if not self.additive or any(not line[:1] or line[:1].isspace() or line[:1] == "/" for line in lines[1:]):
-            return self.count("\n".join(lines))
-        return self.total(self._summed(lines, str))
-
     def count_said(self, said: list[tuple[str, str]]) -> int:
-        """`count_lines` of the lines "role: text" (a render's raw window), each line's count
-        remembered by its (role, text): a render of the same window builds no line again."""
+        """The count of the lines "role: text" joined by newlines (a render's raw window). When each
+        line starts a piece (its role's first character is neither whitespace nor "/": the newline
+        before it is a cut point), the sum of each line's count with its newline, each remembered by
+        (role, text) and whether a newline follows: a render of the same window builds no line again."""
         if not self.additive or any(not role[:1] or role[:1].isspace() or role[:1] == "/" for role, _ in said[1:]):
-            return self.count_lines([f"{role}: {text}" for role, text in said])
-        return self.total(self._summed(said, lambda pair: f"{pair[0]}: {pair[1]}"))
-
-    def _summed(self, items: list[Any], line_of: Callable[[Any], str]) -> int:
-        """The sum of the base counts of each item's line with its newline (none after the last),
-        each kept by (item, whether a newline follows)."""
-        last = len(items) - 1
+            return self.count("\n".join(f"{role}: {text}" for role, text in said))
+        last = len(said) - 1
         total = 0
-        for i, item in enumerate(items):
-            key = (item, i < last)
+        for i, pair in enumerate(said):
+            key = (pair, i < last)
             n = self._lines.get(key)
             if n is None:
                 if len(self._lines) >= SEGMENT_CACHE:
                     self._lines.clear()
-                line = line_of(item) + "\n" if i < last else line_of(item)
+                line = f"{pair[0]}: {pair[1]}\n" if i < last else f"{pair[0]}: {pair[1]}"
                 n = self._lines[key] = sum(self.piece(p) for p in self.pieces(line))
             total += n
-        return total
+        return self.total(total)
 
 
 class TiktokenCounter:
