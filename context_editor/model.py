@@ -603,7 +603,7 @@ def extended(flat: array[int], values: tuple[int, ...]) -> array[int]:
     return flat
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Earlier:
     """What the history entries a state no longer holds in memory (`State.history_cap`) leave
     behind: what the renderer reads of every entry, in compact form (spans as flat integer arrays,
@@ -612,8 +612,22 @@ class Earlier:
 
     dropped: int = 0  # entries dropped, oldest first
     accepted: array[int] = field(default_factory=lambda: array("q"))  # (message, start, end) of accepted values' provenance
-    spans: array[int] = field(default_factory=lambda: array("q"))  # (message, start, end) of every non-empty provenance span
+    # (message, start, end) of every non-empty provenance span (`spans`). As a snapshot stored them
+    # (`pack_ints`) until first read: only a render that hides the field reads them.
+    _spans: array[int] | str | list[int] = field(default_factory=lambda: array("q"))
     texts: dict[str, None] = field(default_factory=dict)  # every scalar value and provenance text of 4+ characters, first seen first
+
+    @property
+    def spans(self) -> array[int]:
+        if not isinstance(self._spans, array):
+            self._spans = unpack_ints(self._spans)
+        return self._spans
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Earlier) and (self.dropped, self.accepted, self.spans, self.texts) == (
+            other.dropped, other.accepted, other.spans, other.texts)
+
+    __hash__ = None  # type: ignore[assignment]  # (mutable, compared by value: as the generated __eq__ left it)
 
     def add(self, h: HistoryEntry) -> None:
         self.dropped += 1
@@ -622,7 +636,7 @@ class Earlier:
             if h.status == "accepted":
                 self.accepted = extended(self.accepted, (p.message_index, *p.span))
             if p.span[1] > p.span[0]:
-                self.spans = extended(self.spans, (p.message_index, *p.span))
+                self._spans = extended(self.spans, (p.message_index, *p.span))
         for v in (h.value, p.text if p else None):
             if not isinstance(v, bool) and isinstance(v, (str, int, float)) and len(str(v)) >= 4:
                 self.texts.setdefault(str(v), None)
@@ -634,12 +648,15 @@ class Earlier:
         return zip(it, it, it)
 
     def to_json(self) -> dict[str, Any]:
-        return {"dropped": self.dropped, "accepted": pack_ints(self.accepted), "spans": pack_ints(self.spans),
-                "texts": list(self.texts)}
+        spans = self._spans if isinstance(self._spans, str) else pack_ints(self._spans)  # (as read, if never read)
+        return {"dropped": self.dropped, "accepted": pack_ints(self.accepted), "spans": spans, "texts": list(self.texts)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Earlier:
-        return cls(d["dropped"], unpack_ints(d["accepted"]), unpack_ints(d["spans"]), dict.fromkeys(d["texts"]))
+        spans = d["spans"]
+        if not isinstance(spans, (str, list)):
+            raise TypeError(f"Earlier spans: {type(spans).__name__}")
+        return cls(d["dropped"], unpack_ints(d["accepted"]), spans, dict.fromkeys(d["texts"]))
 
 
 @dataclass(slots=True)
@@ -679,6 +696,93 @@ class FieldState:
     @property
     def present(self) -> bool:
         return self.value is not None
+
+
+SNAPSHOT_FORMAT = 4  # `State.snapshot`'s form; a stored snapshot of another is not read (the log is folded instead)
+
+
+def _prov_row(p: Provenance | None, dv: str) -> list[Any] | None:
+    """A provenance in a snapshot: a list, without the domain version when it is the state's (`dv`)."""
+    if p is None:
+        return None
+    return [p.message_index, p.round, p.role, p.span[0], p.span[1], p.text, p.extractor, p.confidence, p.message_id,
+            None if p.domain_version == dv else p.domain_version]
+
+
+# Provenance's slots, set straight through their descriptors: the frozen class's __init__ sets each
+# through object.__setattr__ by name, 2x the time, and a reopen makes one per history entry held.
+_MI, _RD, _RO, _SP, _TX, _EX, _CO, _DV, _ID = (getattr(Provenance, f.name).__set__ for f in dataclasses.fields(Provenance))
+
+
+def _provenance(message_index: int, round_: int, role: str, span: tuple[int, int], text: str, extractor: str,
+                confidence: float, domain_version: str, message_id: str | None) -> Provenance:
+    """Provenance(...) of these fields, made as its __init__ makes it."""
+    p = object.__new__(Provenance)
+    _MI(p, message_index)
+    _RD(p, round_)
+    _RO(p, role)
+    _SP(p, span)
+    _TX(p, text)
+    _EX(p, extractor)
+    _CO(p, confidence)
+    _DV(p, domain_version)
+    _ID(p, message_id)
+    return p
+
+
+def _prov_of(row: list[Any], dv: str) -> Provenance:
+    """The provenance `_prov_row` stored."""
+    message_index, round_, role, start, end, text, extractor, confidence, message_id, version = row
+    return _provenance(message_index, round_, role, (start, end), text, extractor, confidence, dv if version is None else version,
+                       message_id)
+
+
+def _history_columns(history: list[HistoryEntry], dv: str) -> dict[str, Any]:
+    """A field's history entries in a snapshot, column by column: a reopen parses a long
+    session's 64 newest entries of a field as a few packed arrays and lists, not as ~1,100 JSON
+    values. `shapes`: the distinct (status, source, reason[, role, extractor, confidence,
+    version]) of the entries (the last four: of its provenance, when it has one), `shape` each
+    entry's, `ints` each entry's round (and its provenance's message, round, start and end),
+    `texts` and `ids` its provenance's text and message id (`ids` left out when none has one)."""
+    shapes: dict[tuple[Any, ...], int] = {}
+    shape, ints, values, texts, ids = [], [], [], [], []
+    for h in history:
+        p = h.provenance
+        key = (h.status, h.source, h.reason) if p is None else (
+            h.status, h.source, h.reason, p.role, p.extractor, p.confidence, None if p.domain_version == dv else p.domain_version)
+        shape.append(shapes.setdefault(key, len(shapes)))
+        values.append(h.value)
+        ints.append(h.round)
+        if p is not None:
+            ints.extend((p.message_index, p.round, p.span[0], p.span[1]))
+            texts.append(p.text)
+            ids.append(p.message_id)
+    out = {"values": values, "shapes": [list(k) for k in shapes], "shape": pack_ints(shape), "ints": pack_ints(ints), "texts": texts}
+    return {**out, "ids": ids} if any(i is not None for i in ids) else out
+
+
+def _history_of(columns: dict[str, Any], dv: str) -> list[HistoryEntry]:
+    """The history entries `_history_columns` stored. ValueError: columns that do not agree."""
+    shapes, values, texts = columns["shapes"], columns["values"], columns["texts"]
+    ints, shape = unpack_ints(columns["ints"]), unpack_ints(columns["shape"])
+    ids = columns.get("ids") or [None] * len(texts)
+    if len(shape) != len(values) or len(ids) != len(texts):
+        raise ValueError("snapshot history: columns of different lengths")
+    out, at, k = [], 0, 0
+    for value, i in zip(values, shape):
+        status, source, reason, *where = shapes[i]
+        round_ = ints[at]
+        if where:
+            role, extractor, confidence, version = where
+            p: Provenance | None = _provenance(ints[at + 1], ints[at + 2], role, (ints[at + 3], ints[at + 4]), texts[k], extractor,
+                                               confidence, dv if version is None else version, ids[k])
+            at, k = at + 5, k + 1
+        else:
+            p, at = None, at + 1
+        out.append(HistoryEntry(value, round_, status, source, reason, p))
+    if at != len(ints) or k != len(texts):
+        raise ValueError("snapshot history: columns of different lengths")
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -772,50 +876,36 @@ class State:
 
     def snapshot(self) -> dict[str, Any]:
         """The whole fold as JSON (derived data: a reopened session folds only the edits after it).
-        Compact (v2): a provenance is a list, without the domain version when it is the state's,
-        so a long session's histories parse in a few milliseconds; v3: the span arrays of the
-        entries held in compact form (`Earlier`, as long as the history) packed (`pack_ints`)."""
+        Compact (`SNAPSHOT_FORMAT`): a provenance is a list, without the domain version when it is
+        the state's; the span arrays of the entries held in compact form (`Earlier`) packed
+        (`pack_ints`); each field's history entries column by column (`_history_columns`)."""
         dv = self.domain_version
-
-        def prov(p: Provenance | None) -> list[Any] | None:
-            if p is None:
-                return None
-            return [p.message_index, p.round, p.role, p.span[0], p.span[1], p.text, p.extractor, p.confidence,
-                    p.message_id, None if p.domain_version == dv else p.domain_version]
-
         return {
-            "v": 3, "domain": self.domain, "domain_version": dv, "session": self.session, "phase": self.phase,
+            "v": SNAPSHOT_FORMAT, "domain": self.domain, "domain_version": dv, "session": self.session, "phase": self.phase,
             "round": self.round, "message_index": self.message_index, "last_seq": self.last_seq,
             "last_hash": self.last_hash, "last_message_hash": self.last_message_hash,
             "alerts": [[a.code, a.round, a.message, a.field] for a in self.alerts],
-            "fields": {name: {"value": fs.value, "provenance": prov(fs.provenance), "set_round": fs.set_round,
+            "fields": {name: {"value": fs.value, "provenance": _prov_row(fs.provenance, dv), "set_round": fs.set_round,
                               "set_at": fs.set_at, "source": fs.source, "accepted": fs.accepted,
-                              "last_accepted": fs.last_accepted,
-                              "history": [[h.value, h.round, h.status, h.source, h.reason, prov(h.provenance)]
-                                          for h in fs.history],
+                              "last_accepted": fs.last_accepted, "history": _history_columns(fs.history, dv),
                               **({"earlier": fs.earlier.to_json()} if fs.earlier else {})}
                        for name, fs in self.fields.items()},
         }
 
     @classmethod
     def from_snapshot(cls, d: dict[str, Any]) -> State:
+        """The state a `snapshot` holds. ValueError: a snapshot of another format (an older row is
+        not read: the log is folded instead, and the snapshot stored again)."""
+        if d.get("v") != SNAPSHOT_FORMAT:
+            raise ValueError(f"snapshot format {d.get('v')!r}, not {SNAPSHOT_FORMAT}")
         st = cls(d["domain"], d["domain_version"], d["session"], d["phase"], d["round"], d["message_index"],
                  last_seq=d["last_seq"], last_hash=d["last_hash"], last_message_hash=d["last_message_hash"])
         st.alerts = [Alert(*a) for a in d["alerts"]]
         dv = d["domain_version"]
-
-        def prov(p: Any) -> Provenance | None:
-            if p is None or isinstance(p, dict):  # a v1 snapshot's provenance is a dict
-                return Provenance.from_dict(p)
-            mi, rnd, role, start, end, text, extractor, confidence, message_id, version = p
-            return Provenance(mi, rnd, role, (start, end), text, extractor, confidence, dv if version is None else version,
-                              message_id)
-
         for name, f in d["fields"].items():
-            st.fields[name] = FieldState(f["value"], prov(f["provenance"]), f["set_round"], f["set_at"], f["source"],
-                                         [HistoryEntry(v, r, status, source, reason, prov(p))
-                                          for v, r, status, source, reason, p in f["history"]],
-                                         dict(f["accepted"]), f["last_accepted"],
+            p = f["provenance"]
+            st.fields[name] = FieldState(f["value"], None if p is None else _prov_of(p, dv), f["set_round"], f["set_at"],
+                                         f["source"], _history_of(f["history"], dv), dict(f["accepted"]), f["last_accepted"],
                                          Earlier.from_json(f["earlier"]) if "earlier" in f else None)
         return st
 

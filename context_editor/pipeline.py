@@ -41,7 +41,7 @@ from .memory import explain, open_stage, past, retrieval
 from .memory.retrieval import Embedder, VectorIndex
 from .memory.summary import ANCHORS_KEY, KIND as SUMMARY_KIND
 from .memory.user import Remembered, UserMemory, memory_events, recall_edit, recalled
-from .model import ERASED, Candidate, Edit, Message, SearchFilter, State, session_owner
+from .model import ERASED, SNAPSHOT_FORMAT, Candidate, Edit, Message, SearchFilter, State, session_owner
 from .store import MemoryStore, SessionInfo, Store, open_store
 from .store.base import UNSEALED, sealed, unsealed
 from .transform import PhaseMachine, edit, expiry_edits, field_edits
@@ -494,9 +494,9 @@ class ContextEditor:
         if compact.past_ready(part.summary, since, vocabulary, absorbed, hidden):
             return True
         key = past.key_of(self.domain, action)
-        body = self.store.derived(session, past.KIND, keys=(key, key)).get(key)
+        body = self._read_sealed(session, past.KIND, (key, key))[0].get(key)
         if body is None:
-            return False  # none stored: read and score the whole zone
+            return False  # none stored (or not as written): read and score the whole zone
         reads = past.reads_of(body)
         if reads is None:
             self._unused(session, past.KIND, "its reads do not parse (not a row this code wrote)")
@@ -570,8 +570,7 @@ class ContextEditor:
         fingerprint = past.fingerprint(self.domain, action, self._zone(session, latest=True), kept.before, kept.reads,
                                        absorbed, hidden, spans)
         if fingerprint is not None:
-            self.store.put_derived(session, past.KIND, past.key_of(self.domain, action),
-                                   past.row(part.state, fingerprint, spans, kept))
+            self._put_sealed(session, past.KIND, past.key_of(self.domain, action), past.row(part.state, fingerprint, spans, kept))
         stored[action] = mark
 
     def rebuild_memory(self, session: str) -> SummaryZone:
@@ -880,9 +879,12 @@ class ContextEditor:
         body = rows.get(0)
         if body is None:
             return empty, None, not whole
+        if body.get("v") != SNAPSHOT_FORMAT:
+            self._unused(session, SNAPSHOT_KIND, f"it was written in another format ({body.get('v')!r})", logging.INFO)
+            return empty, None, True
         try:
             snap = State.from_snapshot(body).capped(self.history_cap)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             self._unused(session, SNAPSHOT_KIND, f"it does not parse ({type(exc).__name__}: {exc})")
             return empty, None, True
         if snap.message_index + 1 > head[0] or snap.last_seq + 1 > head[1]:

@@ -518,3 +518,36 @@ def test_a_value_read_from_part_of_a_name_the_user_said_keeps_the_whole_name(tmp
         part = editor.render("c", "track")
     editor._rendered.clear()
     assert whole not in part.xml and "<state>" in part.xml and part.tokens < ctx.tokens
+
+
+# The user answers the assistant's question with words no rule reads (SGD train: "What type of
+# film?" "A scary one."): no value-like span, and the enum knows no such restaurant.
+ANSWER = {"en": [("user", "Hello, I need a table for 4 in Boston at 7pm, please."),
+                 ("assistant", "Sure. Which restaurant would you like?"), ("user", "The quiet one by the river."),
+                 ("assistant", "Let me see what I can find for you."), ("user", "Thanks, take your time.")],
+          "zh": [("user", "你好，晚上7点在上海找家餐厅，4位。"), ("assistant", "好的。您想去哪家餐厅？"), ("user", "河边那家安静的。"),
+                 ("assistant", "我帮您看看有哪些。"), ("user", "好的，谢谢你。")]}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_an_answer_no_rule_read_stays_with_its_question(tmp_path, language, monkeypatch):
+    """A user's answer to a question that holds no value-like span, from which no state read a
+    value (`minimal.answered`), says what the user wants, and the question says what of: both stay
+    (as facts) once the answer is no longer the latest turn, in the state form too. Without the rule
+    the state form keeps neither."""
+    editor = ContextEditor(domain_file(tmp_path, "restaurant"), "memory://")
+    talk = ANSWER[language]
+    for role, text in talk:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    assert editor.state("c").get("name") is None and editor.state("c").get("city") is not None
+    question = talk[1][1].split(" ", 1)[1] if language == "en" else talk[1][1][3:]
+    for ctx in (editor.render("c", "track"), state_form(editor, monkeypatch)):
+        assert ctx.tokens == count_tokens(ctx.xml)
+        shown = turns(ctx.xml, editor)
+        assert shown["m1"] == question and shown["m2"] == talk[2][1], ctx.xml
+        assert editor.why_message("c", "m2", action="track")["shown"]["line"] == talk[2][1]
+        assert editor.why_message("c", "m1", action="track")["shown"]["line"] == question
+    with monkeypatch.context() as m:  # without the rule: the state form has neither
+        m.setattr(minimal, "answered", lambda *a: [])
+        bare = state_form(editor, monkeypatch)
+    assert talk[2][1] not in bare.xml and question not in bare.xml and "<state>" in bare.xml

@@ -14,11 +14,11 @@ import gc
 import tracemalloc
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from context_editor import ContextEditor
 from context_editor.inject.compact import SummaryLine
-from context_editor.model import ERASED, Message, State, extended, pack_ints, unpack_ints
+from context_editor.model import ERASED, SNAPSHOT_FORMAT, FieldState, HistoryEntry, Message, Provenance, State, extended, pack_ints, unpack_ints
 from context_editor.pipeline import SNAPSHOT_EVERY, SNAPSHOT_KIND
 from context_editor.store.base import derived_text, sealed, unsealed
 
@@ -79,6 +79,7 @@ def test_a_snapshot_that_does_not_parse_is_logged_and_the_log_folded(tmp_path, c
     writer = ContextEditor("ecommerce", url)
     writer.ingest("long", turns(SNAPSHOT_EVERY + 5))
     snap = writer.store.derived("long", SNAPSHOT_KIND)[0]
+    caplog.set_level("INFO")
     for spoiled in ({**snap, "fields": {"color": {"value": "red"}}}, {"v": 2}, {**snap, "alerts": 7}):
         put_sealed(writer.store, spoiled)
         caplog.clear()
@@ -87,22 +88,28 @@ def test_a_snapshot_that_does_not_parse_is_logged_and_the_log_folded(tmp_path, c
         assert "[CE509]" in caplog.text and "snapshot" in caplog.text
 
 
-def test_a_snapshot_stored_before_snapshots_were_sealed_is_refused_once_and_stored_again(tmp_path, caplog):
-    """A snapshot row without a seal (as an earlier version wrote it) is not trusted: the reopen
-    folds the log (logged at INFO, once) and stores the snapshot of that fold, sealed; the next
-    reopen starts from it."""
+@pytest.mark.parametrize("older", ["unsealed", "v3"])
+def test_a_snapshot_stored_by_an_older_version_is_refused_once_and_stored_again(tmp_path, caplog, older):
+    """A snapshot row without a seal, or of an older format (v3: history entries as rows), as an
+    earlier version wrote it, is not read: the reopen folds the log (logged at INFO, once) and
+    stores the snapshot of that fold, sealed, in this format; the next reopen starts from it."""
     url = f"sqlite:///{tmp_path / 's.db'}"
     writer = ContextEditor("ecommerce", url)
     writer.ingest("long", turns(SNAPSHOT_EVERY + 5))
     old = {k: v for k, v in writer.store.derived("long", SNAPSHOT_KIND)[0].items() if k != "seal"}
-    writer.store.put_derived("long", SNAPSHOT_KIND, 0, old)
+    if older == "unsealed":
+        writer.store.put_derived("long", SNAPSHOT_KIND, 0, old)
+    else:
+        put_sealed(writer.store, {**old, "v": 3})
     caplog.set_level("INFO")
     reopened = ContextEditor("ecommerce", url)
     assert reopened.state("long") == full_fold(reopened, "long") == writer.state("long")
     refused = [r for r in caplog.records if "[CE509]" in r.message]
-    assert len(refused) == 1 and refused[0].levelname == "INFO" and "no seal" in refused[0].message
+    assert len(refused) == 1 and refused[0].levelname == "INFO"
+    assert ("no seal" if older == "unsealed" else "another format (3)") in refused[0].message
     body, _ = unsealed(reopened.store.raw_derived("long", SNAPSHOT_KIND)[0], "long", SNAPSHOT_KIND, "0")
     assert body is not None and body["message_index"] == SNAPSHOT_EVERY + 4, "stored again, sealed, at the fold's end"
+    assert body["v"] == SNAPSHOT_FORMAT
     caplog.clear()
     again = ContextEditor("ecommerce", url)
     assert again.state("long") == full_fold(again, "long") and "[CE509]" not in caplog.text
@@ -123,6 +130,33 @@ def test_a_sealed_row_opens_as_written_and_not_once_a_character_of_it_changed(bo
     i = at % len(text)
     if text[i] != char:
         assert unsealed((text[:i] + char + text[i + 1:]).encode("utf-8", "surrogatepass"), "s", "k", "0")[0] is None
+
+
+_PROVENANCES = st.none() | st.builds(
+    Provenance, message_index=st.integers(0, 2**40), round=st.integers(0, 10**5), role=st.sampled_from(["user", "tool"]),
+    span=st.tuples(st.integers(0, 99), st.integers(0, 99)), text=st.text(max_size=6), extractor=st.sampled_from(["rule:a", "llm"]),
+    confidence=st.floats(0, 1), domain_version=st.sampled_from(["v1", "v2"]), message_id=st.none() | st.text(max_size=4))
+_ENTRIES = st.builds(HistoryEntry, value=st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6)
+                     | st.lists(st.integers(), max_size=2), round=st.integers(0, 10**5), status=st.sampled_from(["accepted", "rejected", "cleared"]),
+                     source=st.sampled_from(["user", "tool"]), reason=st.none() | st.text(max_size=4), provenance=_PROVENANCES)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(["a", "b", "c"]), st.lists(_ENTRIES, max_size=8), max_size=3), st.none() | st.integers(1, 3))
+def test_a_snapshot_reads_back_as_the_state_it_was_taken_of(histories, cap):
+    """`State.snapshot` (history entries column by column, compact-form spans read only when
+    needed) read back through JSON is the state it was taken of, and snapshots alike again."""
+    import json
+    state = State("d", "v1", "s")
+    for name, entries in histories.items():
+        last = entries[-1] if entries else None
+        state.fields[name] = FieldState(last and last.value, last and last.provenance, history=list(entries))
+    state.capped(cap)
+    text = json.dumps(state.snapshot(), ensure_ascii=False)
+    back = State.from_snapshot(json.loads(text))
+    assert json.dumps(back.snapshot(), ensure_ascii=False) == text, "spans not read are stored again as they were"
+    assert back == state and [fs.earlier and fs.earlier.spans for fs in back.fields.values()] == [
+        fs.earlier and fs.earlier.spans for fs in state.fields.values()]
 
 
 @given(st.lists(st.integers(min_value=-2**40, max_value=2**40)))

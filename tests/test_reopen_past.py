@@ -131,27 +131,31 @@ def test_the_stored_spans_digest_holds_only_for_its_own_log_and_untouched_reads(
         assert past.kept_spans({**body, "at": "x"}, reads, since) is None
 
 
-@pytest.mark.parametrize("spoil", ["stale", "corrupt", "missing", "spans", "anchor"])
+@pytest.mark.parametrize("spoil", ["stale", "corrupt", "missing", "spans", "anchor", "altered"])
 def test_a_spoiled_stored_past_falls_back_to_the_log(tmp_path, small_past, spoil, caplog):
     url, writer = written(tmp_path, conversation(400))
     expected = contexts(writer)
     rows = writer.store.derived(SESSION, past.KIND)
     key, body = next(iter(rows.items()))
     if spoil == "stale":  # a past scored for another state: its groups say something else
-        writer.store.put_derived(SESSION, past.KIND, key, {**body, "fingerprint": "0" * 32, "groups": []})
+        put_sealed(writer, past.KIND, {**body, "fingerprint": "0" * 32, "groups": []}, key)
     elif spoil == "corrupt":
-        writer.store.put_derived(SESSION, past.KIND, key, {**body, "groups": [["only", "two"]], "reads": "x"})
+        put_sealed(writer, past.KIND, {**body, "groups": [["only", "two"]], "reads": "x"}, key)
     elif spoil == "spans":  # a wrong digest of the read messages' spans: taken again, the row stored anew
-        writer.store.put_derived(SESSION, past.KIND, key, {**body, "spans": "0" * 32})
+        put_sealed(writer, past.KIND, {**body, "spans": "0" * 32}, key)
     elif spoil == "anchor":  # an anchor of another log: the spans are taken again from this state
-        writer.store.put_derived(SESSION, past.KIND, key, {**body, "at": [body["at"][0], "0" * 64]})
+        put_sealed(writer, past.KIND, {**body, "at": [body["at"][0], "0" * 64]}, key)
+    elif spoil == "altered":  # its groups changed in the store (its seal kept): not used, before it is parsed
+        writer.store.put_derived(SESSION, past.KIND, key, {**body, "groups": body["groups"][1:]})
     else:
         writer.store.drop_derived(SESSION, past.KIND)
 
     reopened = reopen(url)
     assert contexts(reopened) == expected
-    if spoil == "corrupt":
+    if spoil in ("corrupt", "altered"):
         assert "[CE509]" in caplog.text and "summary_past" in caplog.text
+    if spoil == "altered":
+        assert "its seal does not match" in caplog.text
     # The spoiled row was rebuilt from the log: the same row the writer stored.
     assert reopened.store.derived(SESSION, past.KIND)[key] == body
 

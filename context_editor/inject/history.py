@@ -357,6 +357,8 @@ def rule_score(msg: Message, ctx: dict[str, Any]) -> float:
 
 
 UNAGED_VIEWS = 64  # (vocabulary, sources, references) views whose unaged scores are kept
+UNAGED_MESSAGES = 4096  # messages per view whose unaged score is kept
+GRADED_KEPT = 4096  # (unaged score, age) pairs whose grade is kept (all dropped when full, as the memos above)
 _unaged_memo: dict[tuple[Any, ...], dict[tuple[int, str], float]] = {}
 _graded: dict[tuple[float, int | None], float] = {}  # (unaged score, age if it ages) -> rule score
 
@@ -382,7 +384,7 @@ def _rule_scores(messages: list[Message], ctx: dict[str, Any]) -> list[float]:
         key = (m.index, m.content)
         unaged = memo.get(key)
         if unaged is None:
-            if len(memo) >= UNAGED_VIEWS * 64:
+            if len(memo) >= UNAGED_MESSAGES:
                 memo.clear()
             unaged = memo[key] = _unaged(m, ctx)
         # Only a middling score ages (`_aged`): the others grade alike at every age.
@@ -390,7 +392,7 @@ def _rule_scores(messages: list[Message], ctx: dict[str, Any]) -> list[float]:
         graded = (unaged, now - m.round if aged else None)
         score = _graded.get(graded)
         if score is None:
-            if len(_graded) >= UNAGED_VIEWS * 64:
+            if len(_graded) >= GRADED_KEPT:
                 _graded.clear()
             score = _graded[graded] = float(grade(_aged(m, ctx, unaged)))
         out.append(score)

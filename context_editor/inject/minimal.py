@@ -19,7 +19,9 @@ the same thing three times. With `minimal: true` on an action (docs/domain-forma
   offer in them that is still open; the message the user replies to stays whole while the reply
   holds a value the state did not read (the question gives it its meaning), or while the reply
   names nothing and answers a statement no value was read from (`bare`: "That would be great."
-  after "The giants vs dodgers game at oracle park.");
+  after "The giants vs dodgers game at oracle park."); an earlier answer with no value-like span,
+  from which no value was read, stays with the question it answers while it is in the loaded
+  window (`answered`: "What type of film?" "A scary one.");
 - a message the app said speaks for other domains (`domains` metadata) gives this context no
   lines: its values are those domains' to keep;
 - while the whole conversation is loaded (`recent_rounds + history_rounds` reach its first
@@ -101,6 +103,48 @@ def bare(summaries: Sequence[Sequence[compact.SummaryLine]], reply: Sequence[Mes
                     return False
                 found.add(line.index)
     return found == users
+
+
+def _question(text: str) -> bool:
+    return text.rstrip().endswith(("?", "？"))
+
+
+def answered(summaries: Sequence[Sequence[compact.SummaryLine]], messages: Sequence[Message], before: int,
+             absorbed: compact.Absorbed, hidden: history.Hidden, elsewhere: set[int]) -> list[compact.ZoneLine]:
+    """The user's answers no rule read, with the questions they answer, among `messages` (the
+    loaded window, oldest first; `summaries`: each domain's lines, scanned from the newest): a user
+    message right after an assistant message that ends in a question asking for something (its
+    question sentence holds no value-like span: it offers or confirms nothing), whose sentences
+    hold no value-like span to any domain and ask nothing, and no state read a value from either
+    ("What type of film?" "A scary one.", "您想吃什么口味的？" "清淡一点的。"). The words say what the
+    user wants and the question says what of; no field holds it, so the state form would lose both.
+    Kept as facts (their turns shown verbatim hide them) while the answer is in the loaded window;
+    a sentence too short to be a summary line ("Not yet.") says nothing to keep. Inject cannot tell
+    a yes/no question from one that asks for a value (the cue words are extract's): the answer to
+    "Should I book it?" stays too, when it is long enough to be a line. None of messages that speak
+    for other domains (`elsewhere`)."""
+    pairs = [(asked, reply) for asked, reply in zip(messages, messages[1:])
+             if asked.role == "assistant" and reply.role == "user" and reply.index < before and _question(asked.content)
+             and asked.index not in elsewhere and reply.index not in elsewhere
+             and not absorbed[0].get(asked.index) and not absorbed[0].get(reply.index)]
+    if not pairs:  # most renders: the summary lines are not scanned
+        return []
+    first = pairs[0][0].index
+    by: dict[int, list[compact.SummaryLine]] = {}
+    for summary in summaries:
+        for line in reversed(summary):
+            if line.index < first:
+                break
+            by.setdefault(line.index, []).append(line)
+    out: list[compact.ZoneLine] = []
+    for asked, reply in pairs:
+        question, said = merged([by.get(asked.index, [])]), merged([by.get(reply.index, [])])
+        if not question or not said or question[-1].spans or not _question(question[-1].text) \
+                or any(line.spans or _question(line.text) for line in said):
+            continue
+        out.extend(compact.ZoneLine(compact.mask(line, hidden), line.round, (line.index,), compact.FACT,
+                                    compact.stage_of(line.round), line.role) for line in [question[-1], *said])
+    return out
 
 
 def held(states: Sequence[State]) -> compact.Absorbed:

@@ -665,8 +665,13 @@ class Renderer:
             replying = minimal.pending(history.chains(visible), [latest] if latest else [])
             offers = offers_by if offers_by is not None else minimal.open_offers(state)
             envelope = set(domains_by) if domains_by else {self.domain.name}
-            zone = minimal.zone(zone, offers, state.round - minimal.REPLY_ROUNDS, minimal.foreign(summary, envelope),
-                                user_clauses=spec.user_clauses == "all")
+            elsewhere = minimal.foreign(summary, envelope)
+            zone = minimal.zone(zone, offers, state.round - minimal.REPLY_ROUNDS, elsewhere, user_clauses=spec.user_clauses == "all")
+            before = latest[0].index if latest else messages[-1].index + 1 if messages else 0  # the latest user message
+            # The user's earlier answers no rule read, with their questions ("What type of film?" "A scary one.").
+            answers = minimal.answered([summary, *(summaries_by or ())], visible, before, absorbed, hidden, elsewhere)
+            if answers:
+                zone = {**zone, "facts": sorted([*zone["facts"], *answers], key=lambda z: z.sources)}
             # Shown whole while pending: the user's reply holds a value the state did not read (the
             # question gives it its meaning), or it left open an offer no summary line holds.
             asked = latest is not None and any(minimal.unread(summary, m.index, absorbed) for m in latest if m.role == "user")
@@ -678,10 +683,9 @@ class Renderer:
                 user_text = "\n".join(seen[m.index]["content"] for m in visible if m.role == "user").lower()
                 every = minimal.merged([summary, *summaries_by]) if summaries_by else summary
                 read = taken_by if taken_by is not None else minimal.taken([state])
-                said_lines = minimal.said_lines(every, user_text, hidden, minimal.foreign(summary, envelope), read)
+                said_lines = minimal.said_lines(every, user_text, hidden, elsewhere, read)
                 spans = minimal.spans_of([z for z in every if z.role == "user"], said_lines, read)
-                unread = minimal.unread_user(summary, absorbed, latest[0].index if latest else messages[-1].index + 1,
-                                             minimal.foreign(summary, envelope), vocabulary)
+                unread = minimal.unread_user(summary, absorbed, before, elsewhere, vocabulary)
         return _Plan(
             action=action, spec=spec, budget=resolved, limit=limit,
             template=self.env.get_template(template_name) if template_name else self._template(spec),
