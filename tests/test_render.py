@@ -421,7 +421,9 @@ def test_only_the_pinned_templates_skip_the_guard():
 def test_the_renderers_templates_escape_as_stock_jinja_does(values):
     """The renderer's templates (`_Template`) pass a Markup from `_finalize` through as it is instead
     of copying it: the output equals a stock Jinja environment's with the same settings, for plain
-    and escaped texts, numbers and None, in a template and in one extending it."""
+    and escaped texts, numbers and None, in a template and in one extending it; numbers as plain
+    autoescape writes them; and a marked render (`_finalize` and `text` hand a `_Tag` over with its
+    mark in front, escaped once) is the same output with the marks taken out."""
     from jinja2 import DictLoader
     from jinja2.sandbox import SandboxedEnvironment
     from context_editor.inject import render as render_module
@@ -437,6 +439,14 @@ def test_the_renderers_templates_escape_as_stock_jinja_does(values):
         return e
 
     ours, stock = env(render_module._Template), env(None)
+    plain = SandboxedEnvironment(loader=DictLoader(sources), autoescape=True)  # no finalize: autoescape alone
+    plain.filters["text"] = render_module._text
+    # A probe's marked render (each text an item's `_Tag`) is the same output once its marks are taken out.
+    tagged = [render_module._Tag.of(x, i) if isinstance(x, str) else x for i, x in enumerate(values)]
     for name in sources:
-        assert ours.get_template(name).render(v=values) == stock.get_template(name).render(v=values)
+        out = ours.get_template(name).render(v=values)
+        assert out == stock.get_template(name).render(v=values)
+        assert render_module._MARK.sub("", ours.get_template(name).render(v=tagged)) == out
+        if not any(isinstance(x, str) for x in values):  # numbers and None: as autoescape writes them
+            assert out == plain.get_template(name).render(v=values)
     assert ours.get_template("base.xml.j2").root_render_func.__globals__["escape"] is render_module._escape_once

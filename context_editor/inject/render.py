@@ -167,10 +167,12 @@ def state_lines(root: ElementTree.Element) -> list[tuple[str | None, str, str]]:
 def _finalize(value: Any) -> Any:
     if type(value) is str:  # as autoescape would write it (it leaves Markup as it is)
         return escaped(value)
+    if type(value) is int:  # a round, a budget: digits, nothing to escape
+        return Markup(value)
     if isinstance(value, Markup):  # already made safe by the `text` filter
         return value
-    if isinstance(value, _Tag):
-        return value.mark + xml_safe(value)
+    if isinstance(value, _Tag):  # its mark (nothing to escape there) before the text as autoescape writes it
+        return Markup("".join((value.mark, escaped(str(value)))))  # (str + Markup would escape the mark again)
     return xml_safe(value) if isinstance(value, str) else value
 
 
@@ -193,12 +195,12 @@ def _escape_once(value: Any) -> Markup:
 
 def _text(value: Any) -> Markup:
     """The `text` filter, passing an item's mark on."""
-    return Markup(value.mark) + text_node(value) if isinstance(value, _Tag) else text_node(value)
+    return Markup("".join((value.mark, text_node(str(value))))) if isinstance(value, _Tag) else text_node(value)
 
 
 # Tiers in the order they give way to the budget. Within a tier the oldest (or, for history,
-# the lowest scored) goes first; the token count only grows with what is kept, so the most
-# that fits is found by bisection. The latest user message outlives every optional field, and
+# the lowest scored) goes first (the count is not monotone in what is kept: `Renderer._fit` says
+# which cut the search chooses). The latest user message outlives every optional field, and
 # facts of the summary zone give way only after the optional fields. Open values the assistant
 # or a tool said ("replies") give way before those the user said.
 TIERS = ("entities", "notes", "replies", "history", "values", "recent", "alerts", "optional", "facts", "latest")
