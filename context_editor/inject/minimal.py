@@ -77,6 +77,11 @@ def unread(summary: Sequence[compact.SummaryLine], index: int, absorbed: compact
     return False
 
 
+def _question(text: str) -> bool:
+    """Whether `text` (a message or a sentence) ends in a question mark."""
+    return text.rstrip().endswith(("?", "？"))
+
+
 def bare(summaries: Sequence[Sequence[compact.SummaryLine]], reply: Sequence[Message], replied: Sequence[Unit],
          absorbed: compact.Absorbed) -> bool:
     """Whether the latest user message (of `reply`, the latest unit) is a bare reply to `replied`
@@ -91,7 +96,7 @@ def bare(summaries: Sequence[Sequence[compact.SummaryLine]], reply: Sequence[Mes
         return False
     # A question the reply answers ("Shall I book it?", "Anything else?") is the offer and asks
     # mechanisms' to read: what it offered is logged and stays while open (`open_offers`).
-    if before[-1].content.rstrip().endswith(("?", "？")):
+    if _question(before[-1].content):
         return False
     found = set()
     for summary in summaries:
@@ -99,14 +104,10 @@ def bare(summaries: Sequence[Sequence[compact.SummaryLine]], reply: Sequence[Mes
             if line.index < min(users):
                 break
             if line.index in users:
-                if line.spans or line.text.rstrip().endswith(("?", "？")):
+                if line.spans or _question(line.text):
                     return False
                 found.add(line.index)
     return found == users
-
-
-def _question(text: str) -> bool:
-    return text.rstrip().endswith(("?", "？"))
 
 
 def answered(summaries: Sequence[Sequence[compact.SummaryLine]], messages: Sequence[Message], before: int,
@@ -365,7 +366,7 @@ def unread_user(summary: Sequence[compact.SummaryLine], absorbed: compact.Absorb
     out = []
     for line in summary:
         if line.role != "user" or line.spans or line.index >= before or line.index in elsewhere or line.start < 0 \
-                or line.text.rstrip().endswith(("?", "？")):
+                or _question(line.text):
             continue
         end = line.start + len(line.text)
         if not any(p0 < end and line.start < p1 for p0, p1 in absorbed[0].get(line.index, ())) \

@@ -666,17 +666,18 @@ class Renderer:
             offers = offers_by if offers_by is not None else minimal.open_offers(state)
             envelope = set(domains_by) if domains_by else {self.domain.name}
             elsewhere = minimal.foreign(summary, envelope)
+            summaries = [summary, *(summaries_by or ())]  # each domain's lines
             zone = minimal.zone(zone, offers, state.round - minimal.REPLY_ROUNDS, elsewhere, user_clauses=spec.user_clauses == "all")
             before = latest[0].index if latest else messages[-1].index + 1 if messages else 0  # the latest user message
             # The user's earlier answers no rule read, with their questions ("What type of film?" "A scary one.").
-            answers = minimal.answered([summary, *(summaries_by or ())], visible, before, absorbed, hidden, elsewhere)
+            answers = minimal.answered(summaries, visible, before, absorbed, hidden, elsewhere)
             if answers:
                 zone = {**zone, "facts": sorted([*zone["facts"], *answers], key=lambda z: z.sources)}
             # Shown whole while pending: the user's reply holds a value the state did not read (the
             # question gives it its meaning), or it left open an offer no summary line holds.
             asked = latest is not None and any(minimal.unread(summary, m.index, absorbed) for m in latest if m.role == "user")
             # ... or the reply names nothing ("That would be great."): what it takes is named there.
-            asked = asked or latest is not None and minimal.bare([summary, *(summaries_by or ())], latest, replying, absorbed)
+            asked = asked or latest is not None and minimal.bare(summaries, latest, replying, absorbed)
             lined = {i for z in zone["replies"] for i in z.sources}
             recent = replying if asked or any(m.index in offers and m.index not in lined for u in replying for m in u) else []
             if minimal.whole(messages):
