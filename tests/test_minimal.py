@@ -524,6 +524,46 @@ def test_a_value_read_from_part_of_a_name_the_user_said_keeps_the_whole_name(tmp
     assert whole not in part.xml and "<state>" in part.xml and part.tokens < ctx.tokens
 
 
+# A name in lowercase words, after a word names often follow ("in half moon bay", "a 1 star hotel
+# called budget suites of america": SGD train), that no rule reads: no capital or number
+# marks it, and the enum knows no such restaurant. The user's (`spans_of`) and the assistant's
+# (`said_lines`).
+CUED = {"en-user": [("user", "Hello there, I would really like to book a nice table in Boston for 4 people, please."),
+                    ("assistant", "Sure. Which one?"),
+                    ("user", "The one called little noodle bar. Sorry, to be clear: the table is for 4 people, in Boston, please."),
+                    ("assistant", "Done."), ("user", "Thanks.")],
+        "zh-user": [("user", "你好，麻烦你帮我在上海订一家餐厅，谢谢你了。"), ("assistant", "好的。哪一家？"),
+                    ("user", "就是叫巷口面馆的那家。不好意思，再确认一下，是在上海订，没错吧。"), ("assistant", "好的。"), ("user", "谢谢。")],
+        "en-assistant": [("user", "Hello there, I would really like to book a nice table in Boston for 4 people, please."),
+                         ("assistant", "Sure. There is a quiet place called little noodle bar."),
+                         ("user", "Sounds good. Sorry, to be clear: the table is for 4 people, in Boston, please."),
+                         ("assistant", "Done."), ("user", "Thanks.")],
+        "zh-assistant": [("user", "你好，麻烦你帮我在上海订一家餐厅，谢谢你了。"), ("assistant", "好的。有一家叫巷口面馆的店很安静。"),
+                         ("user", "听起来不错。不好意思，再确认一下，是在上海订，没错吧。"), ("assistant", "好的。"), ("user", "谢谢。")]}
+CUED_NAME = {"en": "little noodle bar", "zh": "巷口面馆"}
+
+
+@pytest.mark.parametrize("case", list(CUED))
+def test_a_lowercase_name_after_a_naming_word_is_a_span_the_state_form_must_say(tmp_path, case, monkeypatch):
+    """Lowercase words right after a word names often follow (`memory/name_after`, `minimal.cued`),
+    from which no value was read, are a span of the conversation the state form must say: it
+    does not, so the conversation is sent, though the state form is smaller."""
+    editor = ContextEditor(domain_file(tmp_path, "restaurant", history_rounds=5), "memory://")  # the whole conversation
+    for role, text in CUED[case]:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    name = CUED_NAME[case[:2]]
+    assert name not in str(editor.state("c").fields)  # no rule read it
+    ctx = editor.render("c", "track")
+    assert ctx.tokens == count_tokens(ctx.xml)
+    assert name in turns(ctx.xml, editor)["m2" if case.endswith("user") else "m1"]
+    with monkeypatch.context() as m:  # without it: the smaller form, and the name is gone
+        m.setattr(minimal, "cued", lambda line: [])
+        editor._rendered.clear()
+        without = editor.render("c", "track")
+    editor._rendered.clear()
+    assert name not in without.xml and "<state>" in without.xml and without.tokens < ctx.tokens
+
+
 # The user answers the assistant's question with words no rule reads (SGD train: "What type of
 # film?" "A scary one."): no value-like span, and the enum knows no such restaurant.
 ANSWER = {"en": [("user", "Hello, I need a table for 4 in Boston at 7pm, please."),

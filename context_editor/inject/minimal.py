@@ -28,9 +28,10 @@ the same thing three times. With `minimal: true` on an action (docs/domain-forma
   message), the conversation as the user said it is the other candidate: every user turn
   verbatim, of the assistant's and tools' turns only the clauses holding a value-like span no
   user turn says or a present value was read from (`said_lines`: what was offered, found or
-  stated; questions and pleasantries hold none), the sentences of one message on one line, and
-  only the state values no shown turn or clause was the source of. Both are counted exactly and
-  the smaller one is sent (`render.Renderer._cheaper`).
+  stated; questions and pleasantries hold none; a lowercase name after a word names often follow,
+  `cued`: "a restaurant called india beach", counts as such a span), the sentences of one message
+  on one line, and only the state values no shown turn or clause was the source of. Both are
+  counted exactly and the smaller one is sent (`render.Renderer._cheaper`).
 
 Everything here is a choice among what the plan already holds (turns, summary lines and their
 open values, fields and their provenance, the offers the state logged): nothing is extracted
@@ -41,8 +42,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import lru_cache
 from typing import Mapping, Sequence
 
+from ..lang.lexicon import Lexicon, lexicon
 from ..model import FieldState, Message, Provenance, State
 from . import compact, history
 
@@ -290,6 +293,53 @@ def words_of(line: compact.SummaryLine) -> list[tuple[int, int]]:
     return out
 
 
+_LOWER_WORD = re.compile(r"\s+([a-z][a-z'&-]*)")
+
+
+@lru_cache(maxsize=4)
+def _naming(lex: Lexicon) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None, frozenset[str]]:
+    """The `memory/name_after` words of every language, as two patterns: of the languages matched
+    by whole words, and of those matched as substrings (a name of 2-12 Han characters, up to one of
+    the language's `memory/name_end` words); and the stopwords no name is made of."""
+    words: list[str] = []
+    substrings: list[str] = []
+    ends: list[str] = []
+    for data in lex.per_language.values():
+        memory = data.get("memory") or {}
+        (words if memory.get("match", "words") == "words" else substrings).extend(str(w) for w in memory.get("name_after") or ())
+        ends.extend(str(w) for w in memory.get("name_end") or ())
+
+    def alternation(ws: list[str]) -> str:
+        return "|".join(re.escape(w) for w in sorted(set(ws), key=len, reverse=True))
+
+    return (re.compile(rf"\b(?:{alternation(words)})\b", re.IGNORECASE) if words else None,
+            re.compile(rf"(?:{alternation(substrings)})([\u4e00-\u9fff]{{2,12}}?)(?:{alternation(ends)})")
+            if substrings and ends else None,
+            frozenset(w.lower() for w in lex.words("dialogue/stopwords")))
+
+
+def cued(line: compact.SummaryLine) -> list[tuple[int, int]]:
+    """The lowercase names of `line` (spans relative to its text) after a word names often follow
+    (`memory/name_after`: "in half moon bay", "a place called little noodle bar", "一家叫巷口面馆的店"),
+    where no capital or number marks them: two or more lowercase words right after it, up to a
+    stopword or anything else (one word is mostly an idiom: "in mind", "at least"); in a language
+    without spaces, the characters up to the end word ("的") with no stopword among them. Not
+    inside a value-like span."""
+    after_word, after_sub, stop = _naming(lexicon())
+    text, out = line.text, []
+    for m in after_word.finditer(text) if after_word else ():
+        pos, first, last, n = m.end(), -1, -1, 0
+        while (w := _LOWER_WORD.match(text, pos)) is not None and w.group(1) not in stop:
+            first = w.start(1) if first < 0 else first
+            last, pos, n = w.end(1), w.end(), n + 1
+        if n >= 2:
+            out.append((first, last))
+    for m in after_sub.finditer(text) if after_sub else ():
+        if not any(s in m.group(1) for s in stop):
+            out.append(m.span(1))
+    return [(a, b) for a, b in out if not any(a < y and x < b for x, y in line.spans)]
+
+
 def said_lines(summary: Sequence[compact.SummaryLine], user_text: str, hidden: history.Hidden,
                elsewhere: set[int], present: Mapping[int, compact.Spans]) -> list[compact.ZoneLine]:
     """For the conversation as the user said it: the assistant's and tools' sentences holding a
@@ -304,11 +354,18 @@ def said_lines(summary: Sequence[compact.SummaryLine], user_text: str, hidden: h
     of messages that speak for other domains (`elsewhere`)."""
     out = []
     for line in summary:
-        if line.role == "user" or not line.spans or line.index in elsewhere:
+        if line.role == "user" or line.index in elsewhere:
+            continue
+        names = cued(line)
+        if not line.spans and not names:
             continue
         read = read_in(line, present)
         unsaid = [(a, b) for a, b in words_of(line) if not says(user_text, line.text[a:b].lower())
                   and not any(p0 <= a and b <= p1 for p0, p1 in read)]
+        # A lowercase name (`cued`: "what about alejandro sanz at cal coast credit union
+        # amphitheater") no value was read from.
+        unsaid += [(a, b) for a, b in names if not says(user_text, line.text[a:b].lower())
+                   and not any(p0 < b and a < p1 for p0, p1 in read)]
         # A value read from part of a name ("John MD" of "Alchemy John MD"): the whole name is a
         # span the state form does not say.
         unsaid += [n for p in read if (n := named(line.text, *p)) != p and not says(user_text, line.text[n[0]:n[1]].lower())]
@@ -387,6 +444,9 @@ def spans_of(user: Sequence[compact.SummaryLine], said: Sequence[compact.ZoneLin
     there ("Sydney, Australia" around `Australia`: `named`), and the open ones of the assistant's
     (`said_lines`)."""
     pieces = [line.text[a:b].lower() for line in user for a, b in words_of(line)]
+    # ... and its lowercase names no value was read from (`cued`: "in half moon bay").
+    pieces += [line.text[a:b].lower() for line in user for a, b in cued(line)
+               if not any(p0 < b and a < p1 for p0, p1 in read_in(line, present))]
     pieces += [line.text[n[0]:n[1]].lower() for line in user for p in read_in(line, present)
                if (n := named(line.text, *p)) != p]
     return tuple(dict.fromkeys([*pieces, *(v for z in said for v in z.open)]))
