@@ -106,7 +106,7 @@ def test_a_snapshot_stored_by_an_older_version_is_refused_once_and_stored_again(
     assert reopened.state("long") == full_fold(reopened, "long") == writer.state("long")
     refused = [r for r in caplog.records if "[CE509]" in r.message]
     assert len(refused) == 1 and refused[0].levelname == "INFO"
-    assert ("no seal" if older == "unsealed" else "another format (3)") in refused[0].message
+    assert ("no seal" if older == "unsealed" else "another format (3, not 4)") in refused[0].message
     body, _ = unsealed(reopened.store.raw_derived("long", SNAPSHOT_KIND)[0], "long", SNAPSHOT_KIND, "0")
     assert body is not None and body["message_index"] == SNAPSHOT_EVERY + 4, "stored again, sealed, at the fold's end"
     assert body["v"] == SNAPSHOT_FORMAT
