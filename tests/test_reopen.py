@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import tracemalloc
 
 import pytest
@@ -130,6 +131,20 @@ def test_a_sealed_row_opens_as_written_and_not_once_a_character_of_it_changed(bo
     i = at % len(text)
     if text[i] != char:
         assert unsealed((text[:i] + char + text[i + 1:]).encode("utf-8", "surrogatepass"), "s", "k", "0")[0] is None
+
+
+@given(st.dictionaries(st.text(max_size=8).filter(lambda k: k != "seal"), _JSON, max_size=4), st.binary(max_size=4))
+def test_a_sealed_body_brings_the_text_json_dumps_writes_for_it(body, key):
+    """`sealed` writes the row's text once (the seal is a digest of all but its last bytes): it is
+    the text json.dumps makes of the sealed dict, for any body (the empty one too), and the
+    sealed dict cannot be changed under it."""
+    row = sealed(body, "s", "k", "0", key=key)
+    assert derived_text(row) == json.dumps(dict(row), ensure_ascii=False)
+    assert derived_text(dict(row)) == derived_text(row)
+    with pytest.raises(TypeError):
+        row["x"] = 1
+    with pytest.raises(TypeError):
+        row.update(x=1)
 
 
 _PROVENANCES = st.none() | st.builds(
