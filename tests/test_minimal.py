@@ -479,8 +479,12 @@ def test_the_message_a_bare_reply_answers_stays_whole_while_it_is_pending(tmp_pa
 
 
 # The user names a place whole, first in a sentence, where a capital says nothing; the state
-# reads part of it: the enum knows "Sino" (SGD train: `Australia` of "Sydney, Australia.").
-WHOLE = {"en-name": "Golden Sino", "en-comma": "Sydney, Sino", "zh-name": "Golden Sino", "zh-comma": "Sydney, Sino"}
+# reads part of it: the enum knows "Sino" (SGD train: `Australia` of "Sydney, Australia.";
+# `Access Dental` of "Access Dental - Santa Rosa", `Bayhill Dental Care` of "Bayhill Dental Care /
+# Dr. Diaz F Luisa": a branch after a dash, a person after a slash, a title's full stop).
+WHOLE = {"en-name": "Golden Sino", "en-comma": "Sydney, Sino", "zh-name": "Golden Sino", "zh-comma": "Sydney, Sino",
+         "en-dash": "Sino - Midtown", "en-slash": "Sino / Dr. Lee", "zh-dash": "Sino - Midtown",
+         "zh-slash": "Sino / Dr. Lee"}
 
 
 def restated(case: str) -> list[tuple[str, str]]:
@@ -498,7 +502,7 @@ def restated(case: str) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("case", list(WHOLE))
 def test_a_value_read_from_part_of_a_name_the_user_said_keeps_the_whole_name(tmp_path, case, monkeypatch):
     """A value read from part of a name in the user's words (`minimal.named`: the capitalised Latin
-    words around its span, one space or a comma and a space apart) leaves the whole name a span
+    words around its span, one space or a comma, dash or slash and a space apart) leaves the whole name a span
     the state form must say (`minimal.spans_of`). It says `Sino`, `Boston`: the conversation is
     sent, though the state form is smaller."""
     editor = ContextEditor(domain_file(tmp_path, "restaurant", history_rounds=5), "memory://")  # the whole conversation

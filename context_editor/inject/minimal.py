@@ -330,17 +330,22 @@ def read_in(line: compact.SummaryLine, present: Mapping[int, compact.Spans]) -> 
 
 
 _CLAUSE = re.compile(r"[^，,；;]+[，,；;]?\s*")
-# One space, or a comma and a space ("Sydney, Australia"), between the words of a name.
-_CAPITALS_BEFORE = re.compile(r"(?:(?<![A-Za-z0-9'])[A-Z][A-Za-z]*,? )+$")
-_CAPITALS_AFTER = re.compile(r"(?:,? [A-Z][A-Za-z]*(?![A-Za-z0-9']))+")
+# Between the words of a name: one space, or a comma, a dash or a slash and a space ("Sydney,
+# Australia", "Access Dental - Santa Rosa", "Bayhill Dental Care / Dr. Diaz"), after a word that
+# may end in a full stop (a title or an initial: a line is one sentence, so a stop followed by a
+# space and a capital inside it is one of those, `memory.summary._SENTENCE`).
+_JOIN = r"\.?(?:,| -| /)? "
+_CAPITALS_BEFORE = re.compile(rf"(?:(?<![A-Za-z0-9'])[A-Z][A-Za-z]*{_JOIN})+$")
+_CAPITALS_AFTER = re.compile(rf"(?:{_JOIN}[A-Z][A-Za-z]*(?![A-Za-z0-9']))+")
 
 
 def named(text: str, a: int, b: int) -> tuple[int, int]:
     """The span a..b of `text` grown over the capitalised words right before and after it, one
-    space or a comma and a space apart: the whole name a value was read from part of ("Alchemy
-    John MD" around "John MD", "Lotus Thai" around "Lotus", "推荐Golden Sino" around "Sino",
-    "Sydney, Australia" around "Australia", "Anne Han, M" of "Anne Han, M.D."). Latin words only:
-    a Chinese name is a span of its own."""
+    space or a comma, dash or slash and a space apart (`_JOIN`): the whole name a value was read
+    from part of ("Alchemy John MD" around "John MD", "Lotus Thai" around "Lotus", "推荐Golden Sino"
+    around "Sino", "Sydney, Australia" around "Australia", "Anne Han, M" of "Anne Han, M.D.",
+    "Access Dental - Santa Rosa" around "Access Dental", "Bayhill Dental Care / Dr. Diaz F Luisa"
+    around "Bayhill Dental Care"). Latin words only: a Chinese name is a span of its own."""
     before = _CAPITALS_BEFORE.search(text, 0, a)
     after = _CAPITALS_AFTER.match(text, b)
     return (before.start() if before else a, after.end() if after else b)
