@@ -118,7 +118,10 @@ def ingest_sqlite(lang: str, n: int, tmp: Path) -> dict[str, Any]:
         bare.execute("COMMIT")
         commit.append(time.perf_counter() - t)
     floor = p50(regex) + p50(commit)
-    return {"what": f"SQLite ingest p50, {lang}", "part": "ingest", "now_ms": ms(p50(ours)), "cpu_ms": ms(p50(cpu)), "floor_ms": ms(floor),
+    # The mean beside the median: work done on some messages only (a settled summary stage written,
+    # a snapshot) shows there, not in the p50. After the first 30 messages (the domain's regexes compile on first use).
+    return {"what": f"SQLite ingest p50, {lang}", "part": "ingest", "now_ms": ms(p50(ours)), "cpu_ms": ms(p50(cpu)),
+            "cpu_mean_ms": ms(statistics.mean(cpu[30:])), "floor_ms": ms(floor),
             "floor": f"regex alone {ms(p50(regex))} + bare WAL commit {ms(p50(commit))} ms",
             "ratio": round(p50(ours) / floor, 1), "target": "≤ 2.5× floor" + (", ≤ 0.12 ms" if lang == "zh" else ""),
             "met": p50(ours) <= 2.5 * floor and (lang != "zh" or p50(ours) <= 0.00012)}
@@ -490,7 +493,7 @@ def row_line(r: dict[str, Any]) -> str:
         return f"| {r['what']} | — | — | — | skipped: {r['skipped']} | — | — | — |"
     now = r["now_ms"] if r["now_ms"] is not None else r.get("now_text") or \
         f"{r['growth_kib']:,} KiB ({r['kib_per_session']} KiB/session)"
-    cpu = r.get("cpu_ms", "—")
+    cpu = f"{r.get('cpu_ms', '—')}" + (f" (mean {r['cpu_mean_ms']})" if "cpu_mean_ms" in r else "")
     floor = r["floor"] + (f"; {r['round_trips_per_message']} round trips/message" if "round_trips_per_message" in r else "")
     met = {True: "yes", False: "**no**", None: "—"}[r["met"]]
     return (f"| {r['what']} | {now} | {cpu} | {r['floor_ms'] if r['floor_ms'] is not None else '—'} | {floor} | "

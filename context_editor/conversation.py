@@ -30,6 +30,8 @@ def check_value(value: Any, where: str, file: str = "<input>", line: int | None 
     """Refuse a value that cannot be stored and hashed as UTF-8 JSON: a lone surrogate in any
     string (keys included), a number JSON cannot hold, or nesting deeper than MAX_DEPTH.
     Iterative, so a 10,000-deep document is refused without recursion."""
+    if _fine(value):
+        return  # the common case, checked without naming where each item is (names are for errors)
     stack: list[tuple[Any, str, int]] = [(value, where, 0)]
     while stack:
         item, path, depth = stack.pop()
@@ -50,6 +52,37 @@ def check_value(value: Any, where: str, file: str = "<input>", line: int | None 
                 stack.append((v, f"{path}.{k}" if isinstance(k, str) and not _SURROGATE.search(k) else path, depth + 1))
         elif isinstance(item, (list, tuple)):
             stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(item))
+
+
+def _fine(value: Any) -> bool:
+    """Whether `check_value` has nothing to refuse in `value`, found without building the path of
+    each item: every string (keys too) free of lone surrogates, every float finite, nesting within
+    MAX_DEPTH. False sends `check_value` to its walk that names the first problem."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    search, pop, push = _SURROGATE.search, stack.pop, stack.append
+    while stack:
+        item, depth = pop()
+        if isinstance(item, str):
+            if search(item):
+                return False
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return False
+        elif isinstance(item, dict):
+            if item and depth >= MAX_DEPTH:  # its keys and values would lie deeper than MAX_DEPTH
+                return False
+            for k, v in item.items():
+                if isinstance(k, str):
+                    if search(k):
+                        return False
+                else:
+                    push((k, depth + 1))
+                push((v, depth + 1))
+        elif isinstance(item, (list, tuple)):
+            if item and depth >= MAX_DEPTH:
+                return False
+            stack.extend((v, depth + 1) for v in item)
+    return True
 
 
 def _content_text(content: Any, where: str, file: str, line: int | None) -> str:

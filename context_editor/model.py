@@ -701,6 +701,10 @@ class FieldState:
 SNAPSHOT_FORMAT = 4  # `State.snapshot`'s form; a stored snapshot of another is not read (the log is folded instead)
 
 
+class SnapshotFormatError(ValueError):
+    """A stored snapshot written in another `SNAPSHOT_FORMAT` (by another version: not a fault)."""
+
+
 def _prov_row(p: Provenance | None, dv: str) -> list[Any] | None:
     """A provenance in a snapshot: a list, without the domain version when it is the state's (`dv`)."""
     if p is None:
@@ -894,10 +898,10 @@ class State:
 
     @classmethod
     def from_snapshot(cls, d: dict[str, Any]) -> State:
-        """The state a `snapshot` holds. ValueError: a snapshot of another format (an older row is
-        not read: the log is folded instead, and the snapshot stored again)."""
+        """The state a `snapshot` holds. SnapshotFormatError: a snapshot of another format (an
+        older row is not read: the log is folded instead, and the snapshot stored again)."""
         if d.get("v") != SNAPSHOT_FORMAT:
-            raise ValueError(f"snapshot format {d.get('v')!r}, not {SNAPSHOT_FORMAT}")
+            raise SnapshotFormatError(f"it was written in another format ({d.get('v')!r}, not {SNAPSHOT_FORMAT})")
         st = cls(d["domain"], d["domain_version"], d["session"], d["phase"], d["round"], d["message_index"],
                  last_seq=d["last_seq"], last_hash=d["last_hash"], last_message_hash=d["last_message_hash"])
         st.alerts = [Alert(*a) for a in d["alerts"]]

@@ -41,7 +41,7 @@ from .memory import explain, open_stage, past, retrieval
 from .memory.retrieval import Embedder, VectorIndex
 from .memory.summary import ANCHORS_KEY, KIND as SUMMARY_KIND
 from .memory.user import Remembered, UserMemory, memory_events, recall_edit, recalled
-from .model import ERASED, SNAPSHOT_FORMAT, Candidate, Edit, Message, SearchFilter, State, session_owner
+from .model import ERASED, Candidate, Edit, Message, SearchFilter, SnapshotFormatError, State, session_owner
 from .store import MemoryStore, SessionInfo, Store, open_store
 from .store.base import UNSEALED, sealed, unsealed
 from .transform import PhaseMachine, edit, expiry_edits, field_edits
@@ -109,13 +109,15 @@ def rebuild_user_memory(store: Store, tenant: str, user: str, allow_plugins: boo
 def rerun(domain: Domain, session: str, messages: Iterable[Message], editor: ContextEditor | None = None,
           recorded: Iterable[Edit] = ()) -> State:
     """The state `domain` makes of a session's messages, computed in memory (nothing is stored).
-    `editor`: one over a MemoryStore to reuse for many sessions (building one costs milliseconds).
+    `editor`: one over a MemoryStore built with `recalled=()` (a replay: what a session is given
+    comes from its own recorded log, never from another session's rerun) to reuse for many
+    sessions (building one costs milliseconds).
     `recorded`: the session's edit log: the values it was given from outside its messages (its
     user's memory, carries from other domains) are given again, as a replay does; without them a
     re-derived state would drop them."""
-    given = [e for e in recorded if e.source in GIVEN_SOURCES]
-    if given or editor is None:
-        editor = ContextEditor(domain, MemoryStore(), cache_sessions=1, recalled=given)
+    if editor is None:
+        editor = ContextEditor(domain, MemoryStore(), cache_sessions=1, recalled=())
+    editor._give(recorded)
     for m in messages:
         editor.add(session, m)
     return editor.state(session)
@@ -236,7 +238,10 @@ class ContextEditor:
         self._unread: dict[str, list[Message]] = {}
         self._salts = salts
         # In a replay, the values the recorded log was given from outside it: a user's memory, carries.
-        self._recalled = None if recalled is None else [e for e in recalled if e.source in GIVEN_SOURCES]
+        self._recalled: dict[tuple[str, int], list[Edit]] | None = None
+        if recalled is not None:
+            self._recalled = {}
+            self._give(recalled)
         self._user_scoped = any(f.scope == "user" for f in self.domain.fields.values())
         self.retrieval, self.embedder = retrieval or embedder is not None, embedder
         self._indexed: set[str] = set()  # sessions whose search index has caught up with the log in this process
@@ -399,10 +404,18 @@ class ContextEditor:
             return given
         return [carried_from(e) for e in self._given(msg, "carry")]
 
+    def _give(self, recorded: Iterable[Edit]) -> None:
+        """In a replay (an editor built with `recalled`), add the values a recorded log was given
+        from outside its messages (the other edits are left out): any session's, any number of times."""
+        assert self._recalled is not None, "a live editor takes its users' memory and carries as they happen"
+        for e in recorded:
+            if e.source in GIVEN_SOURCES:
+                self._recalled.setdefault((e.session, e.message_index), []).append(e)
+
     def _given(self, msg: Message, source: str) -> list[Edit]:
         """In a replay, the recorded edits of `source` that `msg` was given."""
         assert self._recalled is not None
-        return [e for e in self._recalled if e.source == source and e.session == msg.session and e.message_index == msg.index]
+        return [e for e in self._recalled.get((msg.session, msg.index), ()) if e.source == source]
 
     def _remember_user(self, msg: Message, edits: list[Edit]) -> None:
         """Add what a committed message said (or was given) to its user's memory. Written after the
@@ -879,11 +892,11 @@ class ContextEditor:
         body = rows.get(0)
         if body is None:
             return empty, None, not whole
-        if body.get("v") != SNAPSHOT_FORMAT:
-            self._unused(session, SNAPSHOT_KIND, f"it was written in another format ({body.get('v')!r})", logging.INFO)
-            return empty, None, True
         try:
             snap = State.from_snapshot(body).capped(self.history_cap)
+        except SnapshotFormatError as exc:
+            self._unused(session, SNAPSHOT_KIND, str(exc), logging.INFO)
+            return empty, None, True
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             self._unused(session, SNAPSHOT_KIND, f"it does not parse ({type(exc).__name__}: {exc})")
             return empty, None, True

@@ -214,6 +214,25 @@ def test_sessions_are_selected_by_glob_and_by_tenant(domains, tmp_path):
     assert len(store.session_keys(*selection_range(None, "acme"))) == 12
 
 
+def test_a_batch_gives_each_session_only_what_its_own_log_was_given(tmp_path):
+    """A batch reruns its sessions one after another on one editor. A session of a user whose
+    memory held nothing when it was recorded must not recall what an earlier session of the
+    batch (sorted first, recorded later) told that editor: an unchanged domain finds no change."""
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    live = ContextEditor("travel", url)
+    day = lambda d: f"2024-01-{10 + d:02d}T09:00:00+00:00"  # noqa: E731
+    for session, text, d in (("acme/u1/b-trip", "我想订去成都的机票", 7),  # nothing remembered yet
+                             ("acme/u1/a-trip", "下个月去三亚，座位要靠窗", 6),  # the seat is remembered from here on
+                             ("acme/u1/c-trip", "我想订去西安的机票", 9)):  # recalls it
+        live.add(session, {"role": "user", "content": text, "timestamp": day(d)})
+    seats = {s: live.state(s).get("seat_preference") for s in ("acme/u1/a-trip", "acme/u1/b-trip", "acme/u1/c-trip")}
+    assert seats == {"acme/u1/a-trip": "window", "acme/u1/b-trip": None, "acme/u1/c-trip": "window"}
+    assert run("backfill", "--store", url, "--domain", ROOT / "domains" / "travel.yaml", "--out", tmp_path / "out") == 0
+    rows = [json.loads(line) for line in (tmp_path / "out" / "batches" / "0000000.jsonl").open()]
+    assert [r for r in rows if r["type"] == "change"] == []
+    assert {r["session"]: r["changed"] for r in rows if r["type"] == "session"} == dict.fromkeys(seats, False)
+
+
 # ----------------------------------------------------------------------------- refused before any work
 def refused(capsys, argv: list, out: Path, code: str) -> None:
     assert run(*argv, "--out", out) == 2

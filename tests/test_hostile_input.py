@@ -10,10 +10,16 @@ session `s` (two messages) so that "nothing stored" is checked against a non-emp
 from __future__ import annotations
 
 import json
+from typing import Any
+from unittest import mock
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from context_editor import ContextEditor
+from context_editor import ContextEditor, conversation
+from context_editor.conversation import MAX_DEPTH
+from context_editor.errors import ConversationError
 from context_editor.cli import main
 from context_editor.store import SQLiteStore
 
@@ -163,3 +169,40 @@ def test_resume_matches_by_message_id(tmp_path):
     ContextEditor("ecommerce", str(store)).ingest("s", lines[:2])
     assert main(["ingest", "ecommerce", str(conv), "--session", "s", "--store", str(store)]) == 0
     assert [m.id for m in SQLiteStore(store).messages("s")] == ["m0", "m1", "m2", "m3"]
+
+
+# check_value's quick pass (`_fine`) must let through exactly what its path-naming walk lets
+# through: any string (keys included) with or without lone surrogates, any float, nesting around
+# MAX_DEPTH, dict keys of other types.
+_TEXT = st.text(st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010) | st.characters(max_codepoint=0x7F), max_size=4)
+_SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | _TEXT
+_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.tuples(inner)
+                       | st.dictionaries(_TEXT | st.integers() | st.floats(), inner, max_size=3), max_leaves=10)
+
+
+def _nested(depth: int, leaf: Any, dicts: bool) -> Any:
+    for _ in range(depth):
+        leaf = {"k": leaf} if dicts else [leaf]
+    return leaf
+
+
+def _walk_refuses(value: Any) -> bool:
+    """What the walk that names each item's path says, with the quick pass taken out."""
+    with mock.patch.object(conversation, "_fine", lambda v: False):
+        try:
+            conversation.check_value(value, "x")
+        except ConversationError:
+            return True
+    return False
+
+
+@settings(max_examples=600)
+@given(_VALUES | st.builds(_nested, st.integers(MAX_DEPTH - 2, MAX_DEPTH + 2), _VALUES, st.booleans()))
+def test_check_value_quick_pass_agrees_with_the_walk(value: Any) -> None:
+    assert conversation._fine(value) == (not _walk_refuses(value)), value
+    try:
+        conversation.check_value(value, "x")
+        refused = False
+    except ConversationError:
+        refused = True
+    assert refused == _walk_refuses(value)

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import tracemalloc
 
 import pytest
@@ -106,7 +107,7 @@ def test_a_snapshot_stored_by_an_older_version_is_refused_once_and_stored_again(
     assert reopened.state("long") == full_fold(reopened, "long") == writer.state("long")
     refused = [r for r in caplog.records if "[CE509]" in r.message]
     assert len(refused) == 1 and refused[0].levelname == "INFO"
-    assert ("no seal" if older == "unsealed" else "another format (3)") in refused[0].message
+    assert ("no seal" if older == "unsealed" else "another format (3, not 4)") in refused[0].message
     body, _ = unsealed(reopened.store.raw_derived("long", SNAPSHOT_KIND)[0], "long", SNAPSHOT_KIND, "0")
     assert body is not None and body["message_index"] == SNAPSHOT_EVERY + 4, "stored again, sealed, at the fold's end"
     assert body["v"] == SNAPSHOT_FORMAT
@@ -130,6 +131,20 @@ def test_a_sealed_row_opens_as_written_and_not_once_a_character_of_it_changed(bo
     i = at % len(text)
     if text[i] != char:
         assert unsealed((text[:i] + char + text[i + 1:]).encode("utf-8", "surrogatepass"), "s", "k", "0")[0] is None
+
+
+@given(st.dictionaries(st.text(max_size=8).filter(lambda k: k != "seal"), _JSON, max_size=4), st.binary(max_size=4))
+def test_a_sealed_body_brings_the_text_json_dumps_writes_for_it(body, key):
+    """`sealed` writes the row's text once (the seal is a digest of all but its last bytes): it is
+    the text json.dumps makes of the sealed dict, for any body (the empty one too), and the
+    sealed dict cannot be changed under it."""
+    row = sealed(body, "s", "k", "0", key=key)
+    assert derived_text(row) == json.dumps(dict(row), ensure_ascii=False)
+    assert derived_text(dict(row)) == derived_text(row)
+    with pytest.raises(TypeError):
+        row["x"] = 1
+    with pytest.raises(TypeError):
+        row.update(x=1)
 
 
 _PROVENANCES = st.none() | st.builds(

@@ -126,10 +126,10 @@ def test_provenance_given_later_to_an_older_message_rescores_its_lines():
     line = next(x for x in lines if x.index == target.sources[0] and x.start >= 0)
     provenance, texts = absorbed
     assert isinstance(provenance, compact.Provenances) and provenance.journal is not None
-    later = compact.Provenances({**provenance, line.index: (*provenance.get(line.index, ()),
-                                                             (line.start, line.start + len(line.text)))})
     provenance.journal.append(line.index)
-    later.journal, later.version = provenance.journal, provenance.version + 1
+    later = compact.Provenances({**provenance, line.index: (*provenance.get(line.index, ()),
+                                                             (line.start, line.start + len(line.text)))},
+                                provenance.journal, provenance.version + 1)
     after = compact.zone_lines(lines, window_from, vocabulary, (later, texts), hidden)
     assert after == reference(lines, window_from, vocabulary, (later, texts), hidden)
     assert target not in after

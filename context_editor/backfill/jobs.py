@@ -110,7 +110,7 @@ def run_batch(job: Job, batch: Batch) -> list[dict[str, Any]]:
         return out
     assert w.domain is not None
     domain = w.domain
-    editor = ContextEditor(domain, MemoryStore(), cache_sessions=1)  # one per batch: its memory store holds the batch
+    editor = ContextEditor(domain, MemoryStore(), cache_sessions=1, recalled=())  # one replay editor per batch
     for stored in w.store.read_sessions(keys):
         info = stored.info
         if info.domain != domain.name:

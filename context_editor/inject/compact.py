@@ -102,27 +102,31 @@ Spans = Sequence[tuple[int, int]]
 Absorbed = tuple[Mapping[int, Spans], list[str]]  # provenance spans by message, present value texts
 
 
-class Provenances(dict[int, tuple[tuple[int, int], ...]]):
+class Provenances(Mapping[int, tuple[tuple[int, int], ...]]):
     """Provenance spans of accepted values by message index, as read off one live state.
     `journal`: the message indices in the order spans were added to that state (one list shared
     by every read of it); `version`: how many of them this read holds. Two reads of one state
     differ exactly at journal[v1:v2], so the summary zone re-scores only those messages' lines.
 
     The spans a capped state holds in compact form only (`Earlier`: thousands in a reopened long
-    session, all of messages up to `_floor`) are made into this mapping when a read first needs
-    one, once per state (`_Fold.early`): a reopened session's render reads only its latest
-    messages'. So reads go through `get` and the other methods below, which add them in (a
-    message's spans may then be listed in another order: every reader treats them as a set)."""
+    session, all of messages up to `floor`) are not in `spans`: they are added in when a read
+    first needs them, once per state (`_Fold.early`), since a reopened session's render reads only
+    its latest messages'. `get` answers those without making the whole mapping; everything else
+    reads `whole()` (a message's spans may then be listed in another order: every reader treats
+    them as a set)."""
 
-    journal: list[int] | None = None
-    version: int = 0
-    _fold: _Fold | None = None  # the state's fold, whose compact-form spans are not in the dict itself
-    _pending: int = 0  # how many of its compact-form arrays this read holds
-    _floor: int = -1  # the last message they name
-    _whole: dict[int, tuple[tuple[int, int], ...]] | None = None
+    __slots__ = ("spans", "journal", "version", "_fold", "_pending", "_floor", "_whole")
+
+    def __init__(self, spans: dict[int, tuple[tuple[int, int], ...]], journal: list[int] | None = None,
+                 version: int = 0, fold: _Fold | None = None) -> None:
+        self.spans, self.journal, self.version = spans, journal, version
+        self._fold = fold  # the state's fold, whose compact-form spans `spans` does not hold
+        self._pending = len(fold.pending) if fold is not None else 0  # how many compact-form arrays this read holds
+        self._floor = fold.floor if fold is not None else -1  # the last message they name
+        self._whole: dict[int, tuple[tuple[int, int], ...]] | None = None
 
     def get(self, index: int, default: Any = None) -> Any:
-        got = dict.get(self, index, default)
+        got = self.spans.get(index, default)
         if index > self._floor or self._fold is None:
             return got
         early = self._fold.early(self._pending).get(index)
@@ -131,43 +135,25 @@ class Provenances(dict[int, tuple[tuple[int, int], ...]]):
     def whole(self) -> dict[int, tuple[tuple[int, int], ...]]:
         """Every message's spans, the compact-form ones added in (made once per read)."""
         if self._fold is None:
-            return self
+            return self.spans
         if self._whole is None:
             whole = dict(self._fold.early(self._pending))
-            for index, spans in dict.items(self):
+            for index, spans in self.spans.items():
                 whole[index] = whole[index] + spans if index in whole else spans
             self._whole = whole
         return self._whole
 
     def __getitem__(self, index: int) -> tuple[tuple[int, int], ...]:
-        return self.whole()[index] if self._fold is not None else dict.__getitem__(self, index)
-
-    def __contains__(self, index: object) -> bool:
-        return index in self.whole() if self._fold is not None else dict.__contains__(self, index)
+        return self.whole()[index]
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self.whole()) if self._fold is not None else dict.__iter__(self)
+        return iter(self.whole())
 
     def __len__(self) -> int:
-        return len(self.whole()) if self._fold is not None else dict.__len__(self)
-
-    def __eq__(self, other: object) -> bool:
-        return self.whole() == (other.whole() if isinstance(other, Provenances) else other) if self._fold is not None \
-            else dict.__eq__(self, other)
-
-    __hash__ = None
+        return len(self.whole())
 
     def __repr__(self) -> str:
-        return repr(self.whole()) if self._fold is not None else dict.__repr__(self)
-
-    def items(self) -> Any:
-        return self.whole().items() if self._fold is not None else dict.items(self)
-
-    def keys(self) -> Any:
-        return self.whole().keys() if self._fold is not None else dict.keys(self)
-
-    def values(self) -> Any:
-        return self.whole().values() if self._fold is not None else dict.values(self)
+        return repr(self.whole())
 
 
 @dataclass
@@ -229,11 +215,7 @@ def covered_spans(state: State) -> Absorbed:
         fold.seen[name] = (fs, fs.entries)
         if fs.present:
             texts.extend(str(v).lower() for v in leaves(fs.value))
-    provenance = Provenances(fold.by_message)
-    provenance.journal, provenance.version = fold.journal, len(fold.journal)
-    if fold.pending:
-        provenance._fold, provenance._pending, provenance._floor = fold, len(fold.pending), fold.floor
-    return provenance, texts
+    return Provenances(dict(fold.by_message), fold.journal, len(fold.journal), fold if fold.pending else None), texts
 
 
 def _earlier(flat: Sequence[int], by_message: dict[int, tuple[tuple[int, int], ...]]) -> None:

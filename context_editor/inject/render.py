@@ -172,7 +172,7 @@ def _finalize(value: Any) -> Any:
     if isinstance(value, Markup):  # already made safe by the `text` filter
         return value
     if isinstance(value, _Tag):  # its mark (nothing to escape there) before the text as autoescape writes it
-        return Markup("".join((value.mark, escaped(str(value)))))  # (str + Markup would escape the mark again)
+        return value.marked(escaped(str(value)))
     return xml_safe(value) if isinstance(value, str) else value
 
 
@@ -195,12 +195,12 @@ def _escape_once(value: Any) -> Markup:
 
 def _text(value: Any) -> Markup:
     """The `text` filter, passing an item's mark on."""
-    return Markup("".join((value.mark, text_node(str(value))))) if isinstance(value, _Tag) else text_node(value)
+    return value.marked(text_node(str(value))) if isinstance(value, _Tag) else text_node(value)
 
 
 # Tiers in the order they give way to the budget. Within a tier the oldest (or, for history,
-# the lowest scored) goes first (the count is not monotone in what is kept: `Renderer._fit` says
-# which cut the search chooses). The latest user message outlives every optional field, and
+# the lowest scored) goes first (the search works on summed item counts: `Renderer._fit` says
+# which cut it chooses). The latest user message outlives every optional field, and
 # facts of the summary zone give way only after the optional fields. Open values the assistant
 # or a tool said ("replies") give way before those the user said.
 TIERS = ("entities", "notes", "replies", "history", "values", "recent", "alerts", "optional", "facts", "latest")
@@ -209,6 +209,7 @@ TIERS = ("entities", "notes", "replies", "history", "values", "recent", "alerts"
 MEMO = 64  # states whose render views a renderer keeps (a few sessions, every action)
 MAX_CORRECTIONS = 4  # estimate corrections before the plain bisection takes over
 _MARK = re.compile("\x00(\\d+)\x01")  # an item's mark in a probe render: NUL, owner number, SOH
+_LINE_START = re.compile("\n[ \t]*")  # where a mark goes again in a text of several lines
 _MARK_PATTERN = cuts("\x00\\d+\x01")  # the mark without its group (re.split would return groups)
 
 
@@ -227,6 +228,16 @@ class _Tag(str):
     @property
     def mark(self) -> str:
         return f"\x00{self.owner}\x01"
+
+    def marked(self, out: Markup) -> Markup:
+        """`out` (this text as written) with the mark in front, and again after the indent of each
+        line it goes on to: every output piece of a text of several lines is then counted as the
+        item's (unmarked, its later lines counted as fixed: the estimate of an echoed context kept
+        hundreds of tokens that no cut could drop). Marks are looked past where the cuts fall."""
+        mark = self.mark
+        if "\n" in out:  # (str + Markup would escape the mark again)
+            return Markup(mark + _LINE_START.sub(lambda m: m.group(0) + mark, out))
+        return Markup("".join((mark, out)))
 
 
 def _markable(template: Template) -> bool:
@@ -733,22 +744,23 @@ class Renderer:
                 if a.field in names or (a.field is None and a.round > state.round - max(spec.recent_rounds, 1))]
 
     def _fit(self, plan: _Plan, state: State) -> tuple[dict[str, int], _Probe]:
-        """The most of each tier that fits the budget, tiers giving way in TIERS order.
+        """The most of each tier that fits the budget, tiers giving way in TIERS order, as the
+        summed item counts see it; the exact count is done only for the final candidate.
 
-        The answer is a crossing (a cut that fits, one item more of its last cut tier does not),
-        found with three renders where a bisection over whole renders takes a dozen: one render of
-        everything, marked, tells what each item costs; the search runs on those summed costs; then
-        renders of the chosen candidate and of one item more check it exactly, and the estimate is
-        corrected and the search re-run while they disagree. Tokenizers whose counts do not add up
-        piece by piece (and templates that post-process their own output) take the plain bisection.
+        One render of everything, marked, tells what each item costs; the search runs on those
+        summed costs (the estimate) and its cut is rendered exactly. While that exact count is
+        over the limit, the estimate's error there is taken off the limit and the search runs again
+        (the offset only grows, so the candidates only shrink). Nothing checks one item more, so
+        budget can be left unused: the sums miss what a cut brings in (a dropped turn's summary
+        lines, hidden while it is shown; <truncated_context>), and the error measured at one
+        candidate is taken off every cut (an exact crossing took a third render, and the exact
+        count is not monotone in what is kept, so the crossing found was one of several anyway).
+        Tokenizers whose counts do not add up piece by piece (and templates that post-process their
+        own output) take the plain bisection.
 
         The answer is chosen from this render's plan alone, so a warm process renders what a cold
-        one does. The exact count is not monotone in what is kept (a dropped turn brings back its
-        summary lines, the first cut adds <truncated_context>): a plan can have several crossings,
-        and a search that started from the last render's cut could stop at another one (over the
-        golden conversations at fixed budgets, 26 of 7,918 walks from the last cut did). So nothing
-        remembered picks the cut: `_fitted` only chooses whether the whole render is marked (the
-        same XML either way). `tests/test_render_cold_warm.py` checks it."""
+        one does: nothing remembered picks the cut (`_fitted` only chooses whether the whole render
+        is marked; the XML is the same either way). `tests/test_render_cold_warm.py` checks it."""
         sizes = plan.sizes()
         counter = segment_counter(self.model)
         if not (counter.additive and _markable(plan.template)):
@@ -771,19 +783,12 @@ class Renderer:
         offset = 0
         for _ in range(MAX_CORRECTIONS):
             kept = costs.search(plan.limit - offset)
-            cut = [t for t in TIERS if kept[t] < sizes[t]]
             probe = self._probe(plan, state, kept, probes, counter)
-            if probe.tokens > plan.limit:
-                if not any(kept.values()):
-                    return kept, probe  # nothing optional left: the render reports what is over
-                offset = probe.tokens - costs.estimate(kept)
-                continue
-            tier = cut[-1]
-            more = {**kept, tier: kept[tier] + 1}
-            bigger = self._probe(plan, state, more, probes, counter)
-            if bigger.tokens > plan.limit:
+            if probe.tokens <= plan.limit:
                 return kept, probe
-            offset = bigger.tokens - costs.estimate(more)
+            if not any(kept.values()):
+                return kept, probe  # nothing optional left: the render reports what is over
+            offset = max(offset, probe.tokens - costs.estimate(kept))
         return self._bisect(plan, state, sizes, probes)
 
     def _bisect(self, plan: _Plan, state: State, sizes: dict[str, int],

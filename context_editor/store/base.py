@@ -386,8 +386,27 @@ class TermIndex:
 def derived_text(body: dict[str, Any]) -> str:
     """The text a store keeps for a derived row (`Store.put_derived`): one serialisation for every
     store, so a digest taken over it when the row is written (`sealed`) is checked over the very
-    bytes read back (`Store.raw_derived`), without serialising the parsed row again."""
-    return json.dumps(body, ensure_ascii=False)
+    bytes read back (`Store.raw_derived`), without serialising the parsed row again. A `Sealed`
+    body brings the text its seal was taken over (a summary stage or snapshot is not written out twice)."""
+    return body.text if type(body) is Sealed else json.dumps(body, ensure_ascii=False)
+
+
+class Sealed(dict):  # type: ignore[type-arg]
+    """What `sealed` returns: the body with its seal, and `text`, its `derived_text` (the JSON
+    `json.dumps` writes for this dict, made once: the seal is a digest of all but its last bytes).
+    Read-only, so the text cannot go stale."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, body: dict[str, Any], seal: str, text: str):
+        super().__init__(body)
+        dict.__setitem__(self, "seal", seal)
+        self.text = text
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("a sealed body is read-only (its stored text is made with it)")
+
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _read_only  # type: ignore[assignment]
 
 
 # A sealed row's text ends with its seal, the last key: `, "seal": "<32 hex digits>"}`.
@@ -407,14 +426,18 @@ def _seal(data: bytes | memoryview, owner: tuple[str, ...], key: bytes) -> str:
     return h.hexdigest()[:SEAL_HEX]
 
 
-def sealed(body: dict[str, Any], *owner: str, key: bytes = b"") -> dict[str, Any]:
+def sealed(body: dict[str, Any], *owner: str, key: bytes = b"") -> Sealed:
     """`body` with a digest of its stored text and of `owner` (what it belongs to: session, kind,
     key, so a row moved elsewhere does not hold) added as its last key, `seal`. With `key` (the
     store's `seal_key`) the digest is keyed: only a holder of the signing key can make a seal that
     holds. Without one it catches a row corrupted or edited by hand, not a forger who recomputes it."""
     if "seal" in body:
         raise ValueError("sealed: the body already has a key 'seal'")
-    return {**body, "seal": _seal(derived_text(body)[:-1].encode("utf-8", "surrogatepass"), owner, key)}
+    text = json.dumps(body, ensure_ascii=False)[:-1]  # '{"a": 1' ... : the seal is written after it
+    seal = _seal(text.encode("utf-8", "surrogatepass"), owner, key)
+    # json.dumps of the sealed dict, spelled out: the body's text, then `, "seal": "<hex>"}`
+    # (an empty body has no item before the seal: written by json.dumps).
+    return Sealed(body, seal, f'{text}, "seal": "{seal}"}}' if body else json.dumps({"seal": seal}))
 
 
 def unsealed(data: bytes, *owner: str, key: bytes = b"") -> tuple[dict[str, Any] | None, str]:
