@@ -45,7 +45,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Mapping, Sequence
 
-from ..lang.lexicon import Lexicon, lexicon
+from ..lang.lexicon import Lexicon, alternation, lexicon
 from ..model import FieldState, Message, Provenance, State
 from . import compact, history
 
@@ -308,12 +308,8 @@ def _naming(lex: Lexicon) -> tuple[re.Pattern[str] | None, re.Pattern[str] | Non
         memory = data.get("memory") or {}
         (words if memory.get("match", "words") == "words" else substrings).extend(str(w) for w in memory.get("name_after") or ())
         ends.extend(str(w) for w in memory.get("name_end") or ())
-
-    def alternation(ws: list[str]) -> str:
-        return "|".join(re.escape(w) for w in sorted(set(ws), key=len, reverse=True))
-
-    return (re.compile(rf"\b(?:{alternation(words)})\b", re.IGNORECASE) if words else None,
-            re.compile(rf"(?:{alternation(substrings)})([\u4e00-\u9fff]{{2,12}}?)(?:{alternation(ends)})")
+    return (re.compile(alternation(words, whole_words=True), re.IGNORECASE) if words else None,
+            re.compile(rf"{alternation(substrings)}([\u4e00-\u9fff]{{2,12}}?){alternation(ends)}")
             if substrings and ends else None,
             frozenset(w.lower() for w in lex.words("dialogue/stopwords")))
 

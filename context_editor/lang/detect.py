@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .lexicon import Lexicon, lexicon
+from .lexicon import Lexicon, alternation, lexicon
 
 SAMPLE = 2000  # characters looked at: a language is decided by a message's opening
 
@@ -24,8 +24,7 @@ def _detectors(lex: Lexicon) -> tuple[list[tuple[str, re.Pattern[str]]], list[tu
         if spec.get("script"):
             scripts.append((code, re.compile(spec["script"])))
         if spec.get("words"):
-            alt = "|".join(re.escape(w) for w in sorted(spec["words"], key=len, reverse=True))
-            words.append((code, re.compile(rf"(?<![^\W\d_])(?:{alt})(?![^\W\d_])", re.IGNORECASE)))
+            words.append((code, re.compile(rf"(?<![^\W\d_]){alternation(spec['words'])}(?![^\W\d_])", re.IGNORECASE)))
         if spec.get("fallback"):
             fallback = code
     return scripts, words, fallback

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import types
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import yaml
 
@@ -160,6 +161,14 @@ def _installed() -> Lexicon:
 
 
 _IN_USE: ContextVar[Lexicon | None] = ContextVar("context_editor_lexicon", default=None)
+
+
+def alternation(words: Iterable[str], whole_words: bool = False) -> str:
+    """A regex alternation of lexicon words, longest first (where two would match, the longer
+    wins), in a fixed order: `(?:a|b)`, or `\\b(?:a|b)\\b` with `whole_words`; with no words, one
+    that matches nothing."""
+    body = "|".join(re.escape(w) for w in sorted(set(words), key=lambda w: (-len(w), w))) or "(?!)"
+    return rf"\b(?:{body})\b" if whole_words else f"(?:{body})"
 
 
 def lexicon() -> Lexicon:

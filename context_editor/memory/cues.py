@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..lang.lexicon import lexicon
+from ..lang.lexicon import alternation, lexicon
 
 FALLBACK = "en"
 
@@ -15,11 +15,6 @@ FALLBACK = "en"
 class Cues:
     fact: re.Pattern[str]
     question: re.Pattern[str]
-
-
-def _alternation(words: list[str], whole_words: bool) -> str:
-    body = "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True)) or "(?!)"
-    return rf"\b(?:{body})\b" if whole_words else f"(?:{body})"
 
 
 @lru_cache(maxsize=16)
@@ -31,6 +26,6 @@ def load_cues(language: str) -> Cues:
     facts = [str(w) for group in (data.get("facts") or {}).values() for w in group]
     starts = [str(w) for w in data.get("question_starts") or []]
     marks = [str(w) for w in data.get("question_marks") or []]
-    question = "|".join(p for p in (rf"^\s*{_alternation(starts, True)}" if starts else "",
-                                    _alternation(marks, False) if marks else "", r"[?？]\s*$") if p)
-    return Cues(re.compile(_alternation(facts, whole), re.IGNORECASE), re.compile(question, re.IGNORECASE))
+    question = "|".join(p for p in (rf"^\s*{alternation(starts, True)}" if starts else "",
+                                    alternation(marks, False) if marks else "", r"[?？]\s*$") if p)
+    return Cues(re.compile(alternation(facts, whole), re.IGNORECASE), re.compile(question, re.IGNORECASE))
