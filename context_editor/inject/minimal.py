@@ -440,12 +440,14 @@ def spans_of(user: Sequence[compact.SummaryLine], said: Sequence[compact.ZoneLin
     there ("Sydney, Australia" around `Australia`: `named`), and the open ones of the assistant's
     (`said_lines`)."""
     pieces = [line.text[a:b].lower() for line in user for a, b in words_of(line)]
-    # ... and its lowercase names no value was read from (`cued`: "in half moon bay").
-    pieces += [line.text[a:b].lower() for line in user for a, b in cued(line)
-               if not any(p0 < b and a < p1 for p0, p1 in read_in(line, present))]
-    pieces += [line.text[n[0]:n[1]].lower() for line in user for p in read_in(line, present)
-               if (n := named(line.text, *p)) != p]
-    return tuple(dict.fromkeys([*pieces, *(v for z in said for v in z.open)]))
+    names: list[str] = []
+    wholes: list[str] = []
+    for line in user:
+        read = read_in(line, present)
+        # ... its lowercase names no value was read from (`cued`: "in half moon bay"),
+        names += [line.text[a:b].lower() for a, b in cued(line) if not any(p0 < b and a < p1 for p0, p1 in read)]
+        wholes += [line.text[n[0]:n[1]].lower() for p in read if (n := named(line.text, *p)) != p]
+    return tuple(dict.fromkeys([*pieces, *names, *wholes, *(v for z in said for v in z.open)]))
 
 
 def merged(summaries: Sequence[Sequence[compact.SummaryLine]]) -> list[compact.SummaryLine]:
