@@ -950,14 +950,16 @@ class Renderer:
             marks.append((tier, position))
             return _Tag.of(value, len(marks) - 1)
 
-        def tagged(item: dict[str, Any], tier: str, position: int) -> dict[str, Any]:
-            return {k: tag(v, tier, position) for k, v in item.items()} if marked else item
+        def tagged(item: dict[str, Any], tier: str, position: int, text: str = "content") -> dict[str, Any]:
+            # Only the item's text carries the mark: a piece (a line) is its first mark's, and an
+            # item's every line shows its text (a text of several lines is marked on each).
+            return {**item, text: tag(item[text], tier, position)} if marked else item
 
         cut = _cut(plan, kept)
         hist, turns, zone, lost, dropped = cut.history, cut.turns, cut.zone, cut.lost, cut.dropped
         first_alert = len(plan.alerts) - kept["alerts"]
         optional = set(plan.optional[: kept["optional"]])
-        fields = [tagged(self._field_of(plan, state, n), "optional", plan.optional.index(n)) if n in optional
+        fields = [tagged(self._field_of(plan, state, n), "optional", plan.optional.index(n), "text") if n in optional
                   else self._field_of(plan, state, n) for n in self._kept_fields(plan, kept)
                   if self._spec_of(plan, n).pii != "drop"]
         ctx = {"action": plan.action, "domain": plan.label or self.domain.name, "round": state.round, "budget": plan.budget,
@@ -966,7 +968,7 @@ class Renderer:
                "subtask": plan.anchors.get("subtask"),
                "fields": fields, "states": _grouped(fields, plan), "state_lines": plan.spec.state_lines,
                "missing": plan.missing,
-               "alerts": [tagged(a, "alerts", first_alert + j) for j, a in enumerate(plan.alerts[first_alert:])]
+               "alerts": [tagged(a, "alerts", first_alert + j, "message") for j, a in enumerate(plan.alerts[first_alert:])]
                + plan.fixed_alerts,
                "dropped": ", ".join(dropped), "lost": " ".join(f"m{i}" for i in lost),
                "entities": [replace(e, name=tag(e.name, "entities", j)) if marked else e
@@ -1152,9 +1154,8 @@ def _zone_groups(lines: list[tuple[str, int, compact.ZoneLine]], window_from: in
     for tier, position, z in lines:
         # A sentence said many times names its first and latest source and how often it was said.
         src = z.sources if len(z.sources) <= 2 else (z.sources[0], z.sources[-1])
-        line = {"round": z.round, "sources": tag(" ".join(f"m{i}" for i in src), tier, position),
-                "times": len(z.sources) if len(z.sources) > 2 else None, "text": tag(z.text, tier, position),
-                "role": tag(z.role, tier, position)}
+        line = {"round": z.round, "sources": " ".join(f"m{i}" for i in src),
+                "times": len(z.sources) if len(z.sources) > 2 else None, "text": tag(z.text, tier, position), "role": z.role}
         if retrieved and not retrieved.isdisjoint(z.sources):  # (a sentence said all session has thousands)
             line["reason"] = "retrieved"
         groups.setdefault(z.stage, []).append(line)
@@ -1178,8 +1179,7 @@ def _flat_lines(plan: _Plan, zone: list[tuple[str, int, compact.ZoneLine]], turn
         if line is None:
             src = z.sources if len(z.sources) <= 2 else (z.sources[0], z.sources[-1])
             line = memo[("zone", tier, position)] = (z.sources[0], {
-                "src": tag(" ".join(f"m{i}" for i in src), tier, position),
-                "times": len(z.sources) if len(z.sources) > 2 else None, "role": tag(z.role, tier, position),
+                "src": " ".join(f"m{i}" for i in src), "times": len(z.sources) if len(z.sources) > 2 else None, "role": z.role,
                 "reason": "retrieved" if plan.wanted_back and not plan.wanted_back.isdisjoint(z.sources) else None,
                 "parts": [{"sep": "", "text": tag(z.text, tier, position)}]})
         out.append(line)
@@ -1189,7 +1189,7 @@ def _flat_lines(plan: _Plan, zone: list[tuple[str, int, compact.ZoneLine]], turn
             seen = plan.seen[m.index]
             role = f"{seen['role']}:{seen['name']}" if seen.get("name") else seen["role"]
             line = memo[("turn", tier, position, m.index)] = (m.index, {
-                "src": tag(f"m{m.index}", tier, position), "times": None, "role": tag(role, tier, position),
+                "src": f"m{m.index}", "times": None, "role": role,
                 "reason": "retrieved" if m.index in plan.wanted_back else None,
                 "parts": [{"sep": "", "text": tag(seen["content"], tier, position)}]})
         out.append(line)
