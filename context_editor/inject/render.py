@@ -476,6 +476,8 @@ class Renderer:
         self._views: dict[tuple[Any, ...], tuple[set[str], history.Hidden, compact.Absorbed, Any]] = {}
         self._turns: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._fitted: dict[tuple[Any, ...], bool] = {}  # (session, action, limit, whole dialogue) -> everything fitted last time
+        # The last plan's view (`hidden`) and its turns: message index -> (message, turn) (`_seen`)
+        self._last_seen: tuple[history.Hidden | None, dict[int, tuple[Message, dict[str, Any]]]] = (None, {})
 
     def forget(self) -> None:
         """Drop what renders remembered of states and messages (after an erasure: a turn is
@@ -483,6 +485,7 @@ class Renderer:
         self._views.clear()
         self._turns.clear()
         self._fitted.clear()
+        self._last_seen = (None, {})
         history.forget_scores()
         compact.forget_entities()
         xmltext.forget()
@@ -649,7 +652,7 @@ class Renderer:
             if m.role != "system" and len(m.content) <= too_big and m.content not in said:
                 said.add(m.content)
                 found.append(m)
-        seen = {m.index: self._turn(m, hidden, hidden_key) for m in visible + found}
+        seen = self._seen(visible + found, hidden, hidden_key)
         wanted_back = frozenset(m.index for m in found)
         # A minimal context shows older turns only through their open lines (the zone, below).
         ranked = history.select_history(spec, state, older, vocabulary, self.scorer, anchors, found)[: spec.max_history] \
@@ -724,6 +727,24 @@ class Renderer:
             view = self._views[key] = (history.action_vocabulary(self.domain, spec, state), hidden,
                                        compact.covered_spans(state), hidden_key)
         return view
+
+    def _seen(self, messages: list[Message], hidden: history.Hidden, hidden_key: Any) -> dict[int, dict[str, Any]]:
+        """Message index -> `_turn`. A message object the last plan showed under the very same
+        view (`state_view` hands out one `hidden` per view) is shown as it was then, without making
+        its memo key: the pipeline keeps the window's messages between renders, so after a new
+        message every other one is such an object."""
+        last_hidden, last = self._last_seen
+        if last_hidden is not hidden:
+            last = {}
+        seen: dict[int, dict[str, Any]] = {}
+        kept: dict[int, tuple[Message, dict[str, Any]]] = {}
+        for m in messages:
+            known = last.get(m.index)
+            turn = known[1] if known is not None and known[0] is m else self._turn(m, hidden, hidden_key)
+            seen[m.index] = turn
+            kept[m.index] = (m, turn)
+        self._last_seen = (hidden, kept)
+        return seen
 
     def _turn(self, msg: Message, hidden: history.Hidden, hidden_key: Any) -> dict[str, Any]:
         """`history.turn`, remembered by the message's hash and what is hidden from it."""
