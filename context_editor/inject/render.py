@@ -476,6 +476,7 @@ class Renderer:
         self._views: dict[tuple[Any, ...], tuple[set[str], history.Hidden, compact.Absorbed, Any]] = {}
         self._turns: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._fitted: dict[tuple[Any, ...], bool] = {}  # (session, action, limit, whole dialogue) -> everything fitted last time
+        self._field_names: dict[str, tuple[str, ...]] = {}  # action -> `_names`
         # The last plan's view (`hidden`) and its turns: message index -> (message, turn) (`_seen`)
         self._last_seen: tuple[history.Hidden | None, dict[int, tuple[Message, dict[str, Any]]]] = (None, {})
 
@@ -621,7 +622,7 @@ class Renderer:
         spec = self.action(action)
         resolved = resolve_budget(budget, spec.budget_tokens, self.window)
         limit = resolved - spec.safety_margin
-        names = list(dict.fromkeys([*spec.fields, *(n for n, f in self.domain.fields.items() if f.shared)]))
+        names = list(self._names(spec))
         present = [n for n in names if state.get(n) is not None and self._shown(n, state)]
         language = language or self._language(messages)
         # Ask for what the action needs and for every critical fact it lost (the seeds' forgetting test).
@@ -646,7 +647,7 @@ class Renderer:
         # The summary zone and the entity graph are built from these texts too, so nothing hidden leaks.
         # A hit that repeats a loaded message (or an earlier hit) word for word adds nothing: the
         # question asked again today finds itself asked before.
-        said = {m.content for m in messages}
+        said = {m.content for m in messages} if retrieved else set()
         found = []
         for m in retrieved or ():
             if m.role != "system" and len(m.content) <= too_big and m.content not in said:
@@ -711,6 +712,15 @@ class Renderer:
                 1 for m in messages if m.role != "system") else [], said=said_lines, spans=spans, unread=unread,
             wanted_back=wanted_back,
             window_from=window_from, oversized=sum(1 for m in messages if m.role != "system" and len(m.content) > too_big))
+
+    def _names(self, spec: ActionSpec) -> tuple[str, ...]:
+        """The fields an action's render shows: its own, then the domain's shared ones (fixed
+        for the renderer's domain version: made once per action)."""
+        known = self._field_names.get(spec.name)
+        if known is None:
+            known = self._field_names[spec.name] = tuple(dict.fromkeys(
+                [*spec.fields, *(n for n, f in self.domain.fields.items() if f.shared)]))
+        return known
 
     def state_view(self, state: State, spec: ActionSpec) -> tuple[set[str], history.Hidden, compact.Absorbed, Any]:
         """What the action's render reads off the state (its vocabulary, what it may not see, what
