@@ -339,6 +339,10 @@ def _journal(absorbed: Absorbed) -> tuple[list[int] | None, int]:
     return (provenance.journal, provenance.version) if isinstance(provenance, Provenances) else (None, 0)
 
 
+# Views whose key is kept (`_view`): few, since each entry holds its view's objects (a vocabulary
+# set, every provenance span, the hidden values) alive; a render asks for one view twice
+# (`zone_lines`, then `past_of`), a process cycling through sessions keeps no more than this.
+VIEW_KEYS = 8
 _view_keys: dict[tuple[int, int, int, bool], tuple[set[str], Absorbed, Hidden, tuple[Any, ...]]] = {}
 
 
@@ -352,7 +356,7 @@ def _view(vocabulary: set[str], absorbed: Absorbed, hidden: Hidden, minimal: boo
     known = _view_keys.get(ident)
     if known is not None and known[0] is vocabulary and known[1] is absorbed and known[2] is hidden:
         return known[3]
-    if len(_view_keys) >= ZONE_MEMO:
+    if len(_view_keys) >= VIEW_KEYS:
         _view_keys.clear()
     view = _view_keys[ident] = (vocabulary, absorbed, hidden, _view_of(vocabulary, absorbed, hidden, minimal))
     return view[3]
