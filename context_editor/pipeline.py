@@ -952,7 +952,10 @@ class ContextEditor:
         if known is not None and known[0] == key:
             ctx = _copy(known[1])
         else:
-            ctx, _, _, _ = self._draft(session, action, budget, as_of_round, model)
+            # The state the key was taken from (`_render_key` has just checked the store's head):
+            # the render is made of what its key names, and the head is not read twice.
+            ctx, _, _, _ = self._draft(session, action, budget, as_of_round, model,
+                                       self._states.get(session) if key is not None else None)
             if key is not None:
                 renders = self._rendered.setdefault(session, {})
                 if len(renders) >= RENDERS_KEPT:
@@ -979,10 +982,11 @@ class ContextEditor:
                 state.round, self._zone(session, latest=True).last_index)
 
     def _draft(self, session: str, action: str, budget: int | str | None, as_of_round: int | None,
-               model: str | None) -> tuple[RenderedContext, list[str], list[tuple[Message, float]], int]:
+               model: str | None, live: State | None = None) -> tuple[RenderedContext, list[str], list[tuple[Message, float]], int]:
         """A render and what it was made from: the search query, its hits (with scores) and the
-        first round of the loaded window. Nothing is recorded or accounted here."""
-        part = self._render_part(session, action, as_of_round, model, latest=as_of_round is None)
+        first round of the loaded window. Nothing is recorded or accounted here. `live`: the live
+        state, when the caller has just read it (`_render_key`)."""
+        part = self._render_part(session, action, as_of_round, model, latest=as_of_round is None, live=live)
         view, since = self.domain.actions[action], self._since(part.state, action)
         self._recall_llm(session)
         query, hits = self._retrieve(session, part.state, view, part.messages, since)
@@ -1006,13 +1010,14 @@ class ContextEditor:
         return past.window_from(self.domain.actions[action], state.round)
 
     def _render_part(self, session: str, action: str, as_of_round: int | None = None, model: str | None = None,
-                     latest: bool = False) -> RenderPart:
+                     latest: bool = False, live: State | None = None) -> RenderPart:
         """What a render of `action` reads from this session: its state, the messages of the
         action's window, its summary lines and anchors. `latest`: a live render that may go on
-        from a stored settled past, with only the zone's latest stages read."""
+        from a stored settled past, with only the zone's latest stages read; `live`: the live state,
+        when the caller has just read it."""
         renderer = self._renderer(model)
         renderer.action(action)  # unknown action: fail before touching the store
-        state = self.state(session, as_of_round)
+        state = live if live is not None and as_of_round is None else self.state(session, as_of_round)
         # Only messages the state has seen: another writer may have appended since it was read.
         since = self._since(state, action)
         messages = self._window(session, state, since) if as_of_round is None else \

@@ -86,3 +86,33 @@ def test_the_tokens_attribute_settles_wherever_a_template_puts_it(tmp_path: Path
         for action in ("book_flight", "plan_trip"):
             ctx = editor.render("s", action)
             assert ctx.tokens == tokenizer_for(model).count(ctx.xml), (model, action)
+
+
+def test_a_plans_turns_are_taken_again_only_for_the_same_message_under_the_same_view():
+    """`Renderer._seen` shows a message as the last plan did only when it is the very message
+    object under the very view (`hidden`) of that plan; a new view masks anew, and another message
+    at the same index (another session's, or the log rewritten) is read anew."""
+    from dataclasses import replace
+
+    from context_editor.inject import history
+    from context_editor.model import Message
+
+    editor = ContextEditor("ecommerce", "memory://")
+    renderer = editor.renderer
+    messages = [Message("s", i, i // 2, "user" if i % 2 == 0 else "assistant", text, hash=f"h{i}")
+                for i, text in enumerate(["Hello.", "Noted.", "Ship it to Berlin.", "我们明天发货。"])]
+    plain = history.Hidden({}, {}, {})
+    masked = history.Hidden({2: [(11, 17, "city")]}, {}, {})
+
+    def expected(msgs: list[Message], hidden: history.Hidden) -> dict[int, dict]:
+        return {m.index: history.turn(renderer.domain, m, hidden) for m in msgs}
+
+    assert renderer._seen(messages, plain, plain.fingerprint(spans=False)) == expected(messages, plain)
+    assert "Berlin" in renderer._seen(messages, plain, plain.fingerprint(spans=False))[2]["content"]
+    # The same messages under a new view: the city is hidden now.
+    seen = renderer._seen(messages, masked, masked.fingerprint(spans=False))
+    assert seen == expected(messages, masked) and "Berlin" not in seen[2]["content"]
+    # Another message at index 3 (same view): read anew, the others taken again.
+    other = [*messages[:3], replace(messages[3], content="我们后天发货。", hash="h3b")]
+    seen = renderer._seen(other, masked, masked.fingerprint(spans=False))
+    assert seen == expected(other, masked) and seen[3]["content"] == "我们后天发货。"

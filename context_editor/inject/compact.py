@@ -339,10 +339,30 @@ def _journal(absorbed: Absorbed) -> tuple[list[int] | None, int]:
     return (provenance.journal, provenance.version) if isinstance(provenance, Provenances) else (None, 0)
 
 
+# Views whose key is kept (`_view`): few, since each entry holds its view's objects (a vocabulary
+# set, every provenance span, the hidden values) alive; a render asks for one view twice
+# (`zone_lines`, then `past_of`), a process cycling through sessions keeps no more than this.
+VIEW_KEYS = 8
+_view_keys: dict[tuple[int, int, int, bool], tuple[set[str], Absorbed, Hidden, tuple[Any, ...]]] = {}
+
+
 def _view(vocabulary: set[str], absorbed: Absorbed, hidden: Hidden, minimal: bool = False) -> tuple[Any, ...]:
     """The memo key of a state view: the state's journal (a live state's spans) or the spans
     themselves, the vocabulary, the present values and everything hidden (and whether the action
-    is minimal: it scores cued facts otherwise)."""
+    is minimal: it scores cued facts otherwise). Made once per view's objects: a renderer hands
+    the same three for every render of one state (`Renderer.state_view`), and none of them is
+    changed once made; the entry holds them, so their ids stand for them while it is kept."""
+    ident = (id(vocabulary), id(absorbed), id(hidden), minimal)
+    known = _view_keys.get(ident)
+    if known is not None and known[0] is vocabulary and known[1] is absorbed and known[2] is hidden:
+        return known[3]
+    if len(_view_keys) >= VIEW_KEYS:
+        _view_keys.clear()
+    view = _view_keys[ident] = (vocabulary, absorbed, hidden, _view_of(vocabulary, absorbed, hidden, minimal))
+    return view[3]
+
+
+def _view_of(vocabulary: set[str], absorbed: Absorbed, hidden: Hidden, minimal: bool) -> tuple[Any, ...]:
     provenance, texts = absorbed
     journal = _journal(absorbed)[0]
     # One object per distinct vocabulary and hidden set: the memos below hold many keys (one per
@@ -449,7 +469,7 @@ class _Past:
                     self.groups[w[2]] = [line.round, array("q", (line.index,)), w[0], pos, w[3]]
                 else:
                     entry[1] = extended(entry[1], (line.index,))
-                    if _RANKS.index(w[0]) > _RANKS.index(entry[2]):
+                    if _RANKS[w[0]] > _RANKS[entry[2]]:
                         entry[2] = w[0]
             pos += 1
         if pos != self.count:
@@ -491,7 +511,9 @@ class _Scored:
         """Whether `lines` extend the lines scored (the same objects first) at a version not older.
         The lines scored are the first len(scores) of `self.lines` (the zone's list grows in place)."""
         n = len(self.scores)
-        return version >= self.version and n <= len(lines) and (n == 0 or lines[n - 1] is self.lines[n - 1]) \
+        if version < self.version or n > len(lines):
+            return False
+        return lines is self.lines or (n == 0 or lines[n - 1] is self.lines[n - 1]) \
             and all(a is b for a, b in zip(lines[:n:64], self.lines[:n:64]))
 
     def merged(self, lines: list[SummaryLine], window_from: int) -> list[ZoneLine]:
@@ -511,28 +533,34 @@ class _Scored:
 def _merged(lines: list[SummaryLine], scored: _Scored, window_from: int, past: _Past) -> list[ZoneLine]:
     merged: dict[str, list[Any]] = {}
     horizon = window_from - REPLY_ROUNDS
+    scores, groups = scored.scores, past.groups  # (this runs over every line since the settled past, per render)
     for pos in range(past.count, len(lines)):
         line = lines[pos]
-        if line.round < window_from and (line.kind == NOTE or (line.role != "user" and line.round < horizon)):
-            continue  # left out below whatever its worth: not scored
-        w = scored.worth(pos)
+        rnd = line.round
+        # The session summary keeps no notes, and only the latest replies: left out below
+        # whatever its worth (not scored), or for the note its worth makes it.
+        summary = rnd < window_from
+        if summary and (line.kind == NOTE or (line.role != "user" and rnd < horizon)):
+            continue
+        w = scores[pos]
+        if w is _UNSCORED:
+            w = scored.worth(pos)
         if w is None:
             continue
         rank, _, text, spans = w
-        stage = -1 if line.round < window_from else stage_of(line.round)
-        if stage == -1 and (rank == NOTE or (line.role != "user" and line.round < window_from - REPLY_ROUNDS)):
-            continue  # the session summary keeps no notes, and only the latest replies
+        if summary and rank == NOTE:
+            continue
         entry = merged.get(text)
         if entry is None:
-            old = past.groups.get(text)  # said in the past too: the group goes on from there
+            old = groups.get(text)  # said in the past too: the group goes on from there
             # [round, new sources, rank, stage, role, values, first position, the past's sources]
-            entry = merged[text] = [line.round, [line.index], rank, stage, line.role, spans, pos, ()] if old is None \
-                else [old[0], [line.index], old[2], -1, "user", old[4], old[3], past.sources(text)]
             if old is None:
+                merged[text] = [rnd, [line.index], rank, -1 if summary else stage_of(rnd), line.role, spans, pos, ()]
                 continue
+            entry = merged[text] = [old[0], [line.index], old[2], -1, "user", old[4], old[3], past.sources(text)]
         else:
             entry[1].append(line.index)
-        if _RANKS.index(rank) > _RANKS.index(entry[2]):
+        if _RANKS[rank] > _RANKS[entry[2]]:
             entry[2] = rank
         if line.role == "user":
             entry[4] = "user"
@@ -552,7 +580,7 @@ def _merged(lines: list[SummaryLine], scored: _Scored, window_from: int, past: _
     return [line for _, line in sorted(out, key=lambda o: o[0])]
 
 
-_RANKS = (NOTE, VALUE, FACT)
+_RANKS = {NOTE: 0, VALUE: 1, FACT: 2}  # a group's rank is the highest of its lines
 
 
 def window_start(round_: int, recent_rounds: int, history_rounds: int) -> int:
@@ -699,9 +727,11 @@ def _found(text: str, values: tuple[str, ...]) -> frozenset[str]:
 
 
 def forget_entities() -> None:
-    """Drop the remembered identifiers of texts (after an erasure: they are keyed by the texts)."""
+    """Drop the remembered identifiers of texts (after an erasure: they are keyed by the texts),
+    and the views' keys (they hold the present values' texts)."""
     _ids.cache_clear()
     _found.cache_clear()
+    _view_keys.clear()
 
 
 def entity_graph(texts: list[str], known_values: list[str], relations: Iterable[str] = ()) -> list[Entity]:

@@ -585,6 +585,9 @@ class Renderer:
         self._views: dict[tuple[Any, ...], tuple[set[str], history.Hidden, compact.Absorbed, Any]] = {}
         self._turns: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._fitted: dict[tuple[Any, ...], bool] = {}  # (session, action, limit, whole dialogue) -> everything fitted last time
+        self._field_names: dict[str, tuple[str, ...]] = {}  # action -> `_names`
+        # The last plan's view (`hidden`) and its turns: message index -> (message, turn) (`_seen`)
+        self._last_seen: tuple[history.Hidden | None, dict[int, tuple[Message, dict[str, Any]]]] = (None, {})
 
     def forget(self) -> None:
         """Drop what renders remembered of states and messages (after an erasure: a turn is
@@ -592,6 +595,7 @@ class Renderer:
         self._views.clear()
         self._turns.clear()
         self._fitted.clear()
+        self._last_seen = (None, {})
         history.forget_scores()
         compact.forget_entities()
         xmltext.forget()
@@ -727,7 +731,7 @@ class Renderer:
         spec = self.action(action)
         resolved = resolve_budget(budget, spec.budget_tokens, self.window)
         limit = resolved - spec.safety_margin
-        names = list(dict.fromkeys([*spec.fields, *(n for n, f in self.domain.fields.items() if f.shared)]))
+        names = list(self._names(spec))
         present = [n for n in names if state.get(n) is not None and self._shown(n, state)]
         language = language or self._language(messages)
         # Ask for what the action needs and for every critical fact it lost (the seeds' forgetting test).
@@ -752,13 +756,13 @@ class Renderer:
         # The summary zone and the entity graph are built from these texts too, so nothing hidden leaks.
         # A hit that repeats a loaded message (or an earlier hit) word for word adds nothing: the
         # question asked again today finds itself asked before.
-        said = {m.content for m in messages}
+        said = {m.content for m in messages} if retrieved else set()
         found = []
         for m in retrieved or ():
             if m.role != "system" and len(m.content) <= too_big and m.content not in said:
                 said.add(m.content)
                 found.append(m)
-        seen = {m.index: self._turn(m, hidden, hidden_key) for m in visible + found}
+        seen = self._seen(visible + found, hidden, hidden_key)
         wanted_back = frozenset(m.index for m in found)
         # A minimal context shows older turns only through their open lines (the zone, below).
         ranked = history.select_history(spec, state, older, vocabulary, self.scorer, anchors, found)[: spec.max_history] \
@@ -818,6 +822,15 @@ class Renderer:
             wanted_back=wanted_back,
             window_from=window_from, oversized=sum(1 for m in messages if m.role != "system" and len(m.content) > too_big))
 
+    def _names(self, spec: ActionSpec) -> tuple[str, ...]:
+        """The fields an action's render shows: its own, then the domain's shared ones (fixed
+        for the renderer's domain version: made once per action)."""
+        known = self._field_names.get(spec.name)
+        if known is None:
+            known = self._field_names[spec.name] = tuple(dict.fromkeys(
+                [*spec.fields, *(n for n, f in self.domain.fields.items() if f.shared)]))
+        return known
+
     def state_view(self, state: State, spec: ActionSpec) -> tuple[set[str], history.Hidden, compact.Absorbed, Any]:
         """What the action's render reads off the state (its vocabulary, what it may not see, what
         the state absorbed), worked out once per state of the fields: the edit chain's head names
@@ -833,6 +846,24 @@ class Renderer:
             view = self._views[key] = (history.action_vocabulary(self.domain, spec, state), hidden,
                                        compact.covered_spans(state), hidden_key)
         return view
+
+    def _seen(self, messages: list[Message], hidden: history.Hidden, hidden_key: Any) -> dict[int, dict[str, Any]]:
+        """Message index -> `_turn`. A message object the last plan showed under the very same
+        view (`state_view` hands out one `hidden` per view) is shown as it was then, without making
+        its memo key: the pipeline keeps the window's messages between renders, so after a new
+        message every other one is such an object."""
+        last_hidden, last = self._last_seen
+        if last_hidden is not hidden:
+            last = {}
+        seen: dict[int, dict[str, Any]] = {}
+        kept: dict[int, tuple[Message, dict[str, Any]]] = {}
+        for m in messages:
+            known = last.get(m.index)
+            turn = known[1] if known is not None and known[0] is m else self._turn(m, hidden, hidden_key)
+            seen[m.index] = turn
+            kept[m.index] = (m, turn)
+        self._last_seen = (hidden, kept)
+        return seen
 
     def _turn(self, msg: Message, hidden: history.Hidden, hidden_key: Any) -> dict[str, Any]:
         """`history.turn`, remembered by the message's hash and what is hidden from it."""
