@@ -363,6 +363,13 @@ class Provenance:
     domain_version: str
     message_id: str | None = None
 
+    def given_from(self) -> tuple[str, int]:
+        """Where a value given from outside its session was read (a carry, a user memory: message
+        index -1): the session and the index of the message, from `message_id` "<session>#<index>"."""
+        assert self.message_id is not None, "a value given from outside its session names its message"
+        session, _, index = self.message_id.rpartition("#")
+        return session, int(index)
+
     def to_dict(self) -> dict[str, Any]:
         return {"message_index": self.message_index, "round": self.round, "role": self.role, "span": list(self.span),
                 "text": self.text, "extractor": self.extractor, "confidence": self.confidence,

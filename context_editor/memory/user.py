@@ -145,7 +145,7 @@ def recall_edit(item: Remembered, weight: float, msg: Message, domain: Domain) -
 def recalled(e: Edit) -> tuple[Remembered, float]:
     """The remembered value and weight a recorded `user_memory` edit was made from (replay's input)."""
     p = e.provenance
-    assert p is not None and p.message_id is not None
-    session, _, index = p.message_id.rpartition("#")
-    return Remembered(str(e.field), e.after, session, p.round, int(index), p.span, p.text, p.confidence,
+    assert p is not None
+    session, index = p.given_from()
+    return Remembered(str(e.field), e.after, session, p.round, index, p.span, p.text, p.confidence,
                       str(e.at), str(e.at)), p.confidence

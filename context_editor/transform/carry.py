@@ -105,7 +105,7 @@ def carry_edits(state: State, domain: Domain, msg: Message, carried: Iterable[Ca
 def carried_from(e: Edit) -> Carried:
     """What a recorded carry edit carried (replay's input)."""
     p = e.provenance
-    assert p is not None and p.message_id is not None and p.extractor.startswith(EXTRACTOR)
-    session, _, index = p.message_id.rpartition("#")
-    return Carried(p.extractor[len(EXTRACTOR):], e.after, session, int(index), p.round, p.role, p.span, p.text,
+    assert p is not None and p.extractor.startswith(EXTRACTOR)
+    session, index = p.given_from()
+    return Carried(p.extractor[len(EXTRACTOR):], e.after, session, index, p.round, p.role, p.span, p.text,
                    p.confidence)
