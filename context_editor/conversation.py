@@ -30,59 +30,75 @@ def check_value(value: Any, where: str, file: str = "<input>", line: int | None 
     """Refuse a value that cannot be stored and hashed as UTF-8 JSON: a lone surrogate in any
     string (keys included), a number JSON cannot hold, or nesting deeper than MAX_DEPTH.
     Iterative, so a 10,000-deep document is refused without recursion."""
-    if _fine(value):
-        return  # the common case, checked without naming where each item is (names are for errors)
-    stack: list[tuple[Any, str, int]] = [(value, where, 0)]
-    while stack:
-        item, path, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise Errors.BAD_CONVERSATION(problem=f"{where}: nested deeper than {MAX_DEPTH} levels", file=file, line=line,
-                                    fix="flatten the structure; a chat message or tool call is never this deep")
-        if isinstance(item, str):
-            lone = _SURROGATE.search(item)
-            if lone:
-                raise Errors.BAD_CONVERSATION(problem=f"{path}: lone surrogate \\u{ord(lone.group(0)):04x} at character {lone.start()} "
-                                        "is not valid Unicode", file=file, line=line, fix=SURROGATE_FIX)
-        elif isinstance(item, float) and not math.isfinite(item):
-            raise Errors.BAD_CONVERSATION(problem=f"{path}: {item} is not a JSON number", file=file, line=line,
-                                    fix="write numbers that JSON can hold (no NaN or Infinity)")
-        elif isinstance(item, dict):
-            for k, v in item.items():
-                stack.append((k, f"{path} key", depth + 1))
-                stack.append((v, f"{path}.{k}" if isinstance(k, str) and not _SURROGATE.search(k) else path, depth + 1))
-        elif isinstance(item, (list, tuple)):
-            stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(item))
+    found = _first_problem(value)
+    if found is None:
+        return
+    kind, item, trail = found
+    if kind == "deep":
+        raise Errors.BAD_CONVERSATION(problem=f"{where}: nested deeper than {MAX_DEPTH} levels", file=file, line=line,
+                                      fix="flatten the structure; a chat message or tool call is never this deep")
+    path = _path(where, trail)
+    if kind == "number":
+        raise Errors.BAD_CONVERSATION(problem=f"{path}: {item} is not a JSON number", file=file, line=line,
+                                      fix="write numbers that JSON can hold (no NaN or Infinity)")
+    lone = _SURROGATE.search(item)
+    assert lone is not None
+    raise Errors.BAD_CONVERSATION(problem=f"{path}: lone surrogate \\u{ord(lone.group(0)):04x} at character {lone.start()} "
+                                  "is not valid Unicode", file=file, line=line, fix=SURROGATE_FIX)
 
 
-def _fine(value: Any) -> bool:
-    """Whether `check_value` has nothing to refuse in `value`, found without building the path of
-    each item: every string (keys too) free of lone surrogates, every float finite, nesting within
-    MAX_DEPTH. False sends `check_value` to its walk that names the first problem."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
+_KEY = object()  # the step of a trail that leads to a dict's key rather than to its value
+
+# Where an item lies, kept as a linked list (parent trail, step) that is only spelled out when the
+# item is refused: the common case, a value with nothing to refuse, never formats a path. A stack
+# entry carries its parent's trail and its own step, so a link is made per container, not per item.
+_Trail = tuple[Any, Any] | None
+
+
+def _first_problem(value: Any) -> tuple[str, Any, _Trail] | None:
+    """The first item `check_value` refuses, as (kind, item, trail), or None. A dict or list at
+    MAX_DEPTH with anything in it is "deep": its contents would lie deeper than MAX_DEPTH."""
+    stack: list[tuple[Any, int, _Trail, Any]] = [(value, 0, None, None)]
     search, pop, push = _SURROGATE.search, stack.pop, stack.append
     while stack:
-        item, depth = pop()
+        item, depth, parent, step = pop()
         if isinstance(item, str):
             if search(item):
-                return False
+                return "surrogate", item, _link(parent, step)
         elif isinstance(item, float):
             if not math.isfinite(item):
-                return False
+                return "number", item, _link(parent, step)
         elif isinstance(item, dict):
-            if item and depth >= MAX_DEPTH:  # its keys and values would lie deeper than MAX_DEPTH
-                return False
+            trail = _link(parent, step)
+            if item and depth >= MAX_DEPTH:
+                return "deep", item, trail
             for k, v in item.items():
                 if isinstance(k, str):
                     if search(k):
-                        return False
-                else:
-                    push((k, depth + 1))
-                push((v, depth + 1))
+                        return "surrogate", k, (trail, _KEY)
+                    push((v, depth + 1, trail, k))
+                else:  # a key JSON would turn into a string: checked as an item; its value keeps the dict's path
+                    push((k, depth + 1, trail, _KEY))
+                    push((v, depth + 1, trail, None))
         elif isinstance(item, (list, tuple)):
+            trail = _link(parent, step)
             if item and depth >= MAX_DEPTH:
-                return False
-            stack.extend((v, depth + 1) for v in item)
-    return True
+                return "deep", item, trail
+            stack.extend((v, depth + 1, trail, i) for i, v in enumerate(item))
+    return None
+
+
+def _link(parent: _Trail, step: Any) -> _Trail:
+    return parent if step is None else (parent, step)
+
+
+def _path(where: str, trail: _Trail) -> str:
+    """`where` followed by the trail's steps: `.key` into a dict, `[i]` into a list, ` key` for a dict key."""
+    steps = []
+    while trail is not None:
+        trail, step = trail
+        steps.append(" key" if step is _KEY else f"[{step}]" if isinstance(step, int) else f".{step}")
+    return where + "".join(reversed(steps))
 
 
 def _content_text(content: Any, where: str, file: str, line: int | None) -> str:

@@ -10,8 +10,8 @@ session `s` (two messages) so that "nothing stored" is checked against a non-emp
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
-from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -171,9 +171,9 @@ def test_resume_matches_by_message_id(tmp_path):
     assert [m.id for m in SQLiteStore(store).messages("s")] == ["m0", "m1", "m2", "m3"]
 
 
-# check_value's quick pass (`_fine`) must let through exactly what its path-naming walk lets
-# through: any string (keys included) with or without lone surrogates, any float, nesting around
-# MAX_DEPTH, dict keys of other types.
+# check_value refuses exactly what JSON-as-UTF-8 cannot hold, checked against a plain recursive
+# definition: any string (keys included) with lone surrogates, any float that is not finite, any
+# item deeper than MAX_DEPTH; dict keys of other types are items too.
 _TEXT = st.text(st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010) | st.characters(max_codepoint=0x7F), max_size=4)
 _SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | _TEXT
 _VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.tuples(inner)
@@ -186,23 +186,38 @@ def _nested(depth: int, leaf: Any, dicts: bool) -> Any:
     return leaf
 
 
-def _walk_refuses(value: Any) -> bool:
-    """What the walk that names each item's path says, with the quick pass taken out."""
-    with mock.patch.object(conversation, "_fine", lambda v: False):
-        try:
-            conversation.check_value(value, "x")
-        except ConversationError:
-            return True
+def _unstorable(item: Any, depth: int = 0) -> bool:
+    if depth > MAX_DEPTH:
+        return True
+    if isinstance(item, str):
+        return any(0xD800 <= ord(c) <= 0xDFFF for c in item)
+    if isinstance(item, float):
+        return item != item or item in (float("inf"), float("-inf"))
+    if isinstance(item, dict):
+        return any(_unstorable(k, depth + 1) or _unstorable(v, depth + 1) for k, v in item.items())
+    if isinstance(item, (list, tuple)):
+        return any(_unstorable(v, depth + 1) for v in item)
     return False
 
 
 @settings(max_examples=600)
 @given(_VALUES | st.builds(_nested, st.integers(MAX_DEPTH - 2, MAX_DEPTH + 2), _VALUES, st.booleans()))
-def test_check_value_quick_pass_agrees_with_the_walk(value: Any) -> None:
-    assert conversation._fine(value) == (not _walk_refuses(value)), value
+def test_check_value_refuses_exactly_what_json_cannot_hold(value: Any) -> None:
     try:
         conversation.check_value(value, "x")
         refused = False
     except ConversationError:
         refused = True
-    assert refused == _walk_refuses(value)
+    assert refused == _unstorable(value), value
+
+
+@pytest.mark.parametrize("value, path", [
+    ({"a": [1, {"b\ud800": 2}]}, "x.a[1] key"),
+    ({"a": [1.0, {"b": float("nan")}]}, "x.a[1].b: nan is not a JSON number"),
+    ({1: "\udfff"}, "x: lone surrogate \\udfff at character 0"),
+    ([[0], ["ok", "z\ud83d"]], "x[1][1]: lone surrogate \\ud83d at character 1"),
+    ({"k": _nested(MAX_DEPTH, 0, False)}, "x: nested deeper than"),
+])
+def test_check_value_names_where_the_problem_is(value: Any, path: str) -> None:
+    with pytest.raises(ConversationError, match=re.escape(path)):
+        conversation.check_value(value, "x")

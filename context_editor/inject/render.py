@@ -20,7 +20,8 @@ from typing import Any, Callable
 from xml.etree import ElementTree
 
 from markupsafe import Markup, escape
-from jinja2 import ChoiceLoader, Environment, nodes, DictLoader, FileSystemLoader, StrictUndefined, Template, TemplateNotFound
+from jinja2 import ChoiceLoader, Environment, nodes, DictLoader, FileSystemLoader, StrictUndefined, Template, TemplateError, \
+    TemplateNotFound
 from jinja2.sandbox import SandboxedEnvironment
 
 from ..domain import ActionSpec, Domain, FieldSpec
@@ -346,48 +347,154 @@ class _Probe:
     dropped: list[str]
     costs: dict[tuple[str, int], int]
     base: int
+    # a marked render's pieces in order: (text, the item it belongs to or None if fixed, base count)
+    pieces: list[tuple[str, tuple[str, int] | None, int]] = field(default_factory=list)
 
 
 class _Costs:
     """The search's view of a full render: a candidate's count as the sum of the counts of the
-    pieces it keeps (everything not an item's counts as fixed)."""
+    pieces it keeps (everything not an item's counts as fixed), less the elements a cut empties
+    (`_wrappers`: the template leaves an element out with its last item)."""
 
     def __init__(self, plan: _Plan, full: _Probe, counter: SegmentCounter):
         self.counter, self.sizes = counter, plan.sizes()
-        self.fixed = full.base - sum(full.costs.values())
+        self.items = full.costs  # (tier, position) -> its pieces' count
+        self.fixed = full.base - sum(self.items.values())
         self.prefix: dict[str, list[int]] = {}
+        rank: dict[tuple[str, int], int] = {}
         for tier in TIERS:
-            positions = sorted({p for t, p in full.costs if t == tier}, reverse=tier in _NEWEST_FIRST)
+            positions = sorted({p for t, p in self.items if t == tier}, reverse=tier in _NEWEST_FIRST)
             acc = [0]
-            for p in positions:
-                acc.append(acc[-1] + full.costs[(tier, p)])
+            for r, p in enumerate(positions):
+                acc.append(acc[-1] + self.items[(tier, p)])
+                rank[(tier, p)] = r
             self.prefix[tier] = acc
+        # Each element that empties: its own count, and per tier the rank of its first item to go
+        # last (it empties once every tier keeps fewer items than that).
+        self.groups: list[tuple[int, list[tuple[str, int]]]] = []
+        for cost, members in _wrappers(full.pieces):
+            first: dict[str, int] = {}
+            for key in members:
+                first[key[0]] = min(first.get(key[0], rank[key]), rank[key])
+            self.groups.append((cost, list(first.items())))
+        self.plan = plan
+        self.whole = {(t, p) for t, p, _ in _cut(plan, self.sizes).zone}  # the summary lines of the whole render
+        self.around = _template_costs(plan.template, counter)
 
     def _cost(self, tier: str, k: int) -> int:
         acc = self.prefix[tier]
         return acc[min(k, len(acc) - 1)]
 
+    def _sum(self, kept: dict[str, int]) -> int:
+        total = self.fixed + sum(self._cost(t, kept[t]) for t in TIERS)
+        for cost, first in self.groups:
+            if all(kept[t] <= r for t, r in first):
+                total -= cost
+        return total
+
     def estimate(self, kept: dict[str, int]) -> int:
-        return self.counter.total(self.fixed + sum(self._cost(t, kept[t]) for t in TIERS))
+        return self.counter.total(self._sum(kept))
+
+    def guess(self, kept: dict[str, int]) -> int:
+        """The estimate with what the cut brings in that no item of the whole render counts (from
+        the plan alone, no render): the summary lines the whole render hid behind their turns,
+        which come back when their turn goes (pushing an older line of their tier out), and the
+        template's note of what was dropped (<truncated_context>)."""
+        cut = _cut(self.plan, kept)
+        total = self._sum(kept) - sum(self._cost(t, kept[t]) for t in ZONE_TIERS)
+        piece, (noted, lines, line, first) = self.counter.piece, self.around
+        old = new = 0
+        for tier, position, z in cut.zone:  # (a line of the whole render not an item's piece was joined to another's)
+            if (tier, position) in self.whole:
+                old, total = old + 1, total + self.items.get((tier, position), 0)
+            else:
+                new, total = new + 1, total + line + piece(z.text)
+        if new and not old:  # the lines back are all the summary shows: its wrapper with them
+            total += first - line
+        if cut.dropped:
+            total += noted + piece(", ".join(cut.dropped))
+            if cut.lost:
+                total += lines + piece(" ".join(f"m{i}" for i in cut.lost))
+        return self.counter.total(total)
 
     def search(self, limit: int) -> dict[str, int]:
-        """The tier-by-tier bisection of `_bisect`, on estimates."""
+        """The tier-by-tier bisection of `_bisect`, on estimates (they only grow with what is kept)."""
         kept = dict(self.sizes)
-        total = self.fixed + sum(self._cost(t, kept[t]) for t in TIERS)
         for tier in TIERS:
-            if self.counter.total(total) <= limit:
+            if self.estimate(kept) <= limit:
                 break
-            rest = total - self._cost(tier, kept[tier])
-            lo, hi = 0, kept[tier]  # costs only grow with k: bisect
+            lo, hi = 0, kept[tier]
             while lo < hi:
                 mid = (lo + hi + 1) // 2
-                if self.counter.total(rest + self._cost(tier, mid)) <= limit:
+                if self.estimate({**kept, tier: mid}) <= limit:
                     lo = mid
                 else:
                     hi = mid - 1
             kept[tier] = lo
-            total = rest + self._cost(tier, lo)
         return kept
+
+
+_NOTED = ("2 recent turns, 1 field", "m1 m2")  # a <truncated_context> as a cut writes it (dropped, lines)
+_SAID = "It costs 5 dollars."  # a summary line's text
+
+
+def _template_costs(template: Template, counter: SegmentCounter) -> tuple[int, int, int, int]:
+    """What the template writes around a cut's texts, beyond the texts themselves: its note of
+    what was dropped, the lines of the summary it names there, a summary line (source and
+    speaker) and the first one (with the summary's wrapper). Measured once per template and
+    tokenizer on renders of an empty context (so the same in every render); zeros for a template
+    that cannot render one."""
+    memo: dict[str, tuple[int, int, int, int]] = template.__dict__.setdefault("_ce_costs", {})
+    key = counter.tokenizer.name
+    if key not in memo:
+        def count(dropped: str = "", lost: str = "", said: int = 0) -> int:
+            line = {"round": 1, "sources": "m1", "src": "m1", "times": None, "role": "user", "reason": None,
+                    "text": _SAID, "parts": [{"sep": "", "text": _SAID}]}
+            xml = template.render(
+                action="a", domain="d", round=1, budget=100, tokens_estimated=False, phase=None, system=None, goal=None,
+                subtask=None, fields=[], states=[], state_lines=False, missing=[], alerts=[], dropped=dropped, lost=lost,
+                entities=[], summary=[{"level": "stage", "rounds": "1-2", "lines": [line] * said}] if said else [],
+                history=[], turns=[], lines=[line] * said, domain_shown=True, tokens=0)
+            return sum(map(counter.piece, counter.pieces(xml)))
+
+        try:
+            empty, one, two = count(), count(said=1), count(said=2)
+            noted, both = count(_NOTED[0]), count(*_NOTED)
+            piece = counter.piece
+            memo[key] = (noted - empty - piece(_NOTED[0]), both - noted - piece(_NOTED[1]), two - one - piece(_SAID),
+                         one - empty - piece(_SAID))
+        except (TemplateError, LookupError, TypeError, ValueError, AttributeError):
+            memo[key] = (0, 0, 0, 0)
+    return memo[key]
+
+
+_OPENER = re.compile(r"[ \t]*<([A-Za-z_][\w.:-]*)(?:\s[^<>]*)?(?<!/)>\n?")  # a line that only opens an element
+_CLOSER = re.compile(r"[ \t]*</([A-Za-z_][\w.:-]*)>\n?")  # a line that only closes one
+
+
+def _wrappers(pieces: list[tuple[str, tuple[str, int] | None, int]]) -> list[tuple[int, set[tuple[str, int]]]]:
+    """The elements of a marked render that hold only droppable items (or such elements): the
+    count of their opening and closing lines, and their items. A template writes such a wrapper
+    only around something (`{% if turns %}<recent_turns>…`), so a cut that drops all its items
+    drops it too; an element that holds any fixed line never empties."""
+    stack: list[tuple[str, int, set[tuple[str, int]], list[bool]]] = []  # name, count, items, [only items]
+    out: list[tuple[int, set[tuple[str, int]]]] = []
+    for text, owner, n in pieces:
+        if owner is not None:
+            for g in stack:
+                g[2].add(owner)
+        elif opened := _OPENER.fullmatch(text):
+            stack.append((opened.group(1), n, set(), [True]))
+        elif (closed := _CLOSER.fullmatch(text)) and stack and stack[-1][0] == closed.group(1):
+            _, opening, members, only_items = stack.pop()
+            if only_items[0] and members:
+                out.append((opening + n, members))
+            elif stack:
+                stack[-1][3][0] = False
+        else:
+            for g in stack:
+                g[3][0] = False
+    return out
 
 
 _NEWEST_FIRST = {"recent", "alerts", "notes", "replies", "values", "facts"}  # tiers that keep their last items
@@ -431,6 +538,8 @@ class _Plan:
     lines_memo: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] = field(default_factory=dict, init=False, repr=False)
     # Each field as the template shows it (`Renderer._field_of`), made once for all candidates; not copied by `replace`.
     fields_memo: dict[str, dict[str, Any]] = field(default_factory=dict, init=False, repr=False)
+    # What each candidate of the budget search shows (`_cut`), made once per candidate; not copied by `replace`.
+    cuts_memo: dict[tuple[int, ...], _Cut] = field(default_factory=dict, init=False, repr=False)
 
     def sizes(self) -> dict[str, int]:
         return {"entities": len(self.entities), "notes": len(self.zone["notes"]), "replies": len(self.zone["replies"]),
@@ -753,15 +862,16 @@ class Renderer:
         summed item counts see it; the exact count is done only for the final candidate.
 
         One render of everything, marked, tells what each item costs; the search runs on those
-        summed costs (the estimate) and its cut is rendered exactly. While that exact count is
-        over the limit, the estimate's error there is taken off the limit and the search runs again
-        (the offset only grows, so the candidates only shrink). Nothing checks one item more, so
-        budget can be left unused: the sums miss what a cut brings in (a dropped turn's summary
-        lines, hidden while it is shown; <truncated_context>), and the error measured at one
-        candidate is taken off every cut (an exact crossing took a third render, and the exact
-        count is not monotone in what is kept, so the crossing found was one of several anyway).
-        Tokenizers whose counts do not add up piece by piece (and templates that post-process their
-        own output) take the plain bisection.
+        summed costs (the estimate, less the wrappers a cut empties). Before its cut is rendered,
+        the guess adds what the cut brings in that no item of the whole render counted (from the
+        plan alone: the summary lines its dropped turns hid, the template's <truncated_context>
+        note); while the guess is over the limit, the search runs again that much lower. The cut is
+        then rendered exactly; while that is over the limit, the estimate's error there is taken
+        off the limit and the search runs again (the offset only grows, so the candidates only
+        shrink). Nothing checks one item more, so budget can be left unused: the offset measured at
+        one candidate is taken off every cut (the exact count is not monotone in what is kept, so
+        a crossing is one of several anyway). Tokenizers whose counts do not add up piece by piece
+        (and templates that post-process their own output) take the plain bisection.
 
         The answer is chosen from this render's plan alone, so a warm process renders what a cold
         one does: nothing remembered picks the cut (`_fitted` only chooses whether the whole render
@@ -788,6 +898,12 @@ class Renderer:
         offset = 0
         for _ in range(MAX_CORRECTIONS):
             kept = costs.search(plan.limit - offset)
+            for _ in range(MAX_CORRECTIONS):  # what the cut brings in, from the plan: searched below it again
+                guess = costs.guess(kept)
+                if guess <= plan.limit or not any(kept.values()):
+                    break
+                offset = max(offset, guess - costs.estimate(kept))
+                kept = costs.search(plan.limit - offset)
             probe = self._probe(plan, state, kept, probes, counter)
             if probe.tokens <= plan.limit:
                 return kept, probe
@@ -842,15 +958,8 @@ class Renderer:
         def tagged(item: dict[str, Any], tier: str, position: int) -> dict[str, Any]:
             return {k: tag(v, tier, position) for k, v in item.items()} if marked else item
 
-        hist = sorted(range(kept["history"]), key=lambda i: plan.ranked[i].messages[0].index)
-        first_recent = len(plan.recent) - kept["recent"]
-        units = [("recent", first_recent + j, u) for j, u in enumerate(plan.recent[first_recent:])]
-        units += [("latest", j, u) for j, u in enumerate(plan.latest[: kept["latest"]])]
-        turns = sorted(((tier, j, m) for tier, j, unit in units for m in unit), key=lambda x: x[2].index)
-        shown = {m.index for i in hist for m in plan.ranked[i].messages} | {m.index for _, _, m in turns}
-        shown_text = "\n".join(plan.seen[i]["content"] for i in shown)
-        zone, lost, zone_dropped = _kept_zone(plan, kept, shown, shown_text)
-        dropped = _dropped_summary(plan, kept, zone_dropped)
+        cut = _cut(plan, kept)
+        hist, turns, zone, lost, dropped = cut.history, cut.turns, cut.zone, cut.lost, cut.dropped
         first_alert = len(plan.alerts) - kept["alerts"]
         optional = set(plan.optional[: kept["optional"]])
         fields = [tagged(self._field_of(plan, state, n), "optional", plan.optional.index(n)) if n in optional
@@ -882,15 +991,21 @@ class Renderer:
             return _Probe(xml, tokens, dropped, {}, 0)
         costs: dict[tuple[str, int], int] = {}
         clean = []
+        counted: list[tuple[str, tuple[str, int] | None, int]] = []
         for piece in counter.pieces(draft, _MARK_PATTERN):
+            key = None
             if "\x00" in piece:
                 owners = _MARK.findall(piece)
                 piece = _MARK.sub("", piece)
                 key = marks[int(owners[0])]
-                costs[key] = costs.get(key, 0) + counter.piece(piece)
+                n = counter.piece(piece)
+                costs[key] = costs.get(key, 0) + n
+            else:
+                n = counter.piece(piece)
+            counted.append((piece, key, n))
             clean.append(piece)
         xml, tokens, base = self._fixed_point("".join(clean), counter, clean)
-        return _Probe(xml, tokens, dropped, costs, base)
+        return _Probe(xml, tokens, dropped, costs, base, counted)
 
     def _shown(self, name: str, state: State) -> bool:
         """Transient fields are instructions: shown only in the round they were given."""
@@ -1130,6 +1245,37 @@ def _joined_lines(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         out.append(d)
     return out
+
+
+@dataclass
+class _Cut:
+    """What one candidate of the budget search shows: the history units kept (their ranks, in
+    the conversation's order), the recent turns kept (tier, position, message), the summary lines
+    kept, the sources of the lines the cut pushed out and what it dropped (<truncated_context>)."""
+
+    history: list[int]
+    turns: list[tuple[str, int, Message]]
+    zone: list[tuple[str, int, compact.ZoneLine]]
+    lost: list[int]
+    dropped: list[str]
+
+
+def _cut(plan: _Plan, kept: dict[str, int]) -> _Cut:
+    """The candidate keeping the first kept[tier] items of each tier, made once per plan (the
+    search's guess and the render of that candidate read the same)."""
+    key = tuple(kept[t] for t in TIERS)
+    cut = plan.cuts_memo.get(key)
+    if cut is None:
+        hist = sorted(range(kept["history"]), key=lambda i: plan.ranked[i].messages[0].index)
+        first_recent = len(plan.recent) - kept["recent"]
+        units = [("recent", first_recent + j, u) for j, u in enumerate(plan.recent[first_recent:])]
+        units += [("latest", j, u) for j, u in enumerate(plan.latest[: kept["latest"]])]
+        turns = sorted(((tier, j, m) for tier, j, unit in units for m in unit), key=lambda x: x[2].index)
+        shown = {m.index for i in hist for m in plan.ranked[i].messages} | {m.index for _, _, m in turns}
+        shown_text = "\n".join(plan.seen[i]["content"] for i in shown)
+        zone, lost, zone_dropped = _kept_zone(plan, kept, shown, shown_text)
+        cut = plan.cuts_memo[key] = _Cut(hist, turns, zone, lost, _dropped_summary(plan, kept, zone_dropped))
+    return cut
 
 
 def _dropped_summary(plan: _Plan, kept: dict[str, int], zone_lines: int) -> list[str]:
