@@ -145,9 +145,9 @@ def _pinned_chain(env: Environment, name: str, depth: int = 0) -> bool:
 
 
 # One field of a `state_lines` state (templates/default.xml.j2): "name: value (r3 initial)"; of a
-# `minimal` one (templates/minimal.xml.j2): "name: value r3", after the line "# domain" of its
+# `minimal` one (templates/minimal.xml.j2): "name: value", after the line "# domain" of its
 # domain in an envelope of several.
-STATE_LINE = re.compile(r"^[ \t]*([^\s:]+): (.*) (?:\(r\d+ [a-z_]+\)|r\d+)[ \t]*$", re.M)
+STATE_LINE = re.compile(r"^[ \t]*([^\s:]+): (.*?)(?: \(r\d+ [a-z_]+\))?[ \t]*$", re.M)
 GROUP_LINE = re.compile(r"^[ \t]*# (\S+)[ \t]*$")
 
 
