@@ -314,3 +314,31 @@ def test_an_initial_after_a_chinese_name_does_not_end_the_summary_sentence(text,
     assert sentences(text)[-1] == ends
     if "USA" in text:
         assert "We met in the USA." in sentences(text) and "It is at Gate 12A." in sentences(text)
+
+
+# A lone letter after a letter and a stop ends an abbreviation written with stops: "P.f. Chang's"
+# is one name, as "D.C. Convention" was (SGD train: the split cut "Would you like to eat at P.f." from
+# "Chang's restaurant in Pleasanton?", and neither half held the name as a span). In a Chinese
+# sentence too. A stop after a whole word still ends the sentence.
+@pytest.mark.parametrize("text,whole,ends", [
+    ("Would you like to eat at P.f. Chang's restaurant in Pleasanton? It opens at 11.",
+     "Would you like to eat at P.f. Chang's restaurant in Pleasanton?", "It opens at 11."),
+    ("为您推荐P.f. Chang's餐厅，人均100元。还有别的需要吗？", "为您推荐P.f. Chang's餐厅，人均100元。", "还有别的需要吗？"),
+])
+def test_a_lone_letter_after_a_stop_is_an_abbreviation_not_a_sentence_end(text, whole, ends):
+    from context_editor.memory.summary import sentences
+    assert sentences(text) == [whole, ends]
+
+
+# The initials written before a capitalised name belong to it ("J. Smith", "P.f. Chang"): the
+# name is one value-like span, and the minimal context keeps the sentence that offers it; in a
+# Chinese sentence too, where the Latin name follows Latin punctuation.
+@pytest.mark.parametrize("text,name", [
+    ("How about P.f. Chang's in Pleasanton?", "P.f. Chang"),
+    ("Your appointment is with J. Smith at 10am.", "J. Smith"),
+    ("为您推荐餐厅: P.f. Chang's，人均100元。", "P.f. Chang"),
+    ("您约的医生: J. Smith，上午10点。", "J. Smith"),
+])
+def test_the_initials_before_a_name_are_part_of_its_span(text, name):
+    from context_editor.memory.summary import _value_spans
+    assert name in [text[a:b] for a, b in _value_spans(text)]

@@ -597,3 +597,44 @@ def test_an_answer_no_rule_read_stays_with_its_question(tmp_path, language, monk
         m.setattr(minimal, "answered", lambda *a: [])
         bare = state_form(editor, monkeypatch)
     assert talk[2][1] not in bare.xml and question not in bare.xml and "<state>" in bare.xml
+
+
+# A cab "there" after an attraction search, in the test domains: a hotel "near there" after the
+# restaurant's offer. The hotel takes the restaurant's city (`carry: {city: [restaurant.city]}`);
+# the place the user means is the one the assistant named in a message that speaks for the restaurant.
+NEAR = {"en": [("user", "I'd like a table in Boston tonight.", ["restaurant"]),
+               ("assistant", "How about the grill at 20 Harbor Street? It has a table at 8pm.", ["restaurant"]),
+               ("user", "Good, please book it.", ["restaurant"]), ("assistant", "Done. Anything else?", ["restaurant"]),
+               ("user", "I also need a hotel room near there.", ["hotel"])],
+        "zh": [("user", "我想在上海找家餐厅。", ["restaurant"]),
+               ("assistant", "推荐您去南京路100号的小馆，晚上8点有位子。", ["restaurant"]),
+               ("user", "好的，就订这家。", ["restaurant"]), ("assistant", "订好了。还需要什么？", ["restaurant"]),
+               ("user", "再帮我订一间附近的酒店。", ["hotel"])]}
+PLACE = {"en": "20 Harbor Street", "zh": "南京路100号"}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_messages_of_a_domain_a_value_was_carried_from_speak_for_this_context(tmp_path, language, monkeypatch):
+    """A message the app said speaks for another domain gives this context no lines
+    (`minimal.foreign`), unless a value this context holds was carried from that domain
+    (`minimal.carried`): the hotel's city came from the restaurant's, and "near there" means the
+    place the assistant named for the restaurant. Without the rule the hotel's context loses it."""
+    trip = [(ContextEditor(domain_file(tmp_path, name), "memory://"), "t") for name in ("restaurant", "hotel")]
+    for role, text, domains in NEAR[language]:
+        add_together(trip, {"role": role, "content": text, "domains": domains, "timestamp": STAMP})
+    hotel = trip[1][0]
+    city = hotel.state("t").fields["city"]
+    assert city.source == "carry" and minimal.carried([(hotel.domain.carry, hotel.state("t"))]) == {"restaurant"}
+    ctx = render_together([trip[1]], "track")
+    assert PLACE[language] in ctx.xml and ctx.tokens == count_tokens(ctx.xml)
+    assert hotel.why_message("t", "m1", action="track")["shown"] is not None
+    # The carried city was read from the first turn (`minimal.read_at`: the source's message, the
+    # same in every domain's session): the whole name around it counts there (`named`), and the
+    # conversation form shows no state line repeating it (`Renderer._said`).
+    assert city.provenance.message_index == -1 and minimal.read_at(city) == 0 and 0 in minimal.taken([hotel.state("t")])
+    with monkeypatch.context() as m:  # without the rule: the restaurant's message is foreign
+        m.setattr(minimal, "carried", lambda parts: set())
+        hotel._rendered.clear()
+        alone = render_together([trip[1]], "track")
+    hotel._rendered.clear()
+    assert PLACE[language] not in alone.xml

@@ -699,10 +699,11 @@ class Renderer:
         if plan.sections:
             domain, name = name.split(".", 1)
             state = plan.sections[domain][1]
-        p = state.fields[name].provenance
-        if p is None or p.message_index < 0:
+        fs = state.fields[name]
+        index = minimal.read_at(fs)  # a carried value: the message its source read it from
+        if fs.provenance is None or index < 0:
             return False
-        return p.message_index in shown or any(p.text.lower() in c for c in clauses.get(p.message_index, ()))
+        return index in shown or any(fs.provenance.text.lower() in c for c in clauses.get(index, ()))
 
     def _fallback(self, plan: _Plan, state: State, messages: list[Message], lost: list[str],
                   summary: list[compact.SummaryLine] | None, anchors: dict[str, dict[str, Any]] | None,
@@ -721,13 +722,15 @@ class Renderer:
               retrieved: list[Message] | None = None, absorbed_by: compact.Absorbed | None = None,
               offers_by: minimal.Offers | None = None, held_by: compact.Absorbed | None = None,
               taken_by: dict[int, tuple[tuple[int, int], ...]] | None = None,
-              domains_by: list[str] | None = None, summaries_by: list[list[compact.SummaryLine]] | None = None) -> _Plan:
+              domains_by: list[str] | None = None, summaries_by: list[list[compact.SummaryLine]] | None = None,
+              carried_by: set[str] | None = None) -> _Plan:
         """`absorbed_by`: what the states of the other domains of the conversation hold (their
         values count as absorbed in the summary zone too: one envelope states each fact once);
         for a minimal action, `held_by` (what all the states hold as rendered; `taken_by`: where
         their present values were read), `offers_by` (the offers still open in all of them),
-        `domains_by` (the envelope's domains) and `summaries_by` (the other domains' summary lines:
-        their value-like spans count in the conversation form)."""
+        `domains_by` (the envelope's domains), `summaries_by` (the other domains' summary lines:
+        their value-like spans count in the conversation form) and `carried_by` (the domains
+        the envelope's values were carried from: `minimal.carried`)."""
         spec = self.action(action)
         resolved = resolve_budget(budget, spec.budget_tokens, self.window)
         limit = resolved - spec.safety_margin
@@ -789,6 +792,8 @@ class Renderer:
             replying = minimal.pending(history.chains(visible), [latest] if latest else [])
             offers = offers_by if offers_by is not None else minimal.open_offers(state)
             envelope = set(domains_by) if domains_by else {self.domain.name}
+            if minimal.whole(messages):  # the domains the envelope's values were carried from speak for it too
+                envelope |= carried_by if carried_by is not None else minimal.carried([(self.domain.carry, state)])
             elsewhere = minimal.foreign(summary, envelope)
             summaries = [summary, *(summaries_by or ())]  # each domain's lines
             zone = minimal.zone(zone, offers, state.round - minimal.REPLY_ROUNDS, elsewhere, user_clauses=spec.user_clauses == "all")
@@ -1369,9 +1374,10 @@ def render_many(parts: list[RenderPart], action: str, budget: int | str | None =
         minimal.open_offers(p.state, offers)
     held = minimal.held([p.state for p in parts]) if specs[0].minimal else None
     taken = minimal.taken([p.state for p in parts]) if specs[0].minimal else None
+    carried = minimal.carried([(p.renderer.domain.carry, p.state) for p in parts]) if specs[0].minimal else None
     plans = [p.renderer._plan(p.state, action, p.messages if i == 0 else [], budget, language, p.summary if i == 0 else [],
                               p.anchors if i == 0 else {}, None, None, None, absorbed_by=absorbed, offers_by=offers,
-                              held_by=held, taken_by=taken, domains_by=names,
+                              held_by=held, taken_by=taken, domains_by=names, carried_by=carried,
                               summaries_by=[q.summary for q in parts[1:]] if i == 0 and specs[0].minimal else None)
              for i, p in enumerate(parts)]
     plan = _joined(parts, plans, lead.env.get_template(MINIMAL_TEMPLATE if specs[0].minimal else MULTI_TEMPLATE))
