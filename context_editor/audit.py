@@ -608,13 +608,11 @@ def erasure(store: Store, sessions: list[str], actor: str, reason: str, messages
 
 def _apply(store: Store, tombstones: list[Tombstone], forgets: list[Forget]) -> None:
     """One store transaction for any number of erasures (their memory tests joined per user)."""
-    from .pipeline import USAGE_KIND  # as in replay: imported when used
-
     tests: dict[tuple[str, str], list[Callable[[dict[str, Any]], bool]]] = {}
     for forget in forgets:
         for owner, test in forget.items():
             tests.setdefault(owner, []).append(test)
-    store.erase(tombstones, {owner: _any_of(ts) for owner, ts in tests.items()}, keep_derived=(USAGE_KIND,))
+    store.erase(tombstones, {owner: _any_of(ts) for owner, ts in tests.items()})
 
 
 def _any_of(tests: list[Callable[[dict[str, Any]], bool]]) -> Callable[[dict[str, Any]], bool]:

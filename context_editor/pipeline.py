@@ -17,7 +17,7 @@ import logging
 import random
 import time
 from collections import OrderedDict
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, TypeGuard
@@ -43,7 +43,7 @@ from .memory.summary import ANCHORS_KEY, KIND as SUMMARY_KIND
 from .memory.user import Remembered, UserMemory, memory_events, recall_edit, recalled
 from .model import ERASED, Candidate, Edit, Message, SearchFilter, SnapshotFormatError, State, session_owner
 from .store import MemoryStore, SessionInfo, Store, open_store
-from .store.base import UNSEALED, sealed, unsealed
+from .store.base import UNSEALED, Usage, sealed, unsealed
 from .transform import PhaseMachine, edit, expiry_edits, field_edits
 from .transform.carry import Carried, carried_from, carry_edits, offered
 from .validate import FieldValidator, violations
@@ -52,7 +52,6 @@ log = logging.getLogger(__name__)
 COMPACTION_RATIO_OUT_OF_BAND = "COMPACTION_RATIO_OUT_OF_BAND"
 DEFAULT_BAND = (0.0, 1.0)  # a context larger than the raw window it stands for is out of band
 MIN_RATIO_SOURCE = 400  # below this many raw tokens the ratio measures the XML's frame, not compaction
-USAGE_KIND = "usage"  # per-session token account (derived-data table; not part of the record)
 DEFAULT_CACHE_SESSIONS = 1024
 DEFAULT_HISTORY_CAP = 64  # history entries per field a cached state holds in memory (the log holds all)
 MAX_OPEN_ROUNDS = 2  # an offer the user only asks about stays open this many rounds after it was made
@@ -1120,14 +1119,12 @@ class ContextEditor:
         """Add a render to the session's token account (what was sent, and the raw window it
         replaced): one atomic addition in the store, so renders in other processes are not lost."""
         out_of_band = any(a["code"] == COMPACTION_RATIO_OUT_OF_BAND for a in ctx.alerts)
-        self.store.add_derived(session, USAGE_KIND, 0, {"renders": 1, "context_tokens": ctx.tokens,
-                                                        "source_tokens": ctx.source_tokens, "out_of_band": int(out_of_band)})
+        self.store.add_usage(session, Usage(1, ctx.tokens, ctx.source_tokens, int(out_of_band)))
 
     def usage(self, session: str) -> dict[str, Any]:
         """The session's token account: renders, context tokens sent, the raw-window tokens they
         stood for, and their cost at `price_per_mtok` (None when no price is set)."""
-        stored = self.store.derived(session, USAGE_KIND).get(0, {})
-        usage = {k: stored.get(k, 0) for k in ("renders", "context_tokens", "source_tokens", "out_of_band")}
+        usage = asdict(self.store.usage(session))
         price = self.price_per_mtok
         return {**usage, "cost": None if price is None else round(usage["context_tokens"] * price / 1e6, 6),
                 "raw_cost": None if price is None else round(usage["source_tokens"] * price / 1e6, 6)}

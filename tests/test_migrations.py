@@ -26,7 +26,7 @@ from context_editor.conversation import read_conversation
 from context_editor.errors import StoreError
 from context_editor.model import GENESIS_HASH, canonical_json
 from context_editor.store import KeyRecord, Store, migrations, open_store
-from context_editor.store.base import Head
+from context_editor.store.base import Head, Usage
 
 # What context-editor wrote at schema 3 (before api_keys), on both SQL stores.
 VERSION_3_DDL = """
@@ -160,6 +160,24 @@ def test_a_version_3_store_upgrades_in_place_and_keeps_its_data(url):
     again = open_store(url)  # a second open finds nothing to do
     assert sessions_of(again) == before and schema_version(url) == migrations.SCHEMA_VERSION
     again.close()
+
+
+def test_token_accounts_move_from_derived_rows_into_their_columns_with_every_count(url):
+    """Step 9: the `usage` rows of the derived table (JSON counts) become rows of `usage`
+    (integer columns), counts kept (one written before out-of-band renders were counted has 0
+    of them); the other derived rows stay, and renders go on adding to the moved account."""
+    before = write_version_3(url)
+    with raw(url) as (execute, p):
+        for session, body in (("travel", '{"renders": 3, "context_tokens": 2400, "source_tokens": 9100, "out_of_band": 1}'),
+                              ("ecommerce", '{"renders": 1, "context_tokens": 700, "source_tokens": 800}')):
+            execute(f"INSERT INTO derived VALUES ({p}, 'usage', 0, {p})", (session, body))
+    store = open_store(url)
+    assert store.usage("travel") == Usage(3, 2400, 9100, 1) and store.usage("ecommerce") == Usage(1, 700, 800, 0)
+    assert store.derived("travel", "usage") == {} and sessions_of(store) == before
+    editor = ContextEditor("travel", store)
+    tokens = editor.render("travel", "book_flight").tokens
+    assert editor.usage("travel")["renders"] == 4 and editor.usage("travel")["context_tokens"] == 2400 + tokens
+    store.close()
 
 
 def test_rows_written_before_erasable_payloads_are_kept_and_said_so(url, tmp_path):

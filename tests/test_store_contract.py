@@ -25,7 +25,7 @@ from context_editor.errors import StoreError
 from context_editor.model import GENESIS_HASH, Edit, Message, Provenance, canonical_json
 from context_editor.signing import Signer, check_signature
 from context_editor.store import KeyRecord, Store, open_store
-from context_editor.store.base import UNSEALED, derived_text, sealed, unsealed
+from context_editor.store.base import UNSEALED, Usage, derived_text, sealed, unsealed
 
 DOMAIN, VERSION = "shop", "v" * 64
 
@@ -368,36 +368,35 @@ def test_derived_rows_read_back_as_their_stored_bytes_over_which_a_seal_is_check
     assert len(spoiled) == len(texts[3]) and unsealed(spoiled, "a", "summary", "3")[0] is None
 
 
-def test_derived_counts_are_added_atomically(store_url):
-    """`add_derived` (a session's token account): counts are added to the item, created when
-    absent, a count it lacks starting at 0 and its other keys kept; concurrent writers (threads,
-    and for a database a second store instance, as another process) lose no addition."""
+def test_usage_counts_are_added_atomically(store_url):
+    """`add_usage` (a session's token account): counts are added to the session's row, created
+    when absent, kept per session; concurrent writers (threads, and for a database a second store
+    instance, as another process) lose no addition."""
     store = open_store(store_url)
-    store.put_derived("a", "usage", 0, {"renders": 2, "note": "kept"})
-    store.add_derived("a", "usage", 0, {"renders": 1, "tokens": 40})
-    store.add_derived("b", "usage", 0, {"renders": 1, "tokens": 7})
-    assert store.derived("a", "usage") == {0: {"renders": 3, "note": "kept", "tokens": 40}}
-    assert store.derived("b", "usage") == {0: {"renders": 1, "tokens": 7}}
-    with pytest.raises(ValueError):
-        store.add_derived("a", "usage", 0, {"renders') + 1 --": 1})
-    with pytest.raises(ValueError):
-        store.add_derived("a", "usage", 0, {"renders": 1.5})  # type: ignore[dict-item]
+    assert store.usage("a") == Usage()
+    store.add_usage("a", Usage(1, 40, 400, 0))
+    store.add_usage("a", Usage(1, 2**40, 9, 1))  # a long-lived account passes 2**31
+    store.add_usage("b", Usage(1, 7, 70, 1))
+    assert store.usage("a") == Usage(2, 2**40 + 40, 409, 1) and store.usage("b") == Usage(1, 7, 70, 1)
+    store.put_derived("a", "usage", 0, {"renders": 5})  # derived data of the same name is another thing
+    store.drop_derived("a", "usage")
+    assert store.usage("a") == Usage(2, 2**40 + 40, 409, 1)
     writers = [store] if store_url == "memory://" else [store, open_store(store_url)]
 
     def add(i: int) -> None:
-        writers[i % len(writers)].add_derived("c", "usage", 0, {"renders": 1, "tokens": i})
+        writers[i % len(writers)].add_usage("c", Usage(1, i, 2 * i, i % 2))
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(add, range(200)))
-    assert store.derived("c", "usage") == {0: {"renders": 200, "tokens": sum(range(200))}}
+    assert store.usage("c") == Usage(200, sum(range(200)), 2 * sum(range(200)), 100)
     for w in writers:
         w.close()
 
 
 def test_erase_empties_the_parts_keeps_the_commitments_and_cleans_up_in_one_go(store):
     """`Store.erase`: the tombstoned parts lose salt and payload (their commitments stay in the
-    hashed bodies), the tombstones are stored signed, the session's derived data goes but the kept
-    kinds, its search index goes, the user memory events the test picks go; other sessions untouched."""
+    hashed bodies), the tombstones are stored signed, the session's derived data and its search
+    index go (its token account stays), the user memory events the test picks go; other sessions untouched."""
     from context_editor.model import ERASED, SearchDoc, SearchFilter
     from context_editor.store.base import Tombstone
 
@@ -407,7 +406,7 @@ def test_erase_empties_the_parts_keeps_the_commitments_and_cleans_up_in_one_go(s
         add(store, s, "电话13912345678")
         add(store, s, "second")
         store.put_derived(s, "snapshot", 0, {"v": "电话13912345678"})
-        store.put_derived(s, "usage", 0, {"renders": 1})
+        store.add_usage(s, Usage(1, 10, 100, 0))
         store.index_search(s, [SearchDoc(0, 0, "user", None, (), "电话 13912345678")])
     store.append_user_memory("", "amy", [{"event": "remember", "field": "phone", "value": "13912345678", "session": "a"},
                                          {"event": "remember", "field": "city", "value": "Lima", "session": "b"}])
@@ -416,7 +415,7 @@ def test_erase_empties_the_parts_keeps_the_commitments_and_cleans_up_in_one_go(s
     tombstones = [Tombstone("a", "message", 0, json.loads(before[0][0][2])["commitment"], "2024-06-01", "dpo", "r"),
                   Tombstone("a", "edit", 0, bodies[0]["commitment"], "2024-06-01", "dpo", "r"),
                   Tombstone("a", "before", 2, bodies[2]["before_commitment"], "2024-06-01", "dpo", "r")]
-    store.erase(tombstones, {("", "amy"): lambda ev: ev["session"] == "a"}, keep_derived=("usage",))
+    store.erase(tombstones, {("", "amy"): lambda ev: ev["session"] == "a"})
     assert store.raw_rows("a") == before  # the hashed record is unchanged: both chains verify as they did
     assert_chains(store, "a")
     msgs, edits = store.messages("a"), store.edits("a")
@@ -428,7 +427,7 @@ def test_erase_empties_the_parts_keeps_the_commitments_and_cleans_up_in_one_go(s
     stored = store.erasures("a")
     assert [(k, p) for k, p, _, _ in stored] == [("before", 2), ("edit", 0), ("message", 0)]
     assert all(check_signature(sig, text, signer.public_hex) is None for _, _, text, sig in stored)
-    assert store.derived("a", "snapshot") == {} and store.derived("a", "usage") == {0: {"renders": 1}}
+    assert store.derived("a", "snapshot") == {} and store.usage("a") == Usage(1, 10, 100, 0)  # it holds no text
     assert store.search("a", ["13912345678"], SearchFilter(), 10) == []
     assert [ev["field"] for ev in store.user_memory("", "amy")] == ["city"]
     assert store.session("a").erased == 3 and store.session("b").erased == 0

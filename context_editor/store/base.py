@@ -455,15 +455,33 @@ def unsealed(data: bytes, *owner: str, key: bytes = b"") -> tuple[dict[str, Any]
     return body, ""
 
 
-COUNT_NAME = re.compile(r"[a-z_][a-z0-9_]*")  # the names `Store.add_derived` takes (they go into JSON paths)
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """A session's token account (`Store.add_usage`): renders, the context tokens they sent, the
+    raw-window tokens they stood for, and how many were out of the compaction band. Counts, not
+    part of the record: kept in integer columns, so a render adds to them in one statement."""
+
+    renders: int = 0
+    context_tokens: int = 0
+    source_tokens: int = 0
+    out_of_band: int = 0
+
+    def plus(self, other: Usage) -> Usage:
+        return Usage(*(a + b for a, b in zip(self.row(), other.row())))
+
+    def row(self) -> tuple[int, int, int, int]:
+        return (self.renders, self.context_tokens, self.source_tokens, self.out_of_band)
 
 
-def count_names(counts: dict[str, int]) -> list[str]:
-    """The names of `Store.add_derived`'s counts, checked: a store writes them into SQL text."""
-    for name, n in counts.items():
-        if not COUNT_NAME.fullmatch(name) or not isinstance(n, int):
-            raise ValueError(f"add_derived: {name!r}: {n!r} is not a count")
-    return list(counts)
+USAGE_COLUMNS = "renders, context_tokens, source_tokens, out_of_band"
+
+
+def add_usage_sql(mark: str) -> str:
+    """`Store.add_usage` in SQL (`mark`: the driver's placeholder): one upsert that adds to the
+    row's columns, atomic in the database whichever process renders."""
+    columns = USAGE_COLUMNS.split(", ")
+    sums = ", ".join(f"{c} = usage.{c} + excluded.{c}" for c in columns)
+    return f"INSERT INTO usage VALUES ({', '.join([mark] * (len(columns) + 1))}) ON CONFLICT (session) DO UPDATE SET {sums}"
 
 
 class Store(ABC):
@@ -588,11 +606,11 @@ class Store(ABC):
         kind and position."""
 
     @abstractmethod
-    def erase(self, tombstones: list[Tombstone], forget: Forget | None = None, keep_derived: tuple[str, ...] = ()) -> None:
+    def erase(self, tombstones: list[Tombstone], forget: Forget | None = None) -> None:
         """In one transaction: empty the salt and payload of each tombstone's part (ERASABLE), store the
-        (signed) tombstones, drop the sessions' derived data but the kinds in `keep_derived` (it
-        was built from the text: snapshots, summaries) and their search index, and delete each
-        user memory event that `forget[(tenant, user)]` returns True for."""
+        (signed) tombstones, drop the sessions' derived data (it was built from the text: snapshots,
+        summaries) and their search index, and delete each user memory event that
+        `forget[(tenant, user)]` returns True for. The token account (`usage`) holds no text: kept."""
 
     def sign(self, head: Head) -> tuple[str, str | None]:
         """The head and signature columns of a session."""
@@ -604,10 +622,14 @@ class Store(ABC):
         """Store (or replace) one item of derived data, e.g. a summary-zone stage."""
 
     @abstractmethod
-    def add_derived(self, session: str, kind: str, key: int, counts: dict[str, int]) -> None:
-        """Add integer counts to one item of derived data (created with them when absent; a count
-        the item lacks starts at 0), as one atomic step: writers in other processes lose nothing
-        (a session's token account). Count names are identifiers (`COUNT_NAME`)."""
+    def add_usage(self, session: str, usage: Usage) -> None:
+        """Add a render's counts to the session's token account (created with them when absent),
+        as one atomic step: writers in other processes lose nothing. Its own statement, not part
+        of any message's transaction."""
+
+    @abstractmethod
+    def usage(self, session: str) -> Usage:
+        """The session's token account (all zero when it has none)."""
 
     @abstractmethod
     def raw_derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, bytes]:

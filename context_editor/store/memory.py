@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import copy
-import json
 import threading
 from bisect import bisect_left, bisect_right
 from dataclasses import replace
 from typing import Any
 
 from ..model import ERASED, GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter
-from .base import (KeyRecord, SessionInfo, Store, StoredSession, TermIndex, Forget, Tombstone, check_batch, check_records, count_names,
+from .base import (KeyRecord, SessionInfo, Store, StoredSession, TermIndex, Forget, Tombstone, Usage, check_batch, check_records,
                    derived_text, domain_text, new_head, parse_domain_row, records_head)
 
 
@@ -26,6 +25,7 @@ class MemoryStore(Store):
         self._lock = threading.Lock()  # the service appends from several threads
         self._derived: dict[tuple[str, str], dict[int, bytes]] = {}  # rows as their text's bytes (`derived_text`), as SQL stores them
         self._user_memory: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._usage: dict[str, Usage] = {}
         self._search: dict[str, TermIndex] = {}
         self._erasures: dict[str, dict[tuple[str, int], tuple[str, str | None]]] = {}
 
@@ -135,7 +135,7 @@ class MemoryStore(Store):
         found = self._erasures.get(session, {})
         return [(*k, *found[k]) for k in sorted(found)]
 
-    def erase(self, tombstones: list[Tombstone], forget: Forget | None = None, keep_derived: tuple[str, ...] = ()) -> None:
+    def erase(self, tombstones: list[Tombstone], forget: Forget | None = None) -> None:
         with self._lock:
             for t in tombstones:
                 if t.kind == "message":
@@ -155,7 +155,7 @@ class MemoryStore(Store):
                 self._erasures.setdefault(t.session, {})[(t.kind, t.pos)] = (
                     t.text(), self.signer.sign(t.text()) if self.signer else None)
             for session in {t.session for t in tombstones}:
-                for key in [k for k in self._derived if k[0] == session and k[1] not in keep_derived]:
+                for key in [k for k in self._derived if k[0] == session]:
                     del self._derived[key]
                 self._search.pop(session, None)
             for owner, test in (forget or {}).items():
@@ -173,13 +173,12 @@ class MemoryStore(Store):
     def put_derived(self, session: str, kind: str, key: int, body: dict[str, Any]) -> None:
         self._derived.setdefault((session, kind), {})[key] = derived_text(body).encode("utf-8", "surrogatepass")
 
-    def add_derived(self, session: str, kind: str, key: int, counts: dict[str, int]) -> None:
+    def add_usage(self, session: str, usage: Usage) -> None:
         with self._lock:
-            items = self._derived.setdefault((session, kind), {})
-            item = json.loads(items.get(key, b"{}"))
-            for name in count_names(counts):
-                item[name] = item.get(name, 0) + counts[name]
-            items[key] = derived_text(item).encode("utf-8")
+            self._usage[session] = self.usage(session).plus(usage)
+
+    def usage(self, session: str) -> Usage:
+        return self._usage.get(session, Usage())
 
     def raw_derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, bytes]:
         items = self._derived.get((session, kind), {})

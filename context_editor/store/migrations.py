@@ -113,6 +113,24 @@ STEPS: tuple[Step, ...] = (
         CREATE TABLE IF NOT EXISTS erasures (
             session TEXT NOT NULL, kind TEXT NOT NULL, pos INTEGER NOT NULL, tombstone TEXT NOT NULL, signature TEXT,
             PRIMARY KEY (session, kind, pos))"""),
+    # A session's token account (Store.add_usage) in integer columns: every render adds to it,
+    # and one upsert of four integers costs a fraction of the JSON read-modify-write of a
+    # `derived` row that held it before. Those rows move here, counts kept.
+    Step(9, "the token account in integer columns (issue 15)", "", sqlite="""
+        CREATE TABLE usage (
+            session TEXT PRIMARY KEY, renders INTEGER NOT NULL, context_tokens INTEGER NOT NULL,
+            source_tokens INTEGER NOT NULL, out_of_band INTEGER NOT NULL);
+        INSERT INTO usage SELECT session, coalesce(json_extract(body, '$.renders'), 0),
+            coalesce(json_extract(body, '$.context_tokens'), 0), coalesce(json_extract(body, '$.source_tokens'), 0),
+            coalesce(json_extract(body, '$.out_of_band'), 0) FROM derived WHERE kind = 'usage' AND key = 0;
+        DELETE FROM derived WHERE kind = 'usage'""", postgres="""
+        CREATE TABLE usage (
+            session TEXT PRIMARY KEY, renders BIGINT NOT NULL, context_tokens BIGINT NOT NULL,
+            source_tokens BIGINT NOT NULL, out_of_band BIGINT NOT NULL);
+        INSERT INTO usage SELECT session, coalesce((body::jsonb ->> 'renders')::bigint, 0),
+            coalesce((body::jsonb ->> 'context_tokens')::bigint, 0), coalesce((body::jsonb ->> 'source_tokens')::bigint, 0),
+            coalesce((body::jsonb ->> 'out_of_band')::bigint, 0) FROM derived WHERE kind = 'usage' AND key = 0;
+        DELETE FROM derived WHERE kind = 'usage'"""),
 )
 SCHEMA_VERSION = STEPS[-1].version
 

@@ -24,8 +24,8 @@ import psycopg
 from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
-from .base import (EDIT_COLUMNS, ERASABLE, KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, Head, KeyRecord, KnownHeads, SessionInfo, Store, StoredSession, Tombstone, Forget, payload_rows,
-                   astuple_key, check_batch, check_records, count_names, derived_text, domain_text, edit_from_row, edit_row, message_from_row,
+from .base import (EDIT_COLUMNS, ERASABLE, KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, Head, KeyRecord, KnownHeads, SessionInfo, Store, StoredSession, Tombstone, Forget, USAGE_COLUMNS, Usage, add_usage_sql, payload_rows,
+                   astuple_key, check_batch, check_records, derived_text, domain_text, edit_from_row, edit_row, message_from_row,
                    message_row, new_head, key_range, parse_domain_row, raw_session_rows, records_head, redacted,
                    stored_sessions)
 
@@ -137,6 +137,8 @@ _APPEND = (
     "%b::text[], %b::text[], %b::text[], %b::text[], %b::text[]) AS t(session, seq, round, message_index, body, hash, salt, "
     "payload, before_salt, before_payload) WHERE t.session IN (SELECT session FROM ok)) "
     "SELECT session FROM ok")
+
+_ADD_USAGE = add_usage_sql("%s")
 
 
 class PostgresStore(Store):
@@ -404,7 +406,7 @@ class PostgresStore(Store):
                 "SELECT kind, pos, tombstone, signature FROM erasures WHERE session = %s ORDER BY kind, pos",
                 (session,)).fetchall()]
 
-    def erase(self, tombstones: list[Tombstone], forget: Forget | None = None, keep_derived: tuple[str, ...] = ()) -> None:
+    def erase(self, tombstones: list[Tombstone], forget: Forget | None = None) -> None:
         c = self._conn()
         with _database_errors("erasing"), c.transaction():
             for t in tombstones:
@@ -415,7 +417,7 @@ class PostgresStore(Store):
                           "SET tombstone = excluded.tombstone, signature = excluded.signature",
                           (t.session, t.kind, t.pos, t.text(), self.signer.sign(t.text()) if self.signer else None))
             for session in sorted({t.session for t in tombstones}):
-                c.execute("DELETE FROM derived WHERE session = %s AND NOT kind = ANY(%s)", (session, list(keep_derived)))
+                c.execute("DELETE FROM derived WHERE session = %s", (session,))
                 c.execute("DELETE FROM search_docs WHERE session = %s", (session,))  # the text's terms (derived)
             for (tenant, user), test in (forget or {}).items():
                 rows = c.execute("SELECT seq, body FROM user_memory WHERE tenant = %s AND user_id = %s FOR UPDATE",
@@ -439,13 +441,14 @@ class PostgresStore(Store):
                                  "DO UPDATE SET body = excluded.body",
                                  (session, kind, key, derived_text(body)))
 
-    def add_derived(self, session: str, kind: str, key: int, counts: dict[str, int]) -> None:
-        sums = ", ".join(f"'{n}', coalesce((derived.body::jsonb ->> '{n}')::bigint, 0) + (excluded.body::jsonb ->> '{n}')::bigint"
-                         for n in count_names(counts))
-        with _database_errors(f"storing derived {kind} of session {session!r}"):
-            self._conn().execute(f"INSERT INTO derived VALUES (%s, %s, %s, %s) ON CONFLICT (session, kind, key) "
-                                 f"DO UPDATE SET body = (derived.body::jsonb || jsonb_build_object({sums}))::text",
-                                 (session, kind, key, json.dumps(counts)))
+    def add_usage(self, session: str, usage: Usage) -> None:
+        with _database_errors(f"adding to the token account of session {session!r}"):
+            self._conn().execute(_ADD_USAGE, (session, *usage.row()))
+
+    def usage(self, session: str) -> Usage:
+        with _database_errors(f"reading the token account of session {session!r}"):
+            row = self._conn().execute(f"SELECT {USAGE_COLUMNS} FROM usage WHERE session = %s", (session,)).fetchone()
+        return Usage(*row) if row else Usage()
 
     def raw_derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, bytes]:
         lo, hi = keys if keys is not None else (-2**63, 2**63 - 1)

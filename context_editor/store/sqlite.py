@@ -19,8 +19,8 @@ from typing import Any
 from ..errors import Errors
 from ..model import GENESIS_HASH, Edit, Message, SearchDoc, SearchFilter, canonical_json
 from . import migrations
-from .base import (EDIT_COLUMNS, ERASABLE, KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, Head, KeyRecord, KnownHeads, SessionInfo, Store, StoredSession, Tombstone, Forget, payload_rows,
-                   astuple_key, check_batch, check_records, count_names, derived_text, domain_text, edit_from_row, edit_row, head_hashes,
+from .base import (EDIT_COLUMNS, ERASABLE, KEY_COLUMNS, RETRY_FIX, ROW_COLUMNS, Head, KeyRecord, KnownHeads, SessionInfo, Store, StoredSession, Tombstone, Forget, USAGE_COLUMNS, Usage, add_usage_sql, payload_rows,
+                   astuple_key, check_batch, check_records, derived_text, domain_text, edit_from_row, edit_row, head_hashes,
                    message_from_row, message_row, new_head, key_range, parse_domain_row, raw_session_rows, records_head,
                    stored_sessions)
 
@@ -34,6 +34,8 @@ def search_terms_query(session: str, terms: list[str]) -> str | None:
     """An FTS5 query: the session's term and any of `terms` (each quoted: never query syntax)."""
     quoted = [f'"{t.replace(chr(34), chr(34) * 2)}"' for t in dict.fromkeys(terms) if t.strip()]
     return f'"{search_session_term(session)}" AND ({" OR ".join(quoted)})' if quoted else None
+
+_ADD_USAGE = add_usage_sql("?")
 
 
 class SQLiteStore(Store):
@@ -326,9 +328,8 @@ class SQLiteStore(Store):
         return [(r[0], r[1], r[2], r[3]) for r in self._conn().execute(
             "SELECT kind, pos, tombstone, signature FROM erasures WHERE session = ? ORDER BY kind, pos", (session,))]
 
-    def erase(self, tombstones: list[Tombstone], forget: Forget | None = None, keep_derived: tuple[str, ...] = ()) -> None:
+    def erase(self, tombstones: list[Tombstone], forget: Forget | None = None) -> None:
         sessions = sorted({t.session for t in tombstones})
-        keep = json.dumps(list(keep_derived))
         with self._write() as c:
             for t in tombstones:
                 table, key, salt, payload = ERASABLE[t.kind]
@@ -337,8 +338,7 @@ class SQLiteStore(Store):
                 c.execute("INSERT OR REPLACE INTO erasures VALUES (?, ?, ?, ?, ?)",
                           (t.session, t.kind, t.pos, t.text(), self.signer.sign(t.text()) if self.signer else None))
             for session in sessions:
-                c.execute("DELETE FROM derived WHERE session = ? AND kind NOT IN (SELECT value FROM json_each(?))",
-                          (session, keep))
+                c.execute("DELETE FROM derived WHERE session = ?", (session,))
                 self.drop_search(session)  # the text's terms: derived, rebuilt from the log on next use
             for (tenant, user), test in (forget or {}).items():
                 rows = c.execute("SELECT seq, body FROM user_memory WHERE tenant = ? AND user_id = ?", (tenant, user))
@@ -362,11 +362,12 @@ class SQLiteStore(Store):
         self._conn().execute("INSERT OR REPLACE INTO derived VALUES (?, ?, ?, ?)",
                              (session, kind, key, derived_text(body)))
 
-    def add_derived(self, session: str, kind: str, key: int, counts: dict[str, int]) -> None:
-        sums = ", ".join(f"'$.{n}', coalesce(json_extract(body, '$.{n}'), 0) + json_extract(excluded.body, '$.{n}')"
-                         for n in count_names(counts))
-        self._conn().execute(f"INSERT INTO derived VALUES (?, ?, ?, ?) ON CONFLICT (session, kind, key) "
-                             f"DO UPDATE SET body = json_set(body, {sums})", (session, kind, key, json.dumps(counts)))
+    def add_usage(self, session: str, usage: Usage) -> None:
+        self._conn().execute(_ADD_USAGE, (session, *usage.row()))
+
+    def usage(self, session: str) -> Usage:
+        row = self._conn().execute(f"SELECT {USAGE_COLUMNS} FROM usage WHERE session = ?", (session,)).fetchone()
+        return Usage(*row) if row else Usage()
 
     def raw_derived(self, session: str, kind: str, keys: tuple[int, int] | None = None) -> dict[int, bytes]:
         lo, hi = keys if keys is not None else (-2**63, 2**63 - 1)
