@@ -503,7 +503,8 @@ class ContextEditor:
         spec = self.domain.actions[action]
         vocabulary, hidden, absorbed, _ = part.renderer.state_view(part.state, spec)
         since = self._since(part.state, action)
-        if compact.past_ready(part.summary, since, vocabulary, absorbed, hidden):
+        view = part.renderer.zone_key(part.state, spec)
+        if compact.past_ready(part.summary, since, vocabulary, absorbed, hidden, view):
             return True
         key = past.key_of(self.domain, action)
         body = self._read_sealed(session, past.KIND, (key, key))[0].get(key)
@@ -528,7 +529,7 @@ class ContextEditor:
         if not compact.seed_past(part.summary, since, vocabulary, absorbed, hidden, body, reads):
             self._unused(session, past.KIND, "its groups do not parse (not a row this code wrote)")
             return False
-        kept = compact.past_of(part.summary, vocabulary, absorbed, hidden)
+        kept = compact.past_of(part.summary, vocabulary, absorbed, hidden, view)
         if kept is not None and spans is not None:  # (else `_keep_past` stores it again, anchored here)
             self._pasts.setdefault(session, {})[action] = (id(kept), kept.before, kept.count)
         return True
@@ -571,7 +572,7 @@ class ContextEditor:
         """Store the settled past this render of `action` used, if it is new and long (`memory.past`)."""
         spec = self.domain.actions[action]
         vocabulary, hidden, absorbed, _ = part.renderer.state_view(part.state, spec)
-        kept = compact.past_of(part.summary, vocabulary, absorbed, hidden)
+        kept = compact.past_of(part.summary, vocabulary, absorbed, hidden, part.renderer.zone_key(part.state, spec))
         if kept is None or kept.count < past.MIN_LINES:
             return
         mark = (id(kept), kept.before, kept.count)

@@ -75,8 +75,8 @@ def test_incremental_zone_equals_the_zone_scored_afresh(domain, monkeypatch, tmp
     calls = {"n": 0, "past": 0, "minimal": 0}
     incremental = compact.zone_lines
 
-    def checked(lines, window_from, vocabulary, absorbed, hidden, minimal=False):
-        got = incremental(lines, window_from, vocabulary, absorbed, hidden, minimal=minimal)
+    def checked(lines, window_from, vocabulary, absorbed, hidden, minimal=False, view=None):
+        got = incremental(lines, window_from, vocabulary, absorbed, hidden, minimal=minimal, view=view)
         assert got == reference(lines, window_from, vocabulary, absorbed, hidden, minimal)
         calls["n"] += 1
         calls["minimal"] += minimal

@@ -297,7 +297,7 @@ _interned: dict[Any, Any] = {}
 
 
 def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str], absorbed: Absorbed,
-               hidden: Hidden, minimal: bool = False) -> list[ZoneLine]:
+               hidden: Hidden, minimal: bool = False, view: tuple[Any, ...] | None = None) -> list[ZoneLine]:
     """The lines this action's context may show, in order, each with its budget tier.
 
     Every line must carry something the state does not hold. Lines older than `window_from`
@@ -317,11 +317,12 @@ def zone_lines(lines: list[SummaryLine], window_from: int, vocabulary: set[str],
     session and state view (vocabulary, present values, hidden values), what each line is worth
     and the merged lines of the settled past (`_Scored`): a message that arrives re-scores only
     its own lines and those of the messages it gave provenance to, so a render after it costs
-    work in proportion to the change, not to the session's length."""
+    work in proportion to the change, not to the session's length. `view`: `view_key` of these
+    inputs, when the caller keeps it (a renderer keeps one per state view)."""
     if not lines:
         return []
     journal, version = _journal(absorbed)
-    view = _view(vocabulary, absorbed, hidden, minimal)
+    view = view if view is not None else view_key(vocabulary, absorbed, hidden, minimal)
     key = (id(lines), len(lines), window_from, view, version)
     hit = _zone_memo.get(key)
     if hit is not None and hit[0] is lines:
@@ -339,30 +340,11 @@ def _journal(absorbed: Absorbed) -> tuple[list[int] | None, int]:
     return (provenance.journal, provenance.version) if isinstance(provenance, Provenances) else (None, 0)
 
 
-# Views whose key is kept (`_view`): few, since each entry holds its view's objects (a vocabulary
-# set, every provenance span, the hidden values) alive; a render asks for one view twice
-# (`zone_lines`, then `past_of`), a process cycling through sessions keeps no more than this.
-VIEW_KEYS = 8
-_view_keys: dict[tuple[int, int, int, bool], tuple[set[str], Absorbed, Hidden, tuple[Any, ...]]] = {}
-
-
-def _view(vocabulary: set[str], absorbed: Absorbed, hidden: Hidden, minimal: bool = False) -> tuple[Any, ...]:
+def view_key(vocabulary: set[str], absorbed: Absorbed, hidden: Hidden, minimal: bool = False) -> tuple[Any, ...]:
     """The memo key of a state view: the state's journal (a live state's spans) or the spans
     themselves, the vocabulary, the present values and everything hidden (and whether the action
-    is minimal: it scores cued facts otherwise). Made once per view's objects: a renderer hands
-    the same three for every render of one state (`Renderer.state_view`), and none of them is
-    changed once made; the entry holds them, so their ids stand for them while it is kept."""
-    ident = (id(vocabulary), id(absorbed), id(hidden), minimal)
-    known = _view_keys.get(ident)
-    if known is not None and known[0] is vocabulary and known[1] is absorbed and known[2] is hidden:
-        return known[3]
-    if len(_view_keys) >= VIEW_KEYS:
-        _view_keys.clear()
-    view = _view_keys[ident] = (vocabulary, absorbed, hidden, _view_of(vocabulary, absorbed, hidden, minimal))
-    return view[3]
-
-
-def _view_of(vocabulary: set[str], absorbed: Absorbed, hidden: Hidden, minimal: bool) -> tuple[Any, ...]:
+    is minimal: it scores cued facts otherwise). A renderer makes it once per view and hands it
+    on (`Renderer.zone_key`): it holds the view's texts, so it is kept only as long as the view."""
     provenance, texts = absorbed
     journal = _journal(absorbed)[0]
     # One object per distinct vocabulary and hidden set: the memos below hold many keys (one per
@@ -617,12 +599,14 @@ class _Unloaded:
 UNLOADED: Any = _Unloaded()
 
 
-def past_of(lines: list[SummaryLine], vocabulary: set[str], absorbed: Absorbed, hidden: Hidden) -> _Past | None:
-    """The settled past the last `zone_lines` call on these lines and this live state's view kept."""
+def past_of(lines: list[SummaryLine], vocabulary: set[str], absorbed: Absorbed, hidden: Hidden,
+            view: tuple[Any, ...] | None = None) -> _Past | None:
+    """The settled past the last `zone_lines` call on these lines and this live state's view kept
+    (`view`: its `view_key`, when the caller keeps it)."""
     known = _latest
     if known is None or known.lines is not lines or known.inputs[1] is not absorbed or known.inputs[2] is not hidden \
             or known.inputs[0] is not vocabulary:
-        known = _scores.get(_view(vocabulary, absorbed, hidden))
+        known = _scores.get(view if view is not None else view_key(vocabulary, absorbed, hidden))
     journal = _journal(absorbed)[0]
     if journal is None or known is None or known.journal is not journal or known.lines is not lines:
         return None
@@ -630,9 +614,9 @@ def past_of(lines: list[SummaryLine], vocabulary: set[str], absorbed: Absorbed, 
 
 
 def past_ready(lines: list[SummaryLine], window_from: int, vocabulary: set[str], absorbed: Absorbed,
-               hidden: Hidden) -> bool:
+               hidden: Hidden, view: tuple[Any, ...] | None = None) -> bool:
     """Whether a `zone_lines` call would go on from a kept settled past (it reads no line before it)."""
-    known = _scores.get(_view(vocabulary, absorbed, hidden))
+    known = _scores.get(view if view is not None else view_key(vocabulary, absorbed, hidden))
     journal, version = _journal(absorbed)
     return journal is not None and known is not None and known.journal is journal and known.past is not None \
         and known.follows(lines, version) and known.past.before == past_before(window_from) \
@@ -689,7 +673,7 @@ def seed_past(lines: list[SummaryLine], window_from: int, vocabulary: set[str], 
                   for text, rnd, src, rank, first, values in body["groups"]}
     except (KeyError, TypeError, ValueError):
         return False  # not a past this code wrote: score the lines again
-    view = _view(vocabulary, absorbed, hidden)
+    view = view_key(vocabulary, absorbed, hidden)
     if len(_scores) >= ZONE_VIEWS:
         _scores.clear()
     _scores[view] = _Scored(journal, lines, [_UNSCORED] * len(lines), version, (vocabulary, absorbed, hidden, False),
@@ -727,11 +711,9 @@ def _found(text: str, values: tuple[str, ...]) -> frozenset[str]:
 
 
 def forget_entities() -> None:
-    """Drop the remembered identifiers of texts (after an erasure: they are keyed by the texts),
-    and the views' keys (they hold the present values' texts)."""
+    """Drop the remembered identifiers of texts (after an erasure: they are keyed by the texts)."""
     _ids.cache_clear()
     _found.cache_clear()
-    _view_keys.clear()
 
 
 def entity_graph(texts: list[str], known_values: list[str], relations: Iterable[str] = ()) -> list[Entity]:

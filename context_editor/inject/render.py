@@ -434,6 +434,25 @@ class _Costs:
         return kept
 
 
+def _template_vars(*, action: str, domain: str, round: int, budget: int, tokens: Any, tokens_estimated: bool,
+                   phase: str | None, system: str | None, goal: Any, subtask: Any, fields: list[dict[str, Any]],
+                   states: list[dict[str, Any]], state_lines: bool, missing: list[dict[str, Any]],
+                   alerts: list[dict[str, Any]], dropped: str, lost: str, entities: list[Any],
+                   summary: list[dict[str, Any]], history: list[dict[str, Any]], turns: list[dict[str, Any]],
+                   lines: list[dict[str, Any]] | None, domain_shown: bool) -> dict[str, Any]:
+    """The variables a template is rendered with: the one list of them, for a render
+    (`Renderer._build`) and for the measure of what a template writes around a cut's texts
+    (`_template_costs`). `lines` (a minimal action's turns and summary lines as text lines) and
+    `domain_shown` are given only with `lines`."""
+    out = {"action": action, "domain": domain, "round": round, "budget": budget, "tokens": tokens,
+           "tokens_estimated": tokens_estimated, "phase": phase, "system": system, "goal": goal, "subtask": subtask,
+           "fields": fields, "states": states, "state_lines": state_lines, "missing": missing, "alerts": alerts,
+           "dropped": dropped, "lost": lost, "entities": entities, "summary": summary, "history": history, "turns": turns}
+    if lines is not None:
+        out["lines"], out["domain_shown"] = lines, domain_shown
+    return out
+
+
 _NOTED = ("2 recent turns, 1 field", "m1 m2")  # a <truncated_context> as a cut writes it (dropped, lines)
 _SAID = "It costs 5 dollars."  # a summary line's text
 
@@ -447,23 +466,24 @@ def _template_costs(template: Template, counter: SegmentCounter) -> tuple[int, i
     memo: dict[str, tuple[int, int, int, int]] = template.__dict__.setdefault("_ce_costs", {})
     key = counter.tokenizer.name
     if key not in memo:
-        def count(dropped: str = "", lost: str = "", said: int = 0) -> int:
-            line = {"round": 1, "sources": "m1", "src": "m1", "times": None, "role": "user", "reason": None,
-                    "text": _SAID, "parts": [{"sep": "", "text": _SAID}]}
-            xml = template.render(
-                action="a", domain="d", round=1, budget=100, tokens_estimated=False, phase=None, system=None, goal=None,
-                subtask=None, fields=[], states=[], state_lines=False, missing=[], alerts=[], dropped=dropped, lost=lost,
-                entities=[], summary=[{"level": "stage", "rounds": "1-2", "lines": [line] * said}] if said else [],
-                history=[], turns=[], lines=[line] * said, domain_shown=True, tokens=0)
-            return sum(map(counter.piece, counter.pieces(xml)))
+        line = {"round": 1, "sources": "m1", "src": "m1", "times": None, "role": "user", "reason": None,
+                "text": _SAID, "parts": [{"sep": "", "text": _SAID}]}
 
+        def empty(dropped: str = "", lost: str = "", said: int = 0) -> dict[str, Any]:
+            return _template_vars(
+                action="a", domain="d", round=1, budget=100, tokens=0, tokens_estimated=False, phase=None, system=None,
+                goal=None, subtask=None, fields=[], states=[], state_lines=False, missing=[], alerts=[], dropped=dropped,
+                lost=lost, entities=[], summary=[{"level": "stage", "rounds": "1-2", "lines": [line] * said}] if said else [],
+                history=[], turns=[], lines=[line] * said, domain_shown=True)
+
+        # Made outside the `try`: a context the builder refuses is this code's fault, and fails loudly.
+        contexts = [empty(), empty(said=1), empty(said=2), empty(_NOTED[0]), empty(*_NOTED)]
         try:
-            empty, one, two = count(), count(said=1), count(said=2)
-            noted, both = count(_NOTED[0]), count(*_NOTED)
+            empty_n, one, two, noted, both = (sum(map(counter.piece, counter.pieces(template.render(**c)))) for c in contexts)
             piece = counter.piece
-            memo[key] = (noted - empty - piece(_NOTED[0]), both - noted - piece(_NOTED[1]), two - one - piece(_SAID),
-                         one - empty - piece(_SAID))
-        except (TemplateError, LookupError, TypeError, ValueError, AttributeError):
+            memo[key] = (noted - empty_n - piece(_NOTED[0]), both - noted - piece(_NOTED[1]), two - one - piece(_SAID),
+                         one - empty_n - piece(_SAID))
+        except (TemplateError, LookupError, TypeError, ValueError, AttributeError):  # a template that needs a real context
             memo[key] = (0, 0, 0, 0)
     return memo[key]
 
@@ -549,6 +569,18 @@ class _Plan:
                 "facts": len(self.zone["facts"]), "latest": len(self.latest)}
 
 
+@dataclass
+class _View:
+    """What an action's render reads off one state of the fields (`Renderer.state_view`): one
+    object per view, so every memo keyed by its parts' identity finds them again."""
+
+    vocabulary: set[str]
+    hidden: history.Hidden
+    absorbed: compact.Absorbed
+    hidden_key: Any  # what is hidden, but the per-message spans (added per turn: `Renderer._turn`)
+    zone_key: tuple[Any, ...] | None = None  # `compact.view_key`, made when a render first needs it
+
+
 # (domain version, templates folder) -> its Jinja environment and templates (a few versions kept)
 _environments: PerVersion[tuple[str, str, str], tuple[SandboxedEnvironment, dict[str, Template]]] = PerVersion()
 
@@ -582,7 +614,7 @@ class Renderer:
         self.domain, self.model, self.scorer, self.system, self.window = domain, model, scorer, system, window
         self.condense = condense
         self.env, self._templates = _environment(domain, templates_dir)
-        self._views: dict[tuple[Any, ...], tuple[set[str], history.Hidden, compact.Absorbed, Any]] = {}
+        self._views: dict[tuple[Any, ...], _View] = {}
         self._turns: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._fitted: dict[tuple[Any, ...], bool] = {}  # (session, action, limit, whole dialogue) -> everything fitted last time
         self._field_names: dict[str, tuple[str, ...]] = {}  # action -> `_names`
@@ -773,7 +805,9 @@ class Renderer:
         scorer_alerts: list[dict[str, Any]] = getattr(self.scorer, "drain_alerts", list)()
         # The zone includes the recent rounds' lines: hidden while their turns are shown
         # (`_kept_zone`), they keep a fact of a recent turn the budget drops, or name it.
-        lines = compact.zone_lines(summary, window_from, vocabulary, absorbed, hidden, minimal=spec.minimal)
+        own = absorbed_by is None and not spec.minimal  # the view's own absorbed values (else made for this render)
+        lines = compact.zone_lines(summary, window_from, vocabulary, absorbed, hidden, minimal=spec.minimal,
+                                   view=self.zone_key(state, spec) if own else None)
         tiers: dict[str, list[compact.ZoneLine]] = {tier: [] for tier in ZONE_TIERS}
         for line in lines:
             tiers[_zone_tier(line)].append(line)
@@ -838,7 +872,19 @@ class Renderer:
 
     def state_view(self, state: State, spec: ActionSpec) -> tuple[set[str], history.Hidden, compact.Absorbed, Any]:
         """What the action's render reads off the state (its vocabulary, what it may not see, what
-        the state absorbed), worked out once per state of the fields: the edit chain's head names
+        the state absorbed), and the key of what is hidden (`_turn`'s memo)."""
+        view = self._view(state, spec)
+        return view.vocabulary, view.hidden, view.absorbed, view.hidden_key
+
+    def zone_key(self, state: State, spec: ActionSpec) -> tuple[Any, ...]:
+        """The summary zone's memo key of the state view (`compact.view_key`), made once per view."""
+        view = self._view(state, spec)
+        if view.zone_key is None:
+            view.zone_key = compact.view_key(view.vocabulary, view.absorbed, view.hidden)
+        return view.zone_key
+
+    def _view(self, state: State, spec: ActionSpec) -> _View:
+        """The state view, worked out once per state of the fields: the edit chain's head names
         them (all three read only the fields, which only edits change), so a message that brought
         no edit (most do not) renders with the view of the message before."""
         key = (state.session, state.last_seq, state.last_hash, spec.name)
@@ -847,9 +893,8 @@ class Renderer:
             if len(self._views) >= MEMO:
                 self._views.clear()
             hidden = history.hidden_spans(self.domain, spec, state)
-            hidden_key = hidden.fingerprint(spans=False)  # the per-message spans are added per turn
-            view = self._views[key] = (history.action_vocabulary(self.domain, spec, state), hidden,
-                                       compact.covered_spans(state), hidden_key)
+            view = self._views[key] = _View(history.action_vocabulary(self.domain, spec, state), hidden,
+                                            compact.covered_spans(state), hidden.fingerprint(spans=False))
         return view
 
     def _seen(self, messages: list[Message], hidden: history.Hidden, hidden_key: Any) -> dict[int, dict[str, Any]]:
@@ -998,27 +1043,24 @@ class Renderer:
         fields = [tagged(self._field_of(plan, state, n), "optional", plan.optional.index(n), "text") if n in optional
                   else self._field_of(plan, state, n) for n in self._kept_fields(plan, kept)
                   if self._spec_of(plan, n).pii != "drop"]
-        ctx = {"action": plan.action, "domain": plan.label or self.domain.name, "round": state.round, "budget": plan.budget,
-               "tokens_estimated": tokenizer_for(self.model).estimated,
-               "phase": state.phase, "system": self.system, "goal": plan.anchors.get("goal"),
-               "subtask": plan.anchors.get("subtask"),
-               "fields": fields, "states": _grouped(fields, plan), "state_lines": plan.spec.state_lines,
-               "missing": plan.missing,
-               "alerts": [tagged(a, "alerts", first_alert + j, "message") for j, a in enumerate(plan.alerts[first_alert:])]
-               + plan.fixed_alerts,
-               "dropped": ", ".join(dropped), "lost": " ".join(f"m{i}" for i in lost),
-               "entities": [replace(e, name=tag(e.name, "entities", j)) if marked else e
-                            for j, e in enumerate(plan.entities[: kept["entities"]])],
-               "summary": _zone_groups(zone, plan.window_from, tag, plan.wanted_back) if _reads(plan.template, "summary") else [],
-               "history": [tagged({**plan.seen[m.index], "reason": plan.ranked[i].reason, "src": f"m{m.index}"}
-                                  if plan.ranked[i].reason
-                                  else plan.seen[m.index], "history", i) for i in hist for m in plan.ranked[i].messages],
-               "turns": [tagged(plan.seen[m.index], tier, j) for tier, j, m in turns]}
-        if plan.spec.minimal:
-            ctx["lines"] = _flat_lines(plan, zone, [("history", i, m) for i in hist for m in plan.ranked[i].messages] + turns, tag,
-                                       None if marked else plan.lines_memo)
-            ctx["domain_shown"] = not plan.sections
-        draft: str = plan.template.render(**ctx, tokens=_TOKENS_SLOT)
+        minimal_lines = _flat_lines(plan, zone, [("history", i, m) for i in hist for m in plan.ranked[i].messages] + turns,
+                                    tag, None if marked else plan.lines_memo) if plan.spec.minimal else None
+        draft: str = plan.template.render(**_template_vars(
+            action=plan.action, domain=plan.label or self.domain.name, round=state.round, budget=plan.budget,
+            tokens=_TOKENS_SLOT, tokens_estimated=tokenizer_for(self.model).estimated, phase=state.phase,
+            system=self.system, goal=plan.anchors.get("goal"), subtask=plan.anchors.get("subtask"),
+            fields=fields, states=_grouped(fields, plan), state_lines=plan.spec.state_lines, missing=plan.missing,
+            alerts=[tagged(a, "alerts", first_alert + j, "message") for j, a in enumerate(plan.alerts[first_alert:])]
+            + plan.fixed_alerts,
+            dropped=", ".join(dropped), lost=" ".join(f"m{i}" for i in lost),
+            entities=[replace(e, name=tag(e.name, "entities", j)) if marked else e
+                      for j, e in enumerate(plan.entities[: kept["entities"]])],
+            summary=_zone_groups(zone, plan.window_from, tag, plan.wanted_back) if _reads(plan.template, "summary") else [],
+            history=[tagged({**plan.seen[m.index], "reason": plan.ranked[i].reason, "src": f"m{m.index}"}
+                            if plan.ranked[i].reason
+                            else plan.seen[m.index], "history", i) for i in hist for m in plan.ranked[i].messages],
+            turns=[tagged(plan.seen[m.index], tier, j) for tier, j, m in turns],
+            lines=minimal_lines, domain_shown=not plan.sections))
         if not marked:
             xml, tokens, _ = self._fixed_point(draft, counter)
             return _Probe(xml, tokens, dropped, {}, 0)
