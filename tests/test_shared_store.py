@@ -45,6 +45,22 @@ def test_second_editor_sees_the_other_writers_turns_and_appends_after_them(share
     assert all(v.ok for v in audit.verify(open_store(shared_store_url)))
 
 
+def test_editors_sharing_one_store_object_see_each_others_turns(store_url):
+    """Two editors over one store instance (one connection per thread: the other's appends are
+    not another connection's commits): a render after the other's turn shows it, and a render
+    with nothing new (the store's `data_version` unchanged, the head not read) is the same."""
+    store = open_store(store_url)
+    a, b = ContextEditor("ecommerce", store), ContextEditor("ecommerce", store)
+    a.add("s", user("我想买耳机，要黑色"))
+    first = b.render("s", "place_order").xml
+    assert "黑色" in first and b.render("s", "place_order").xml == first
+    a.add("s", user("改成红色"))
+    assert "红色" in b.render("s", "place_order").xml and b.state("s").get("color") == "red"
+    other = ContextEditor("ecommerce", open_store(store_url)) if store_url != "memory://" else a
+    other.add("s", user("预算2000以内"))  # another instance: another connection's commit
+    assert b.state("s").get("budget_max") == {"amount": 2000, "currency": "CNY"}
+
+
 def test_racing_writers_on_one_session_lose_nothing_and_keep_one_chain(shared_store_url):
     editors = [ContextEditor("ecommerce", open_store(shared_store_url)) for _ in range(2)]
     errors: list[BaseException] = []
