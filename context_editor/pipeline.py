@@ -360,6 +360,7 @@ class ContextEditor:
                 self._bound.pop(session, None)
                 raise
             state.round, state.message_index, state.last_message_hash = msg.round, msg.index, msg.hash
+            self._took_own_write(session)
             self._bound[session] = None
             if (msg.index + 1) % SNAPSHOT_EVERY == 0:
                 self._put_sealed(session, SNAPSHOT_KIND, 0, state.snapshot())
@@ -883,6 +884,15 @@ class ContextEditor:
             self._forget(evicted)  # everything kept per session goes with its state: memory stays bounded
         return state
 
+    def _took_own_write(self, session: str) -> None:
+        """The cached state of `session` took in this editor's own append: if it was current at
+        its mark, it is current at the mark the store has after that append (the next render does
+        not read the head unless something else was committed meanwhile)."""
+        known = self._marks.pop(session, None)
+        after = self.store.after_own_write(known) if known is not None else None
+        if after is not None:
+            self._marks[session] = after
+
     def _checked(self, session: str, mark: tuple[int, ...] | None) -> None:
         """The cached state of `session` is the store's as of `mark`: used last (LRU), and not
         checked against the head again while the store's mark stays."""
@@ -1128,6 +1138,7 @@ class ContextEditor:
                 continue
             for e in edits:
                 state.apply(e)
+            self._took_own_write(session)
             return edits
         raise AssertionError("unreachable")  # the loop returns or raises
 

@@ -540,11 +540,19 @@ def test_data_version_moves_with_this_stores_appends_and_erasures_not_its_derive
     writer.start()
     writer.join()
     assert moved() and store.data_version() == marks[-1]
+    add(store, "b")  # a write of this store, this thread, nothing else: the mark `after_own_write` says
+    assert moved() and store.after_own_write(marks[-2]) == marks[-1]
+    store.append_records("b", records_after(store, "b"))
+    assert moved() and store.after_own_write(marks[-2]) == marks[-1]
+    with store.batch():
+        add(store, "b")
+        expected = store.after_own_write(marks[-1])
+    assert moved() and expected in (None, marks[-1])  # None inside a batch (SQLite): nothing is committed yet
 
 
 def test_data_version_moves_when_another_instance_or_process_commits(store, shared_url):
     """What another connection commits (another store instance, another process) moves this
-    store's mark, whatever it wrote."""
+    store's mark, whatever it wrote, and `after_own_write` of a mark taken before it is not the mark."""
     import subprocess
     import sys
 
@@ -556,6 +564,8 @@ def test_data_version_moves_when_another_instance_or_process_commits(store, shar
     other.close()
     second = store.data_version()
     assert second != first
+    add(store, "b")  # after another connection's commit: not what `after_own_write` of the older mark says
+    assert store.data_version() == store.after_own_write(second) != store.after_own_write(first)
     script = ("import sys; from context_editor.store import open_store; from context_editor.store.base import Usage; "
               "open_store(sys.argv[1]).add_usage('x', Usage(1, 1, 1, 0))")
     subprocess.run([sys.executable, "-c", script, shared_url], check=True)

@@ -47,6 +47,9 @@ class MemoryStore(Store):
     def data_version(self) -> tuple[int, ...] | None:
         return (self._writes,)
 
+    def after_own_write(self, mark: tuple[int, ...]) -> tuple[int, ...] | None:
+        return (mark[0] + 1,)
+
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
         with self._lock:
             self._writes += 1

@@ -98,6 +98,12 @@ class SQLiteStore(Store):
         c = self._conn()
         return self._local.serial, c.execute("PRAGMA data_version").fetchone()[0], self._local.writes
 
+    def after_own_write(self, mark: tuple[int, ...]) -> tuple[int, ...] | None:
+        # This connection's own commit leaves its PRAGMA data_version as it was; a commit of
+        # another connection before or after it moves it (the write's own transaction start sees one).
+        serial, version, writes = mark
+        return None if self._conn().in_transaction else (serial, version, writes + 1)
+
     def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
         self._conn().execute("INSERT OR IGNORE INTO domains VALUES (?, ?, ?, ?)", (version_hash, name, *domain_text(source)))
 
