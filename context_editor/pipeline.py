@@ -219,6 +219,7 @@ class ContextEditor:
         self.default_budget, self.price_per_mtok = budget, price_per_mtok
         self._states: OrderedDict[str, State] = OrderedDict()
         self._erased: dict[str, int] = {}  # per cached session: the store's erasure count when it was read
+        self._marks: dict[str, tuple[int, ...]] = {}  # per cached session: the store's `data_version` its head was read under
         self._cache_sessions = max(cache_sessions, 1)
         self.history_cap = None if history_cap is None else max(history_cap, 1)
         self._zones: dict[str, SummaryZone] = {}
@@ -304,6 +305,7 @@ class ContextEditor:
         """Drop everything cached about a session: the next use reads it from the store."""
         self._states.pop(session, None)
         self._erased.pop(session, None)
+        self._marks.pop(session, None)
         self._bound.pop(session, None)
         self._zones.pop(session, None)
         self._pasts.pop(session, None)
@@ -358,6 +360,7 @@ class ContextEditor:
                 self._bound.pop(session, None)
                 raise
             state.round, state.message_index, state.last_message_hash = msg.round, msg.index, msg.hash
+            self._took_own_write(session)
             self._bound[session] = None
             if (msg.index + 1) % SNAPSHOT_EVERY == 0:
                 self._put_sealed(session, SNAPSHOT_KIND, 0, state.snapshot())
@@ -831,7 +834,14 @@ class ContextEditor:
         cached fold caught up with what other writers appended (or a fresh fold). `reach`: the
         first round of the window the caller reads next, given the state's round; when the state is
         folded here, the messages read to place it reach back to there and are kept as that
-        window's tail (`_tail`): a reopen reads the session's latest messages once."""
+        window's tail (`_tail`): a reopen reads the session's latest messages once. The head is
+        read only when the store's mark moved since the cached state was last checked against it
+        (another writer, or an append of this store's, may have moved it)."""
+        mark = self.store.data_version()  # before the head: a commit after it moves the next mark
+        state = self._states.get(session)
+        if state is not None and mark is not None and self._marks.get(session) == mark:
+            self._states.move_to_end(session)
+            return state
         info = self.store.session(session)
         head = (info.messages, info.edits) if info else (0, 0)
         if info is not None and self._erased.get(session, 0) != info.erased:
@@ -839,9 +849,9 @@ class ContextEditor:
             for renderer in (self.renderer, *self._renderers.values()):
                 renderer.forget()  # and so may the renderers' turns, remembered by message hash
             self._erased[session] = info.erased
-        state = self._states.get(session)
+            state = None
         if state is not None and (state.message_index + 1, state.last_seq + 1) == head:
-            self._states.move_to_end(session)
+            self._checked(session, mark)
             return state
         if state is None or state.message_index + 1 > head[0] or state.last_seq + 1 > head[1]:
             state = None  # nothing cached, or the store went back
@@ -869,11 +879,27 @@ class ContextEditor:
         if refused:  # a stored snapshot not used: the next reopen starts from this fold instead
             self._put_sealed(session, SNAPSHOT_KIND, 0, state.snapshot())
         self._states[session] = state
-        self._states.move_to_end(session)
+        self._checked(session, mark)
         while len(self._states) > self._cache_sessions:
             evicted, _ = self._states.popitem(last=False)
             self._forget(evicted)  # everything kept per session goes with its state: memory stays bounded
         return state
+
+    def _took_own_write(self, session: str) -> None:
+        """The cached state of `session` took in this editor's own append: if it was current at
+        its mark, it is current at the mark the store has after that append (the next render does
+        not read the head unless something else was committed meanwhile)."""
+        known = self._marks.pop(session, None)
+        after = self.store.after_own_write(known) if known is not None else None
+        if after is not None:
+            self._marks[session] = after
+
+    def _checked(self, session: str, mark: tuple[int, ...] | None) -> None:
+        """The cached state of `session` is the store's as of `mark`: used last (LRU), and not
+        checked against the head again while the store's mark stays."""
+        self._states.move_to_end(session)
+        if mark is not None:
+            self._marks[session] = mark
 
     def _read_priors(self, session: str) -> None:
         """Work out what the assistant left open since the last user message, from the messages
@@ -1113,6 +1139,7 @@ class ContextEditor:
                 continue
             for e in edits:
                 state.apply(e)
+            self._took_own_write(session)
             return edits
         raise AssertionError("unreachable")  # the loop returns or raises
 

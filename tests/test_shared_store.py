@@ -45,6 +45,35 @@ def test_second_editor_sees_the_other_writers_turns_and_appends_after_them(share
     assert all(v.ok for v in audit.verify(open_store(shared_store_url)))
 
 
+def test_editors_sharing_one_store_object_see_each_others_turns(store_url):
+    """Two editors over one store instance (one connection per thread: the other's appends are
+    not another connection's commits): a render after the other's turn shows it, and a render
+    with nothing new (the store's `data_version` unchanged, the head not read) is the same."""
+    store = open_store(store_url)
+    a, b = ContextEditor("ecommerce", store), ContextEditor("ecommerce", store)
+    a.add("s", user("我想买耳机，要黑色"))
+    first = b.render("s", "place_order").xml
+    assert "黑色" in first and b.render("s", "place_order").xml == first
+    a.add("s", user("改成红色"))
+    assert "红色" in b.render("s", "place_order").xml and b.state("s").get("color") == "red"
+    other = ContextEditor("ecommerce", open_store(store_url)) if store_url != "memory://" else a
+    other.add("s", user("预算2000以内"))  # another instance: another connection's commit
+    assert b.state("s").get("budget_max") == {"amount": 2000, "currency": "CNY"}
+
+
+def test_an_editor_that_appends_after_another_writers_records_still_sees_them(shared_store_url):
+    """A message that brings no edit is appended on the message chain alone, so it goes in after
+    records another writer appended meanwhile (a render's model answers); the appending editor
+    must not take its state, which lacks them, for the store's from then on."""
+    a = ContextEditor("ecommerce", open_store(shared_store_url))
+    b = ContextEditor("ecommerce", open_store(shared_store_url))
+    a.add("s", user("我想买耳机，要黑色"))
+    a.render("s", "place_order")  # a checks its state against the store here
+    b.record("s", [{"prompt_hash": "p" * 64, "kind": "score", "result": {"m0": 1}}])
+    a.add("s", user("嗯"))
+    assert "p" * 64 in a.state("s").llm and a.state("s").last_seq == b.state("s").last_seq
+
+
 def test_racing_writers_on_one_session_lose_nothing_and_keep_one_chain(shared_store_url):
     editors = [ContextEditor("ecommerce", open_store(shared_store_url)) for _ in range(2)]
     errors: list[BaseException] = []

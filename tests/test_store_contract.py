@@ -508,6 +508,70 @@ def test_reopened_store_sees_the_data(store, shared_url):
         again.close()
 
 
+def test_data_version_moves_with_this_stores_appends_and_erasures_not_its_derived_writes(store):
+    """`data_version`, what a reader checks before it reads a session's head again: the same
+    while nothing is written, or only derived data and usage (a render's own writes); moved by an
+    append, a records append, an erasure, and an append from another thread. PostgreSQL cannot
+    tell without a round trip: None (read the head)."""
+    from context_editor.store.base import Tombstone
+
+    store.put_domain(VERSION, DOMAIN, {"domain": DOMAIN})
+    if store.data_version() is None:
+        assert store.url.startswith("postgresql")
+        return
+    marks = [store.data_version()]
+    assert store.data_version() == marks[-1]
+    store.add_usage("a", Usage(1, 10, 100, 0))
+    store.put_derived("a", "summary", 0, {"lines": []})
+    assert store.data_version() == marks[-1]
+
+    def moved() -> bool:
+        marks.append(store.data_version())
+        return marks[-1] not in marks[:-1]
+
+    add(store, "a", "电话13912345678")
+    assert moved()
+    store.append_records("a", records_after(store, "a"))
+    assert moved()
+    body = json.loads(store.raw_rows("a")[0][0][2])
+    store.erase([Tombstone("a", "message", 0, body["commitment"], "2024-06-01", "dpo", "r")])
+    assert moved()
+    writer = threading.Thread(target=add, args=(store, "b"))
+    writer.start()
+    writer.join()
+    assert moved() and store.data_version() == marks[-1]
+    add(store, "b")  # a write of this store, this thread, nothing else: the mark `after_own_write` says
+    assert moved() and store.after_own_write(marks[-2]) == marks[-1]
+    store.append_records("b", records_after(store, "b"))
+    assert moved() and store.after_own_write(marks[-2]) == marks[-1]
+    with store.batch():
+        add(store, "b")
+        expected = store.after_own_write(marks[-1])
+    assert moved() and expected in (None, marks[-1])  # None inside a batch (SQLite): nothing is committed yet
+
+
+def test_data_version_moves_when_another_instance_or_process_commits(store, shared_url):
+    """What another connection commits (another store instance, another process) moves this
+    store's mark, whatever it wrote, and `after_own_write` of a mark taken before it is not the mark."""
+    import subprocess
+    import sys
+
+    first = store.data_version()
+    if first is None:
+        return  # PostgreSQL: always read the head
+    other = open_store(shared_url)
+    add(other, "b")
+    other.close()
+    second = store.data_version()
+    assert second != first
+    add(store, "b")  # after another connection's commit: not what `after_own_write` of the older mark says
+    assert store.data_version() == store.after_own_write(second) != store.after_own_write(first)
+    script = ("import sys; from context_editor.store import open_store; from context_editor.store.base import Usage; "
+              "open_store(sys.argv[1]).add_usage('x', Usage(1, 1, 1, 0))")
+    subprocess.run([sys.executable, "-c", script, shared_url], check=True)
+    assert store.data_version() not in (first, second)
+
+
 @pytest.mark.parametrize("n_edits", [0, 2])
 def test_a_head_another_writer_moved_is_not_written_over(store, shared_url, n_edits):
     """A store appends on the head it last wrote without reading it first (SQL stores): when

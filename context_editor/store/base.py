@@ -507,6 +507,22 @@ class Store(ABC):
     def session(self, session: str) -> SessionInfo | None:
         """What is known about a session, or None if it has no message yet."""
 
+    @abstractmethod
+    def data_version(self) -> tuple[int, ...] | None:
+        """A mark of the sessions as this store sees them, cheaper to take than a session's head:
+        it is the same as a mark taken before only if no append, records append or erase went
+        through this store, and nothing was committed by another connection or process, in
+        between (writes of derived data and usage through this store leave it). A reader that
+        cached what it read under a mark reads again only when the mark moved. None: the store
+        cannot tell cheaply, read again."""
+
+    def after_own_write(self, mark: tuple[int, ...]) -> tuple[int, ...] | None:
+        """What `data_version()` returns after one append or records append through this store
+        on this thread, committed, if nothing else was committed since `mark` was taken (no I/O):
+        a reader whose cache was current at `mark` and took in its own write is current there.
+        None where the store cannot say (and inside a batch: nothing is committed yet)."""
+        return None
+
     def require_session(self, session: str) -> SessionInfo:
         """What is known about a session; the one "no session" error (Errors.NO_SESSION) if it has none."""
         info = self.session(session)

@@ -26,6 +26,7 @@ class MemoryStore(Store):
         self._derived: dict[tuple[str, str], dict[int, bytes]] = {}  # rows as their text's bytes (`derived_text`), as SQL stores them
         self._user_memory: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._usage: dict[str, Usage] = {}
+        self._writes = 0  # appends, records appends and erasures so far (`data_version`)
         self._search: dict[str, TermIndex] = {}
         self._erasures: dict[str, dict[tuple[str, int], tuple[str, str | None]]] = {}
 
@@ -43,8 +44,15 @@ class MemoryStore(Store):
         return SessionInfo(session, name, version, len(self._messages[session]), len(self._edits[session]),
                            len(self._erasures.get(session, {})))
 
+    def data_version(self) -> tuple[int, ...] | None:
+        return (self._writes,)
+
+    def after_own_write(self, mark: tuple[int, ...]) -> tuple[int, ...] | None:
+        return (mark[0] + 1,)
+
     def append(self, domain: str, domain_version: str, message: Message, edits: list[Edit]) -> None:
         with self._lock:
+            self._writes += 1
             msgs = self._messages.get(message.session, [])
             log = self._edits.get(message.session, [])
             last_edit = log[-1].hash if log else GENESIS_HASH
@@ -60,6 +68,7 @@ class MemoryStore(Store):
 
     def append_records(self, session: str, edits: list[Edit]) -> None:
         with self._lock:
+            self._writes += 1
             msgs = self._messages.get(session, [])
             log = self._edits.get(session, [])
             check_records(session, edits, len(msgs), len(log), log[-1].hash if log else GENESIS_HASH)
@@ -137,6 +146,7 @@ class MemoryStore(Store):
 
     def erase(self, tombstones: list[Tombstone], forget: Forget | None = None) -> None:
         with self._lock:
+            self._writes += 1
             for t in tombstones:
                 if t.kind == "message":
                     m = self._messages[t.session][t.pos]

@@ -199,6 +199,11 @@ class PostgresStore(Store):
                 (session,)).fetchone()
         return SessionInfo(*row) if row else None
 
+    def data_version(self) -> tuple[int, ...] | None:
+        # Nothing tells a connection that another one committed without a round trip, which is
+        # what reading the session's head costs: read the head.
+        return None
+
     @contextmanager
     def batch(self, deferred: bool = True) -> Iterator[None]:
         # Appends inside run in this transaction (a lost race's locking path in a savepoint of it).

@@ -8,6 +8,7 @@ for indexed reads and are cross-checked against the body.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import sqlite3
 import threading
@@ -46,7 +47,8 @@ class SQLiteStore(Store):
             raise Errors.NO_STORE(path=self.path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
+        self._local = threading.local()  # per thread: its connection, the connection's serial and writes (`data_version`)
+        self._serials = itertools.count()
         self._shas: dict[str, str] = {}  # domain version -> sha256 of its stored document
         self._heads = KnownHeads()  # lets an append skip reading the session's head
         c = self._conn()
@@ -86,8 +88,21 @@ class SQLiteStore(Store):
             except sqlite3.Error as exc:
                 raise Errors.STORE(problem=f"cannot open SQLite database {self.path}: {exc}",
                                  fix="check the path and its permissions, or pass another --store") from exc
-            self._local.conn = conn
+            self._local.conn, self._local.serial, self._local.writes = conn, next(self._serials), 0
         return conn
+
+    def data_version(self) -> tuple[int, ...] | None:
+        # PRAGMA data_version moves when another connection (another thread's, another process's)
+        # commits; this connection's own appends, records and erasures are counted here. The
+        # serial: the values of two connections are not comparable.
+        c = self._conn()
+        return self._local.serial, c.execute("PRAGMA data_version").fetchone()[0], self._local.writes
+
+    def after_own_write(self, mark: tuple[int, ...]) -> tuple[int, ...] | None:
+        # This connection's own commit leaves its PRAGMA data_version as it was; a commit of
+        # another connection before or after it moves it (the write's own transaction start sees one).
+        serial, version, writes = mark
+        return None if self._conn().in_transaction else (serial, version, writes + 1)
 
     def put_domain(self, version_hash: str, name: str, source: dict[str, Any]) -> None:
         self._conn().execute("INSERT OR IGNORE INTO domains VALUES (?, ?, ?, ?)", (version_hash, name, *domain_text(source)))
@@ -149,6 +164,7 @@ class SQLiteStore(Store):
         # `_write` spelled out: this runs once per message, a generator-based context costs more
         # than the statements it wraps.
         c = self._conn()
+        self._local.writes += 1
         nested = self._begin(c)
         try:
             expected = self._heads.expected(message, edits)
@@ -232,6 +248,7 @@ class SQLiteStore(Store):
 
     def append_records(self, session: str, edits: list[Edit]) -> None:
         c = self._conn()
+        self._local.writes += 1
         try:
             c.execute("BEGIN IMMEDIATE")
             row = c.execute("SELECT session, domain, domain_version, messages, edits FROM sessions WHERE session = ?",
@@ -331,6 +348,7 @@ class SQLiteStore(Store):
     def erase(self, tombstones: list[Tombstone], forget: Forget | None = None) -> None:
         sessions = sorted({t.session for t in tombstones})
         with self._write() as c:
+            self._local.writes += 1
             for t in tombstones:
                 table, key, salt, payload = ERASABLE[t.kind]
                 c.execute(f"UPDATE {table} SET {salt} = NULL, {payload} = NULL WHERE session = ? AND {key} = ?",
