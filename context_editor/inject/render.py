@@ -951,11 +951,12 @@ class Renderer:
         the guess adds what the cut brings in that no item of the whole render counted (from the
         plan alone: the summary lines its dropped turns hid, the template's <truncated_context>
         note); while the guess is over the limit, the search runs again that much lower. The cut is
-        then rendered exactly; while that is over the limit, the estimate's error there is taken
-        off the limit and the search runs again (the offset only grows, so the candidates only
-        shrink). Nothing checks one item more, so budget can be left unused: the offset measured at
-        one candidate is taken off every cut (the exact count is not monotone in what is kept, so
-        a crossing is one of several anyway). Tokenizers whose counts do not add up piece by piece
+        then counted exactly: made from the whole render's pieces where that is the same text
+        (`_without`: a cut of entities), else rendered. While that is over the limit, the
+        estimate's error there is taken off the limit and the search runs again (the offset only
+        grows, so the candidates only shrink). Nothing checks one item more, so budget can be left
+        unused: the offset measured at one candidate is taken off every cut (the exact count is not
+        monotone in what is kept, so a crossing is one of several anyway). Tokenizers whose counts do not add up piece by piece
         (and templates that post-process their own output) take the plain bisection.
 
         The answer is chosen from this render's plan alone, so a warm process renders what a cold
