@@ -956,8 +956,9 @@ class Renderer:
         estimate's error there is taken off the limit and the search runs again (the offset only
         grows, so the candidates only shrink). Nothing checks one item more, so budget can be left
         unused: the offset measured at one candidate is taken off every cut (the exact count is not
-        monotone in what is kept, so a crossing is one of several anyway). Tokenizers whose counts do not add up piece by piece
-        (and templates that post-process their own output) take the plain bisection.
+        monotone in what is kept, so a crossing is one of several anyway). Tokenizers whose counts
+        do not add up piece by piece (and templates that post-process their own output) take the
+        plain bisection.
 
         The answer is chosen from this render's plan alone, so a warm process renders what a cold
         one does: nothing remembered picks the cut (`_fitted` only chooses whether the whole render
