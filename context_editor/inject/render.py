@@ -116,6 +116,12 @@ def lost_fields(xml: str, expected: dict[str, str]) -> list[str]:
 # edited template has another hash and is parsed at every render until it is checked and pinned
 # here (tests/test_render.py holds the property on random values).
 FIELD_ELEMENT_TEMPLATES = frozenset({"b293c6534993e88f", "37ca0230f3106478"})
+# The bundled templates (the same two) whose every droppable item is lines of its own, made from
+# the item alone, and whose other lines do not depend on which items are given, only on whether
+# an element that holds items holds any (`_wrappers`): a render given fewer items, and nothing
+# else changed, is the full render without those items' lines and the elements they empty
+# (`_without`). tests/test_render_without.py holds the property on the golden conversations.
+ITEM_LINE_TEMPLATES = frozenset({"b293c6534993e88f", "37ca0230f3106478"})
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_]+")
 
 
@@ -128,20 +134,19 @@ def _shows_fields(plan: _Plan, expected: dict[str, str]) -> bool:
         and all(_PLAIN_NAME.fullmatch(n) and "\r" not in text for n, text in expected.items())
 
 
-def _pinned(template: Template) -> bool:
-    """Whether a template and every template it extends are in FIELD_ELEMENT_TEMPLATES."""
-    cached: bool | None = getattr(template, "_ce_pinned", None)
-    if cached is None:
-        cached = template.name is not None and _pinned_chain(template.environment, template.name)
-        template._ce_pinned = cached  # type: ignore[attr-defined]
-    return cached
+def _pinned(template: Template, pins: frozenset[str] = FIELD_ELEMENT_TEMPLATES) -> bool:
+    """Whether a template and every template it extends are in `pins`."""
+    cached: dict[frozenset[str], bool] = template.__dict__.setdefault("_ce_pinned", {})
+    if pins not in cached:
+        cached[pins] = template.name is not None and _pinned_chain(template.environment, template.name, pins)
+    return cached[pins]
 
 
-def _pinned_chain(env: Environment, name: str, depth: int = 0) -> bool:
+def _pinned_chain(env: Environment, name: str, pins: frozenset[str] = FIELD_ELEMENT_TEMPLATES, depth: int = 0) -> bool:
     source, parents = _source(env, name)
     return depth <= 8 and parents is not None and \
-        hashlib.sha256(source.encode()).hexdigest()[:16] in FIELD_ELEMENT_TEMPLATES and \
-        all(_pinned_chain(env, parent, depth + 1) for parent in parents)
+        hashlib.sha256(source.encode()).hexdigest()[:16] in pins and \
+        all(_pinned_chain(env, parent, pins, depth + 1) for parent in parents)
 
 
 # One field of a `state_lines` state (templates/default.xml.j2): "name: value (r3 initial)"; of a
@@ -361,7 +366,8 @@ class _Costs:
         self.items = full.costs  # (tier, position) -> its pieces' count
         self.fixed = full.base - sum(self.items.values())
         self.prefix: dict[str, list[int]] = {}
-        rank: dict[tuple[str, int], int] = {}
+        self.rank: dict[tuple[str, int], int] = {}  # an item's place in its tier's order of giving way, last first
+        rank = self.rank
         for tier in TIERS:
             positions = sorted({p for t, p in self.items if t == tier}, reverse=tier in _NEWEST_FIRST)
             acc = [0]
@@ -372,7 +378,8 @@ class _Costs:
         # Each element that empties: its own count, and per tier the rank of its first item to go
         # last (it empties once every tier keeps fewer items than that).
         self.groups: list[tuple[int, list[tuple[str, int]]]] = []
-        for cost, members in _wrappers(full.pieces):
+        self.wrappers = _wrappers(full.pieces)
+        for cost, members, _ in self.wrappers:
             first: dict[str, int] = {}
             for key in members:
                 first[key[0]] = min(first.get(key[0], rank[key]), rank[key])
@@ -492,23 +499,25 @@ _OPENER = re.compile(r"[ \t]*<([A-Za-z_][\w.:-]*)(?:\s[^<>]*)?(?<!/)>\n?")  # a 
 _CLOSER = re.compile(r"[ \t]*</([A-Za-z_][\w.:-]*)>\n?")  # a line that only closes one
 
 
-def _wrappers(pieces: list[tuple[str, tuple[str, int] | None, int]]) -> list[tuple[int, set[tuple[str, int]]]]:
+def _wrappers(pieces: list[tuple[str, tuple[str, int] | None, int]]
+              ) -> list[tuple[int, set[tuple[str, int]], tuple[int, int]]]:
     """The elements of a marked render that hold only droppable items (or such elements): the
-    count of their opening and closing lines, and their items. A template writes such a wrapper
-    only around something (`{% if turns %}<recent_turns>…`), so a cut that drops all its items
-    drops it too; an element that holds any fixed line never empties."""
-    stack: list[tuple[str, int, set[tuple[str, int]], list[bool]]] = []  # name, count, items, [only items]
-    out: list[tuple[int, set[tuple[str, int]]]] = []
-    for text, owner, n in pieces:
+    count of their opening and closing lines, their items, and where those two lines are among
+    the pieces. A template writes such a wrapper only around something (`{% if turns
+    %}<recent_turns>…`), so a cut that drops all its items drops it too; an element that holds any
+    fixed line never empties."""
+    stack: list[tuple[str, int, set[tuple[str, int]], list[bool], int]] = []  # name, count, items, [only items], at
+    out: list[tuple[int, set[tuple[str, int]], tuple[int, int]]] = []
+    for i, (text, owner, n) in enumerate(pieces):
         if owner is not None:
             for g in stack:
                 g[2].add(owner)
         elif opened := _OPENER.fullmatch(text):
-            stack.append((opened.group(1), n, set(), [True]))
+            stack.append((opened.group(1), n, set(), [True], i))
         elif (closed := _CLOSER.fullmatch(text)) and stack and stack[-1][0] == closed.group(1):
-            _, opening, members, only_items = stack.pop()
+            _, opening, members, only_items, at = stack.pop()
             if only_items[0] and members:
-                out.append((opening + n, members))
+                out.append((opening + n, members, (at, i)))
             elif stack:
                 stack[-1][3][0] = False
         else:
@@ -945,12 +954,14 @@ class Renderer:
         the guess adds what the cut brings in that no item of the whole render counted (from the
         plan alone: the summary lines its dropped turns hid, the template's <truncated_context>
         note); while the guess is over the limit, the search runs again that much lower. The cut is
-        then rendered exactly; while that is over the limit, the estimate's error there is taken
-        off the limit and the search runs again (the offset only grows, so the candidates only
-        shrink). Nothing checks one item more, so budget can be left unused: the offset measured at
-        one candidate is taken off every cut (the exact count is not monotone in what is kept, so
-        a crossing is one of several anyway). Tokenizers whose counts do not add up piece by piece
-        (and templates that post-process their own output) take the plain bisection.
+        then counted exactly: made from the whole render's pieces where that is the same text
+        (`_without`: a cut of entities), else rendered. While that is over the limit, the
+        estimate's error there is taken off the limit and the search runs again (the offset only
+        grows, so the candidates only shrink). Nothing checks one item more, so budget can be left
+        unused: the offset measured at one candidate is taken off every cut (the exact count is not
+        monotone in what is kept, so a crossing is one of several anyway). Tokenizers whose counts
+        do not add up piece by piece (and templates that post-process their own output) take the
+        plain bisection.
 
         The answer is chosen from this render's plan alone, so a warm process renders what a cold
         one does: nothing remembered picks the cut (`_fitted` only chooses whether the whole render
@@ -983,7 +994,10 @@ class Renderer:
                     break
                 offset = max(offset, guess - costs.estimate(kept))
                 kept = costs.search(plan.limit - offset)
-            probe = self._probe(plan, state, kept, probes, counter)
+            at = tuple(kept[t] for t in TIERS)
+            if at not in probes:  # (the full render's pieces, where they are the cut's text: no second template pass)
+                probes[at] = self._without(plan, full, costs, kept, counter) or self._build(plan, state, kept, counter)
+            probe = probes[at]
             if probe.tokens <= plan.limit:
                 return kept, probe
             if not any(kept.values()):
@@ -1010,6 +1024,27 @@ class Renderer:
             kept[tier] = lo
             result = self._probe(plan, state, kept, probes, counter)
         return kept, result
+
+    def _without(self, plan: _Plan, full: _Probe, costs: _Costs, kept: dict[str, int],
+                 counter: SegmentCounter) -> _Probe | None:
+        """The render of the cut `kept` made from the full marked render without a template pass,
+        where that is the same text: a template of ITEM_LINE_TEMPLATES, and a cut that changes
+        nothing but which items are given (the same <truncated_context> note and summary lines as
+        the full render; in practice a cut of entities). It is the full render's pieces less those
+        of the items the cut drops and of the elements that hold only such items; None otherwise."""
+        cut, whole = _cut(plan, kept), _cut(plan, costs.sizes)
+        if cut.dropped != whole.dropped or cut.lost != whole.lost or {(t, p) for t, p, _ in cut.zone} != costs.whole \
+                or not _pinned(plan.template, ITEM_LINE_TEMPLATES):
+            return None
+
+        def gone(item: tuple[str, int]) -> bool:
+            return costs.rank[item] >= kept[item[0]]
+
+        emptied = {i for _, members, at in costs.wrappers if all(map(gone, members)) for i in at}
+        pieces = [text for i, (text, owner, _) in enumerate(full.pieces)
+                  if i not in emptied and (owner is None or not gone(owner))]
+        xml, tokens, _ = self._fixed_point("".join(pieces), counter, pieces)
+        return _Probe(xml, tokens, cut.dropped, {}, 0)
 
     def _kept_fields(self, plan: _Plan, kept: dict[str, int]) -> list[str]:
         return [n for n in plan.names if n in plan.protected or n in plan.optional[: kept["optional"]]]
