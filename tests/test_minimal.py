@@ -6,6 +6,7 @@ counts fewer tokens. Every value stays explainable: fields by `why FIELD`, lines
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from html import unescape
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from context_editor import ContextEditor, add_together, render_together
+from context_editor.domain.regexcheck import literal_values
 from context_editor.echo import mask_echoes
 from context_editor.inject import minimal
 from context_editor.inject.compact import shown_lines
@@ -333,6 +335,53 @@ def test_the_state_form_must_be_smaller_by_more_than_the_statements_no_value_was
     structured = state_form(editor, monkeypatch)  # the other candidate: smaller, without the statement
     window = "window" if language == "en" else "靠窗"
     assert window not in structured.xml and "<state>" in structured.xml and structured.tokens < ctx.tokens
+
+
+# A request a value was read from (another restaurant) that says a value no rule read: the
+# seating rule reads "window" as a value only before "table" or "seat".
+PARTLY_READ = {"en": "Actually, make it Rosie's instead, and please keep the people dining with us a quiet table by the window.",
+               "zh": "还是换成海底捞吧，我们用餐想要一个安静的位子，最好靠窗。"}
+SEATING_FIELD = """  seating:
+    type: text
+    extract: [{pattern: '(?P<value>window|靠窗)\\s*的?(?:table|seat|位子|座位)', parse: text}]
+"""
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_partly_read_sentence_keeps_the_value_no_rule_read_in_it(tmp_path, language, monkeypatch):
+    """A user sentence a value was read from (`name`) may hold another value a rule of the domain
+    reads word for word, where that rule did not fire ("by the window", "最好靠窗": the seating
+    rule wants "window table", "靠窗的位子"). The state form shows the value read and leaves the
+    sentence out, so it is sent only when it is smaller by more than the sentence
+    (`minimal.unread_user`); here it is not, and the conversation is sent with the sentence."""
+    path = domain_file(tmp_path, "restaurant", history_rounds=5)  # the whole conversation
+    path.write_text(path.read_text("utf-8").replace("actions:\n", SEATING_FIELD + "actions:\n"), "utf-8")
+    editor = ContextEditor(path, "memory://")
+    talk = TALK[language] + MORE[language]
+    talk = [*talk[:8], ("user", PARTLY_READ[language]), *talk[9:]]
+    for role, text in talk:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    assert editor.why("c", "name")["provenance"]["message_index"] == 8 and editor.state("c").get("seating") is None
+    ctx = editor.render("c", "track")
+    window = "window" if language == "en" else "靠窗"
+    assert window in unescape(ctx.xml) and ctx.tokens == count_tokens(ctx.xml)
+    structured = state_form(editor, monkeypatch)  # the other candidate: smaller, without the value
+    name = "Rosie's" if language == "en" else "海底捞"
+    assert window not in unescape(structured.xml) and f"name: {name}" in unescape(structured.xml) and structured.tokens < ctx.tokens
+
+
+@pytest.mark.parametrize("pattern, values", [
+    (r"(?:门票|票价)\s*(?P<value>\d+\s*元以[上下]|免费)|(?P<value2>免费)的?(?:景点|景区)", {"免费"}),
+    (r"(?i)\b(?P<value>Pop|rock|r&b)\s+(?:music|songs?)", {"pop", "rock", "r&b"}),
+    (r"(?P<value>\d+)\s*(?:people|人)", set()),  # a shape, no word
+    (r"(?P<value>(?:window|aisle) seat)", set()),  # a choice inside a value: not spelled out
+    (r"party of (two|three)", set()),  # not a value group
+])
+def test_the_words_a_rule_reads_as_values(pattern, values):
+    """`regexcheck.literal_values`: what a rule's value groups read word for word (`value_words`)."""
+    compiled = re.compile(pattern)
+    groups = tuple(sorted(g for g in compiled.groupindex if g.startswith("value"))) or (0,)
+    assert literal_values(compiled, groups) == values
 
 
 # Every value restated: the state form holds the conversation's values in fewer tokens, and the

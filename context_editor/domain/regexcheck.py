@@ -146,3 +146,57 @@ def _required(source: str, flags: int) -> frozenset[str] | None:
 
     found = req(parser.parse(source, flags))
     return frozenset(s.casefold() for s in found) if found else None
+
+
+def literal_values(pattern: re.Pattern[str], groups: tuple[Any, ...]) -> frozenset[str]:
+    """The fixed strings (case-folded) the value groups `groups` of `pattern` read where they are
+    written as words, not shapes: a group that is a literal ("(?P<value2>免费)的景点") or a branch of
+    literals ("(?P<value>pop|rock|jazz)"), and the literal branches of a group that mixes them with
+    shapes ("\\d+元以上|免费"). What a rule can read as a value word for word, whatever its cue."""
+    return _literal_values(pattern.pattern, pattern.flags, tuple(g for g in groups if isinstance(g, str)))
+
+
+@lru_cache(maxsize=4096)
+def _literal_values(source: str, flags: int, groups: tuple[str, ...]) -> frozenset[str]:
+    C: Any = importlib.import_module("re._constants")
+    parser: Any = importlib.import_module("re._parser")
+    parsed = parser.parse(source, flags)
+    wanted = {parsed.state.groupdict[g] for g in groups if g in parsed.state.groupdict}
+
+    def literal(items: Any) -> str | None:
+        """The one string `items` matches, or None when it matches a shape."""
+        out = []
+        for op, av in items:
+            if op is C.LITERAL:
+                out.append(chr(av))
+            elif op is C.SUBPATTERN and (text := literal(av[3])) is not None:
+                out.append(text)
+            else:
+                return None
+        return "".join(out) or None
+
+    def alternatives(items: Any) -> list[str]:
+        items = list(items)
+        branches = items[0][1][1] if len(items) == 1 and items[0][0] is C.BRANCH else [items]
+        return [text for branch in branches if (text := literal(branch)) is not None]
+
+    found: list[str] = []
+
+    def walk(items: Any) -> None:
+        for op, av in items:
+            if op is C.SUBPATTERN:
+                if av[0] in wanted:
+                    found.extend(alternatives(av[3]))
+                walk(av[3])
+            elif op is C.BRANCH:
+                for branch in av[1]:
+                    walk(branch)
+            elif op in (C.MAX_REPEAT, C.MIN_REPEAT, C.POSSESSIVE_REPEAT):
+                walk(av[2])
+            elif op in (C.ASSERT, C.ASSERT_NOT):
+                walk(av[1])
+            elif op is C.ATOMIC_GROUP:
+                walk(av)
+
+    walk(parsed)
+    return frozenset(s.casefold() for s in found)

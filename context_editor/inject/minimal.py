@@ -47,6 +47,9 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Mapping, Sequence
 
+from ..domain import Domain
+from ..domain.regexcheck import literal_values
+from ..domain.versions import PerVersion
 from ..lang.lexicon import Lexicon, alternation, lexicon
 from ..model import FieldState, Message, Provenance, State
 from . import compact, history
@@ -450,25 +453,64 @@ def _clauses(text: str, spans: Sequence[tuple[int, int]]) -> str:
 
 
 def unread_user(summary: Sequence[compact.SummaryLine], absorbed: compact.Absorbed, before: int,
-                elsewhere: set[int], vocabulary: set[str]) -> tuple[str, ...]:
-    """The user's statements (sentences not ending in a question mark) of messages before `before`
-    (the latest user message) with no value-like span that no value was read from, by any state
-    of the envelope (`absorbed`), and that are about the action as a note must be (as many words
-    of its `vocabulary`: compact.NOTE_OVERLAP): words no rule took ("I am in the mood for
-    cambodian food.", "门票还是免费的。"), which the state form leaves out and the conversation form
-    says; not pleasantries ("那太好了，帮我省钱了啊。"). A sentence with value-like spans is said by the
-    state form or held by `spans_of`; a question asks for something, its values are its spans or
-    the answer's. None of messages that speak for other domains (`elsewhere`)."""
+                elsewhere: set[int], vocabulary: set[str], values: frozenset[str]) -> tuple[str, ...]:
+    """The user's sentences of messages before `before` (the latest user message) that say
+    something no rule read, which the state form leaves out and the conversation form says. None
+    of messages that speak for other domains (`elsewhere`).
+    - A statement (not a question) with no value-like span that no value was read from (by any
+      state of the envelope: `absorbed`), and that is about the action as a note must be (as
+      many words of its `vocabulary`: compact.NOTE_OVERLAP): words no rule took ("I am in the
+      mood for cambodian food.", "门票还是免费的。"); not pleasantries ("那太好了，帮我省钱了啊。").
+      A sentence with value-like spans is said by the state form or held by `spans_of`; a
+      question asks for something, its values are its spans or the answer's.
+    - A sentence a value was read from that holds, outside what was read and its value-like
+      spans, a word the envelope's rules read as a value (`values`: `value_words`): "免费" of
+      "我想去一个免费的评分5分的景点玩2小时 - 3小时，能帮我推荐一个吗？" once the rating and the
+      duration are read (no ticket rule fired: its cue is not next to it), "pasta" of "pizza and
+      pasta" once "pizza" is read. A request that is a question states what it wants too."""
     out = []
     for line in summary:
-        if line.role != "user" or line.spans or line.index >= before or line.index in elsewhere or line.start < 0 \
-                or _question(line.text):
+        if line.role != "user" or line.index >= before or line.index in elsewhere or line.start < 0:
             continue
-        end = line.start + len(line.text)
-        if not any(p0 < end and line.start < p1 for p0, p1 in absorbed[0].get(line.index, ())) \
+        read = _overlapping(line, absorbed[0].get(line.index, ()))
+        if read:
+            rest = _cut(line.text, [*line.spans, *read]).lower()
+            if any(says(rest, v) for v in values):
+                out.append(line.text)
+        elif not line.spans and not _question(line.text) \
                 and len(history.words(line.text) & vocabulary) >= compact.NOTE_OVERLAP:
             out.append(line.text)
     return tuple(out)
+
+
+_values: PerVersion[str, frozenset[str]] = PerVersion()
+
+
+def value_words(domain: Domain) -> frozenset[str]:
+    """The words the rules of a domain's fields read as values word for word, whatever their cue
+    (`regexcheck.literal_values`: "免费" of a ticket price, "pasta" of a cuisine, "noon" of a
+    time), but the dialogue stopwords, which are values only next to their cue ("a" room, "one"
+    star). Made once per domain version."""
+    def made() -> frozenset[str]:
+        stop = _naming(lexicon())[2]
+        return frozenset(v for rules in domain.field_rules.values() for r in rules
+                         for v in literal_values(r.pattern, r.groups) if v not in stop)
+
+    return _values.get(domain.version_hash, made)
+
+
+def _overlapping(line: compact.SummaryLine, spans: compact.Spans) -> list[tuple[int, int]]:
+    """The parts of `spans` (message offsets) inside `line`, relative to its text."""
+    end = line.start + len(line.text)
+    return [(max(p0, line.start) - line.start, min(p1, end) - line.start) for p0, p1 in spans if p0 < end and line.start < p1]
+
+
+def _cut(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """`text` with `spans` blanked out (spaces in their place: the words either side stay apart,
+    and overlapping spans keep their offsets)."""
+    for a, b in spans:
+        text = text[:a] + " " * (b - a) + text[b:]
+    return text
 
 
 def spans_of(user: Sequence[compact.SummaryLine], said: Sequence[compact.ZoneLine],

@@ -553,7 +553,7 @@ class _Plan:
     dialogue: list[list[Message]] = field(default_factory=list)
     said: list[compact.ZoneLine] = field(default_factory=list)  # its assistant sentences (minimal.said_lines)
     spans: tuple[str, ...] = ()  # the value-like spans of its user turns and of `said` (lowercased)
-    unread: tuple[str, ...] = ()  # its user sentences no value was read from (minimal.unread_user)
+    unread: tuple[str, ...] = ()  # its user sentences with words no rule read (minimal.unread_user)
     # A minimal render's lines made so far (`_flat_lines`); not copied by `replace`.
     lines_memo: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] = field(default_factory=dict, init=False, repr=False)
     # Each field as the template shows it (`Renderer._field_of`), made once for all candidates; not copied by `replace`.
@@ -701,9 +701,10 @@ class Renderer:
         # word (a state value shown in its own form, "02:15" for "the afternoon 2:15", does not
         # say the user's words; a sentence dropped as absorbed may hold a value extraction missed).
         text = unescape(probe.xml).lower()
-        # ... and it must be smaller by more than the user's statements no value was read from that
-        # it leaves out (`minimal.unread_user`: "I am in the mood for cambodian food." that no rule
-        # read): sending them costs the conversation form no more than that.
+        # ... and it must be smaller by more than the user's sentences with words no rule read that
+        # it leaves out (`minimal.unread_user`: "I am in the mood for cambodian food.", the "免费" of
+        # "我想去一个免费的评分5分的景点…" once the rating is read): sending them costs the
+        # conversation form no more than that.
         lost = [u for u in plan.unread if u.lower() not in text]
         extra = segment_counter(self.model).count_said([("user", u) for u in lost]) if lost else 0
         if talk_probe.tokens >= probe.tokens + extra and all(minimal.says(text, v) for v in plan.spans):
@@ -755,14 +756,15 @@ class Renderer:
               offers_by: minimal.Offers | None = None, held_by: compact.Absorbed | None = None,
               taken_by: dict[int, tuple[tuple[int, int], ...]] | None = None,
               domains_by: list[str] | None = None, summaries_by: list[list[compact.SummaryLine]] | None = None,
-              carried_by: set[str] | None = None) -> _Plan:
+              carried_by: set[str] | None = None, values_by: frozenset[str] | None = None) -> _Plan:
         """`absorbed_by`: what the states of the other domains of the conversation hold (their
         values count as absorbed in the summary zone too: one envelope states each fact once);
         for a minimal action, `held_by` (what all the states hold as rendered; `taken_by`: where
         their present values were read), `offers_by` (the offers still open in all of them),
         `domains_by` (the envelope's domains), `summaries_by` (the other domains' summary lines:
-        their value-like spans count in the conversation form) and `carried_by` (the domains
-        the envelope's values were carried from: `minimal.carried`)."""
+        their value-like spans count in the conversation form), `carried_by` (the domains
+        the envelope's values were carried from: `minimal.carried`) and `values_by` (the words
+        the rules of every domain read as values: `minimal.value_words`)."""
         spec = self.action(action)
         resolved = resolve_budget(budget, spec.budget_tokens, self.window)
         limit = resolved - spec.safety_margin
@@ -849,7 +851,8 @@ class Renderer:
                 read = taken_by if taken_by is not None else minimal.taken([state])
                 said_lines = minimal.said_lines(every, user_text, hidden, elsewhere, read)
                 spans = minimal.spans_of([z for z in every if z.role == "user"], said_lines, read)
-                unread = minimal.unread_user(summary, absorbed, before, elsewhere, vocabulary)
+                values = values_by if values_by is not None else minimal.value_words(self.domain)
+                unread = minimal.unread_user(every, absorbed, before, elsewhere, vocabulary, values)
         return _Plan(
             action=action, spec=spec, budget=resolved, limit=limit,
             template=self.env.get_template(template_name) if template_name else self._template(spec),
@@ -1417,10 +1420,12 @@ def render_many(parts: list[RenderPart], action: str, budget: int | str | None =
     held = minimal.held([p.state for p in parts]) if specs[0].minimal else None
     taken = minimal.taken([p.state for p in parts]) if specs[0].minimal else None
     carried = minimal.carried([(p.renderer.domain.carry, p.state) for p in parts]) if specs[0].minimal else None
+    values = frozenset().union(*(minimal.value_words(p.renderer.domain) for p in parts)) if specs[0].minimal else None
     plans = [p.renderer._plan(p.state, action, p.messages if i == 0 else [], budget, language, p.summary if i == 0 else [],
                               p.anchors if i == 0 else {}, None, None, None, absorbed_by=absorbed, offers_by=offers,
                               held_by=held, taken_by=taken, domains_by=names, carried_by=carried,
-                              summaries_by=[q.summary for q in parts[1:]] if i == 0 and specs[0].minimal else None)
+                              summaries_by=[q.summary for q in parts[1:]] if i == 0 and specs[0].minimal else None,
+                              values_by=values)
              for i, p in enumerate(parts)]
     plan = _joined(parts, plans, lead.env.get_template(MINIMAL_TEMPLATE if specs[0].minimal else MULTI_TEMPLATE))
     state = parts[0].state
