@@ -532,10 +532,11 @@ def test_the_message_a_bare_reply_answers_stays_whole_while_it_is_pending(tmp_pa
 # The user names a place whole, first in a sentence, where a capital says nothing; the state
 # reads part of it: the enum knows "Sino" (SGD train: `Australia` of "Sydney, Australia.";
 # `Access Dental` of "Access Dental - Santa Rosa", `Bayhill Dental Care` of "Bayhill Dental Care /
-# Dr. Diaz F Luisa": a branch after a dash, a person after a slash, a title's full stop).
+# Dr. Diaz F Luisa": a branch after a dash, a person after a slash, a title's full stop; `Paradise
+# Sushi` of "Paradise Sushi & Grill").
 WHOLE = {"en-name": "Golden Sino", "en-comma": "Sydney, Sino", "zh-name": "Golden Sino", "zh-comma": "Sydney, Sino",
          "en-dash": "Sino - Midtown", "en-slash": "Sino / Dr. Lee", "zh-dash": "Sino - Midtown",
-         "zh-slash": "Sino / Dr. Lee"}
+         "zh-slash": "Sino / Dr. Lee", "en-ampersand": "Sino & Grill", "zh-ampersand": "Sino & Grill"}
 
 
 def restated(case: str) -> list[tuple[str, str]]:
@@ -553,7 +554,7 @@ def restated(case: str) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("case", list(WHOLE))
 def test_a_value_read_from_part_of_a_name_the_user_said_keeps_the_whole_name(tmp_path, case, monkeypatch):
     """A value read from part of a name in the user's words (`minimal.named`: the capitalised Latin
-    words around its span, one space or a comma, dash or slash and a space apart) leaves the whole name a span
+    words around its span, one space or a comma, dash, slash or ampersand and a space apart) leaves the whole name a span
     the state form must say (`minimal.spans_of`). It says `Sino`, `Boston`: the conversation is
     sent, though the state form is smaller."""
     editor = ContextEditor(domain_file(tmp_path, "restaurant", history_rounds=5), "memory://")  # the whole conversation
@@ -573,6 +574,28 @@ def test_a_value_read_from_part_of_a_name_the_user_said_keeps_the_whole_name(tmp
         part = editor.render("c", "track")
     editor._rendered.clear()
     assert whole not in part.xml and "<state>" in part.xml and part.tokens < ctx.tokens
+
+
+# The assistant offers a time in the morning, then one in the evening at the same clock time
+# (SGD train: "leaving at 8:05 am" and later "arrives at 8:05 pm"). No rule reads either.
+MERIDIEM = [("user", "A table for 4 at Sino in Boston, please."), ("assistant", "Sino has a free table at 8:05 am."),
+            ("user", "Hmm, is there anything in the evening?"), ("assistant", "Only one, at 8:05 pm."),
+            ("user", "Let me think about it.")]
+
+
+def test_a_time_is_said_with_its_half_of_the_day(tmp_path):
+    """`minimal.words_of`: a time's value-like span takes the half of the day written after it, so
+    "8:05 am" is not said by a later "8:05 pm", and the sentence that offered it stays. Latin
+    script only: Chinese writes the half of the day before the time ("上午8点05分"), a word of
+    its own."""
+    editor = ContextEditor(domain_file(tmp_path, "restaurant", history_rounds=5), "memory://")  # the whole conversation
+    for role, text in MERIDIEM:
+        editor.add("c", {"role": role, "content": text, "timestamp": STAMP})
+    assert editor.state("c").get("time") is None
+    ctx = editor.render("c", "track")
+    assert "8:05 am" in ctx.xml and "8:05 pm" in ctx.xml and ctx.tokens == count_tokens(ctx.xml)
+    line = lines_of(editor.domain, editor.store.messages("c")[1])[0]
+    assert [line.text[a:b] for a, b in minimal.words_of(line)] == ["Sino", "8:05 am"]
 
 
 # A name in lowercase words, after a word names often follow ("in half moon bay", "a 1 star hotel

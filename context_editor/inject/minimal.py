@@ -321,15 +321,22 @@ def _word(c: str) -> bool:
     return c.isascii() and c.isalnum()
 
 
+# The half of the day written after a time ("8:05 am", "7 p.m."): part of the time it follows.
+_MERIDIEM = re.compile(r"\s?(?:[ap]\.m\.|[ap]m\b)", re.IGNORECASE)
+
+
 def words_of(line: compact.SummaryLine) -> list[tuple[int, int]]:
     """The line's value-like spans grown to the whole ASCII words they are part of ("7" of "7pm" is
-    "7pm", "8" of "8th" is "8th"): what a reader sees said, compared word for word by `says`."""
+    "7pm", "8" of "8th" is "8th") and a time over the half of the day after it ("8:05 am" is not
+    the "8:05 pm" said later): what a reader sees said, compared word for word by `says`."""
     out = []
     for a, b in line.spans:
         while a > 0 and _word(line.text[a - 1]) and _word(line.text[a]):
             a -= 1
         while b < len(line.text) and _word(line.text[b]) and _word(line.text[b - 1]):
             b += 1
+        if line.text[b - 1:b].isdigit() and (half := _MERIDIEM.match(line.text, b)):
+            b = half.end()
         out.append((a, b))
     return out
 
@@ -424,22 +431,24 @@ def read_in(line: compact.SummaryLine, present: Mapping[int, compact.Spans]) -> 
 
 
 _CLAUSE = re.compile(r"[^，,；;]+[，,；;]?\s*")
-# Between the words of a name: one space, or a comma, a dash or a slash and a space ("Sydney,
-# Australia", "Access Dental - Santa Rosa", "Bayhill Dental Care / Dr. Diaz"), after a word that
+# Between the words of a name: one space, or a comma, a dash, a slash or an ampersand and a space
+# ("Sydney, Australia", "Access Dental - Santa Rosa", "Bayhill Dental Care / Dr. Diaz", "Paradise
+# Sushi & Grill"), after a word that
 # may end in a full stop (a title or an initial: a line is one sentence, so a stop followed by a
 # space and a capital inside it is one of those, `memory.summary._SENTENCE`).
-_JOIN = r"\.?(?:,| -| /)? "
+_JOIN = r"\.?(?:,| -| /| &)? "
 _CAPITALS_BEFORE = re.compile(rf"(?:(?<![A-Za-z0-9'])[A-Z][A-Za-z]*{_JOIN})+$")
 _CAPITALS_AFTER = re.compile(rf"(?:{_JOIN}[A-Z][A-Za-z]*(?![A-Za-z0-9']))+")
 
 
 def named(text: str, a: int, b: int) -> tuple[int, int]:
     """The span a..b of `text` grown over the capitalised words right before and after it, one
-    space or a comma, dash or slash and a space apart (`_JOIN`): the whole name a value was read
-    from part of ("Alchemy John MD" around "John MD", "Lotus Thai" around "Lotus", "推荐Golden Sino"
-    around "Sino", "Sydney, Australia" around "Australia", "Anne Han, M" of "Anne Han, M.D.",
+    space or a comma, dash, slash or ampersand and a space apart (`_JOIN`): the whole name a value
+    was read from part of ("Alchemy John MD" around "John MD", "Lotus Thai" around "Lotus", "推荐Golden
+    Sino" around "Sino", "Sydney, Australia" around "Australia", "Anne Han, M" of "Anne Han, M.D.",
     "Access Dental - Santa Rosa" around "Access Dental", "Bayhill Dental Care / Dr. Diaz F Luisa"
-    around "Bayhill Dental Care"). Latin words only: a Chinese name is a span of its own."""
+    around "Bayhill Dental Care", "Paradise Sushi & Grill" around "Paradise Sushi"). Latin words
+    only: a Chinese name is a span of its own."""
     before = _CAPITALS_BEFORE.search(text, 0, a)
     after = _CAPITALS_AFTER.match(text, b)
     return (before.start() if before else a, after.end() if after else b)
