@@ -433,9 +433,9 @@ def read_in(line: compact.SummaryLine, present: Mapping[int, compact.Spans]) -> 
 _CLAUSE = re.compile(r"[^，,；;]+[，,；;]?\s*")
 # Between the words of a name: one space, or a comma, a dash, a slash or an ampersand and a space
 # ("Sydney, Australia", "Access Dental - Santa Rosa", "Bayhill Dental Care / Dr. Diaz", "Paradise
-# Sushi & Grill"), after a word that
-# may end in a full stop (a title or an initial: a line is one sentence, so a stop followed by a
-# space and a capital inside it is one of those, `memory.summary._SENTENCE`).
+# Sushi & Grill"), after a word that may end in a full stop (a title or an initial: a line is one
+# sentence, so a stop followed by a space and a capital inside it is one of those,
+# `memory.summary._SENTENCE`).
 _JOIN = r"\.?(?:,| -| /| &)? "
 _CAPITALS_BEFORE = re.compile(rf"(?:(?<![A-Za-z0-9'])[A-Z][A-Za-z]*{_JOIN})+$")
 _CAPITALS_AFTER = re.compile(rf"(?:{_JOIN}[A-Z][A-Za-z]*(?![A-Za-z0-9']))+")

@@ -994,10 +994,7 @@ class Renderer:
                     break
                 offset = max(offset, guess - costs.estimate(kept))
                 kept = costs.search(plan.limit - offset)
-            at = tuple(kept[t] for t in TIERS)
-            if at not in probes:  # (the full render's pieces, where they are the cut's text: no second template pass)
-                probes[at] = self._without(plan, full, costs, kept, counter) or self._build(plan, state, kept, counter)
-            probe = probes[at]
+            probe = self._probe(plan, state, kept, probes, counter, whole=(full, costs))
             if probe.tokens <= plan.limit:
                 return kept, probe
             if not any(kept.values()):
@@ -1050,11 +1047,14 @@ class Renderer:
         return [n for n in plan.names if n in plan.protected or n in plan.optional[: kept["optional"]]]
 
     def _probe(self, plan: _Plan, state: State, kept: dict[str, int], probes: dict[tuple[int, ...], _Probe],
-               counter: SegmentCounter, marked: bool = False) -> _Probe:
-        """The render keeping the first kept[tier] items of each tier (each candidate rendered once)."""
+               counter: SegmentCounter, marked: bool = False, whole: tuple[_Probe, _Costs] | None = None) -> _Probe:
+        """The render keeping the first kept[tier] items of each tier (each candidate rendered once).
+        `whole`: the full marked render and its costs, whose pieces are the cut's text where
+        `_without` says so (no second template pass)."""
         key = tuple(kept[t] for t in TIERS)
         if key not in probes:
-            probes[key] = self._build(plan, state, kept, counter, marked)
+            made = self._without(plan, *whole, kept, counter) if whole is not None else None
+            probes[key] = made or self._build(plan, state, kept, counter, marked)
         return probes[key]
 
     def _build(self, plan: _Plan, state: State, kept: dict[str, int], counter: SegmentCounter,
